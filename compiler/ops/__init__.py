@@ -1,0 +1,3 @@
+"""The one op set.  Importing this package registers every primitive in ``REGISTRY``."""
+from .core import REGISTRY, OpDef, TensorSpec, define  # noqa: F401
+from . import elementwise  # noqa: F401

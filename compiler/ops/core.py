@@ -1,0 +1,194 @@
+"""What an op definition is, the registry that holds them, and the shared meta helpers.
+
+An ``OpDef`` carries every fact about one primitive:
+
+* ``impl``       the numpy reference implementation (eager execution, IR interpreter);
+* ``dtype_rule`` the result dtype from the input dtypes (PyTorch's promotion);
+* ``meta``       output shapes and dtypes from input specs; raises the user-facing error
+                 for bad input.  Eager execution calls it only to explain a failure, the
+                 tracer calls it for every node;
+* ``vjp``        the derivative rule, written with tensor methods (so the same rule runs
+                 on eager tensors and on traced values);
+* ``lowering``   the code-generation rule, filled in by the compiler back ends.
+"""
+from dataclasses import dataclass
+
+from dynograph.runtime import dtypes as D
+
+REGISTRY = {}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """The static facts of a tensor: what meta rules consume and produce."""
+    shape: tuple
+    dtype: D.dtype
+
+
+class OpDef:
+    __slots__ = ("name", "kind", "impl", "dtype_rule", "meta", "vjp", "lowering",
+                 "grad_name", "view", "differentiable", "cast_inputs", "doc")
+
+    def __init__(self, name, kind, impl, dtype_rule, meta, vjp, lowering, grad_name, view,
+                 differentiable, cast_inputs, doc):
+        self.name = name
+        self.kind = kind
+        self.impl = impl
+        self.dtype_rule = dtype_rule
+        self.meta = meta
+        self.vjp = vjp
+        self.lowering = lowering
+        self.grad_name = grad_name
+        self.view = view
+        self.differentiable = differentiable
+        self.cast_inputs = cast_inputs      # elementwise: convert tensor inputs to the compute dtype
+        self.doc = doc
+
+    def __repr__(self):
+        return f"<op {self.name} ({self.kind})>"
+
+
+KINDS = ("elementwise", "reduction", "movement", "index", "linalg", "random", "creation", "other")
+
+
+def define(name, kind, impl, *, meta, dtype_rule=None, vjp=None, lowering=None,
+           grad_name=None, view=False, differentiable=True, cast_inputs=True, doc=""):
+    """Register one primitive.  ``grad_name`` defaults to PyTorch's ``<Name>Backward0``."""
+    assert kind in KINDS, kind
+    assert name not in REGISTRY, f"op {name} defined twice"
+    if grad_name is None:
+        grad_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+    op = OpDef(name, kind, impl, dtype_rule, meta, vjp, lowering, grad_name, view,
+               differentiable, cast_inputs, doc)
+    REGISTRY[name] = op
+    return op
+
+
+# ---------------------------------------------------------------- shapes
+
+def broadcast_shapes(*shapes):
+    """PyTorch's broadcasting of several shapes, with its error text on a mismatch."""
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for s in shapes:
+        off = ndim - len(s)
+        for i, n in enumerate(s):
+            j = off + i
+            if n == out[j] or n == 1:
+                continue
+            if out[j] == 1:
+                out[j] = n
+                continue
+            raise RuntimeError(
+                f"The size of tensor a ({out[j]}) must match the size of tensor b ({n}) "
+                f"at non-singleton dimension {i}")
+    return tuple(out)
+
+
+def check_broadcast(a, b):
+    """broadcast two shapes with PyTorch's message (a is the first operand, b the second)."""
+    if a == b:
+        return a
+    ndim = max(len(a), len(b))
+    pa = (1,) * (ndim - len(a)) + tuple(a)
+    pb = (1,) * (ndim - len(b)) + tuple(b)
+    out = []
+    for i, (x, y) in enumerate(zip(pa, pb)):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                f"at non-singleton dimension {i}")
+    return tuple(out)
+
+
+def wrap_dim(dim, ndim, name="dim"):
+    """A dim in [-ndim, ndim) made non-negative, with PyTorch's IndexError otherwise."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def wrap_dims(dims, ndim):
+    if dims is None:
+        return tuple(range(ndim))
+    if isinstance(dims, int):
+        dims = (dims,)
+    out = tuple(wrap_dim(d, ndim) for d in dims)
+    if len(set(out)) != len(out):
+        for d in out:
+            if out.count(d) > 1:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return out
+
+
+# ---------------------------------------------------------------- dtypes
+
+def _category_type(x):
+    """(kind, dtype) of one operand for result_type: 'dim', 'zero' or 'wrapped'."""
+    dt = getattr(x, "dtype", None)
+    if dt is not None and isinstance(dt, D.dtype):
+        return ("dim" if len(x.shape) else "zero"), dt
+    if isinstance(x, bool):
+        return "wrapped", D.bool
+    if isinstance(x, int):
+        return "wrapped", D.int64
+    if isinstance(x, float):
+        return "wrapped", D.get_default_dtype()
+    raise TypeError(f"expected a Tensor or a Python number, got {type(x).__name__}")
+
+
+def _combine_categories(higher, lower):
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.is_floating_point:
+        return higher
+    if higher is D.bool or lower.is_floating_point:
+        return D.promote_types(higher, lower)
+    return higher
+
+
+def result_type(*operands):
+    """torch.result_type over tensors (with dims or zero-dim) and Python scalars."""
+    if len(operands) == 2:                      # fast path: two tensors of one dtype
+        a, b = operands
+        da = getattr(a, "dtype", None)
+        if da is not None and da is getattr(b, "dtype", None):
+            return da
+    state = {"dim": None, "zero": None, "wrapped": None}
+    for x in operands:
+        kind, dt = _category_type(x)
+        cur = state[kind]
+        state[kind] = dt if cur is None else D.promote_types(cur, dt)
+    return _combine_categories(state["dim"], _combine_categories(state["zero"], state["wrapped"]))
+
+
+def to_float(dt):
+    """Integer and bool dtypes compute floating ops in the default dtype."""
+    return dt if dt.is_floating_point else D.get_default_dtype()
+
+
+def can_cast(src, dst):
+    """PyTorch's rule for writing a result into an existing tensor (in-place ops, out=)."""
+    if src.is_floating_point and not dst.is_floating_point:
+        return False
+    if src is not D.bool and dst is D.bool:
+        return False
+    return True
+
+
+def type_name(dt):
+    """'Float', 'Long', ... as PyTorch names dtypes in kernel errors."""
+    return _TYPE_NAMES[dt.name]
+
+
+_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+               "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
+               "float64": "Double"}

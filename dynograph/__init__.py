@@ -1,0 +1,28 @@
+"""dynograph: PyTorch's programming model, with a compiler to native code.
+
+    import dynograph as torch
+    x = torch.ones(2, 2, requires_grad=True)
+    (x * 3).sum().backward()
+"""
+from dynograph.runtime import dtypes as _dtypes
+from dynograph.runtime.dtypes import (  # noqa: F401
+    dtype, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+    promote_types, get_default_dtype, set_default_dtype, finfo, iinfo)
+from dynograph.runtime.device import device  # noqa: F401
+
+from ._tensor import Tensor, Size  # noqa: F401
+from . import _autograd_methods  # noqa: F401
+from . import autograd  # noqa: F401
+from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  # noqa: F401
+                                 inference_mode, is_grad_enabled, is_inference_mode_enabled)
+from ._creation import *  # noqa: F401,F403
+from ._math import *  # noqa: F401,F403
+
+float = float32   # noqa: A001  torch.float
+double = float64
+half = float16
+long = int64
+int = int32       # noqa: A001
+short = int16
+
+__version__ = "0.1.0"

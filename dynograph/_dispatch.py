@@ -1,0 +1,118 @@
+"""The dispatcher: every op call goes through ``call``.
+
+Eager mode runs the op's numpy implementation now and, when an input requires grad
+and grad mode is on, records an ``OpNode`` in the dynamic graph.  (The tracer adds a
+second mode that appends IR nodes instead.)
+"""
+import warnings
+
+import numpy as np
+
+from dynograph.compiler.ops.core import TensorSpec
+from dynograph.runtime import dtypes as D
+from ._tensor import Tensor
+from .autograd.grad_mode import STATE
+from .autograd.graph import OpNode
+
+_ndarray = np.ndarray
+_wrap = Tensor._wrap
+
+# numpy reports float overflow, 0/0 and log(0) as warnings; torch returns inf/nan quietly.
+# np.errstate would cost more than the op itself on small tensors, so filter by module.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"dynograph\.")
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"numpy\.")
+
+
+def call(op, *args, **attrs):
+    """Run ``op`` on ``args`` (tensors, Python scalars, other attributes) eagerly."""
+    if op.kind == "elementwise":
+        result = _run_elementwise(op, args, attrs)
+    else:
+        result = _run(op, args, attrs)
+    if STATE.grad_enabled and op.differentiable:
+        for a in args:
+            if type(a) is Tensor or isinstance(a, Tensor):
+                if a.requires_grad:
+                    return _record(op, args, attrs, result)
+    if type(result) is tuple:
+        return tuple(_wrap(r) for r in result)
+    out = _wrap(result)
+    if op.view:
+        _mark_view(out, args[0])
+    return out
+
+
+def _arrays(args, ct):
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            if ct is not None and d.dtype != ct:
+                d = d.astype(ct)
+            out.append(d)
+        else:
+            out.append(a)
+    return out
+
+
+def _run_elementwise(op, args, attrs):
+    ct, odt = op.dtype_rule(*args, **attrs)
+    arrays = _arrays(args, ct.np if op.cast_inputs else None)
+    shapes = [a.shape for a in arrays if type(a) is _ndarray]
+    if len(shapes) > 1 and any(s != shapes[0] for s in shapes):
+        op.meta(*[_spec(a) for a in args], **attrs)     # raises PyTorch's broadcast error
+    try:
+        r = op.impl(*arrays, **attrs)
+    except OverflowError:
+        # a Python int that does not fit the dtype wraps around, as in torch
+        arrays = [np.array(a).astype(ct.np) if isinstance(a, int) else a for a in arrays]
+        r = op.impl(*arrays, **attrs)
+    if type(r) is not _ndarray:
+        r = np.asarray(r)
+    if r.dtype != odt.np:
+        r = r.astype(odt.np)
+    return r
+
+
+def _run(op, args, attrs):
+    arrays = _arrays(args, None)
+    try:
+        return op.impl(*arrays, **attrs)
+    except (ValueError, IndexError, TypeError) as e:
+        if op.meta is not None:
+            op.meta(*[_spec(a) for a in args], **attrs)  # raises the user-facing error
+        raise RuntimeError(f"{op.name}: {e}") from None
+
+
+def _spec(a):
+    if isinstance(a, Tensor):
+        return TensorSpec(a._data.shape, a.dtype)
+    return a
+
+
+def _record(op, args, attrs, result):
+    node = OpNode(op, args, attrs, result)
+    if type(result) is tuple:
+        outs = []
+        for i, r in enumerate(result):
+            t = _wrap(r)
+            if r.dtype.kind == "f" or r.dtype == D.bfloat16.np:
+                t.requires_grad = True
+                t.grad_fn = node
+                t._output_nr = i
+            outs.append(t)
+        return tuple(outs)
+    out = _wrap(result)
+    if result.dtype.kind == "f" or result.dtype == D.bfloat16.np:
+        out.requires_grad = True
+        out.grad_fn = node
+    if op.view:
+        _mark_view(out, args[0])
+    return out
+
+
+def _mark_view(out, src):
+    """``out`` shares memory with ``src``: share its base and version counter."""
+    base = src._base if src._base is not None else src
+    out._base = base
+    out._vc = base._version_box()

@@ -1,0 +1,282 @@
+"""The Tensor class: a numpy buffer plus autograd fields.
+
+Only the core lives here (construction from arrays, attributes, conversion, Python
+protocols).  Each op module attaches its functions as methods with ``tensor_method``,
+so the math of every op stays in one place (the op set) and its Python signature in
+one other (the module that declares the public function).
+"""
+import numpy as np
+
+from dynograph.runtime import dtypes as D
+from dynograph.runtime.device import CPU, as_device
+
+_FROM_NP = D._FROM_NP
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple that prints as ``dynograph.Size([2, 3])``."""
+
+    def __repr__(self):
+        return f"dynograph.Size([{', '.join(str(int(n)) for n in self)}])"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+
+class Tensor:
+    """A multi-dimensional array with autograd.  ``_data`` is the numpy view it owns.
+
+    Fields not set on an instance fall back to these class defaults, which keeps
+    wrapping an op's result cheap.
+    """
+
+    __array_priority__ = 1000        # numpy defers ``array + tensor`` to Tensor.__radd__
+    requires_grad = False
+    grad_fn = None
+    _grad = None
+    _base = None                     # the tensor this one is a view of
+    _vc = None                       # version counter box shared by a base and its views
+    _retains_grad = False
+    _hooks = None
+    _is_param = False
+
+    def __init__(self, *args, **kwargs):
+        # torch.Tensor(...) is the legacy constructor: Tensor([1, 2]) or Tensor(2, 3)
+        from . import _creation
+        t = _creation.legacy_new(D.get_default_dtype(), args, kwargs)
+        self._data = t._data
+
+    # ---------------------------------------------------------------- construction
+
+    @staticmethod
+    def _wrap(array):
+        t = object.__new__(Tensor)
+        t._data = array
+        return t
+
+    # ---------------------------------------------------------------- attributes
+
+    @property
+    def dtype(self):
+        return _FROM_NP[self._data.dtype]
+
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        from dynograph.compiler.ops.core import wrap_dim
+        return self._data.shape[wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def dim(self):
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self):
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self):
+        return self._data.itemsize
+
+    @property
+    def itemsize(self):
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.nbytes
+
+    @property
+    def device(self):
+        return CPU
+
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def is_cpu(self):
+        return True
+
+    @property
+    def layout(self):
+        return "strided"
+
+    def is_floating_point(self):
+        return self._data.dtype.kind == "f" or self.dtype is D.bfloat16
+
+    def is_complex(self):
+        return False
+
+    def stride(self, dim=None):
+        item = self._data.itemsize
+        strides = tuple(s // item for s in self._data.strides)
+        if dim is None:
+            return strides
+        from dynograph.compiler.ops.core import wrap_dim
+        return strides[wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self):
+        base = self._data
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        return (self._data.__array_interface__["data"][0]
+                - base.__array_interface__["data"][0]) // self._data.itemsize
+
+    def data_ptr(self):
+        return self._data.__array_interface__["data"][0]
+
+    def is_contiguous(self, memory_format=None):
+        return self._data.flags.c_contiguous or self._data.size <= 1
+
+    def get_device(self):
+        return -1
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def _version(self):
+        return 0 if self._vc is None else self._vc[0]
+
+    def _bump_version(self):
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = [0]
+        vc[0] += 1
+
+    def _version_box(self):
+        if self._vc is None:
+            self._vc = [0]
+        return self._vc
+
+    # ---------------------------------------------------------------- conversion
+
+    def numpy(self, *, force=False):
+        if self.requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if dtype is None:
+            return self._data
+        return self._data.astype(dtype, copy=False)
+
+    def tolist(self):
+        return self._data.tolist() if self._data.dtype != D.bfloat16.np else \
+            self._data.astype(np.float32).tolist()
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        v = self._data.reshape(()).item() if self._data.dtype != D.bfloat16.np else \
+            float(self._data.reshape(()))
+        return v
+
+    def _scalar_check(self, what):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous"
+                if self._data.size > 1 else
+                "Boolean value of Tensor with no values is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        self._scalar_check("float")
+        return float(self.item())
+
+    def __int__(self):
+        self._scalar_check("int")
+        return int(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self):
+        self._scalar_check("complex")
+        return complex(self.item())
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce_ex__(self, protocol):
+        # pickling (used by multiprocessing): data, dtype and requires_grad
+        return (_rebuild, (self._data.copy() if not self._data.flags.c_contiguous else self._data,
+                           self.requires_grad))
+
+    def __repr__(self, *, tensor_contents=None):
+        from ._printing import tensor_repr
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0 and spec:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    # device movement: everything lives on the CPU until a CUDA runtime exists
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None, non_blocking=False):
+        as_device("cuda" if device is None else device)
+
+    @property
+    def is_meta(self):
+        return False
+
+
+def _rebuild(array, requires_grad):
+    t = Tensor._wrap(array)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def tensor_method(fn=None, *, name=None):
+    """Attach ``fn`` to Tensor as a method (its first argument is the tensor)."""
+    def attach(f):
+        setattr(Tensor, name or f.__name__, f)
+        return f
+    return attach(fn) if fn is not None else attach

@@ -1,0 +1,169 @@
+"""The backward engine: iterative, dependency-counted, deterministic."""
+from .._tensor import Tensor
+from .graph import AccumulateGrad, OpNode
+from .grad_mode import STATE
+
+
+def _sum_to(g, shape):
+    """Undo broadcasting: sum ``g`` down to ``shape``."""
+    gshape = g._data.shape
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    dims = tuple(range(lead)) + tuple(
+        i + lead for i, n in enumerate(shape) if n == 1 and gshape[i + lead] != 1)
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    if lead:
+        g = g.reshape(shape)
+    return g
+
+
+def _dependencies(roots):
+    """Count, for every node reachable from ``roots``, how many edges point at it."""
+    deps = {}
+    seen = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for edge in node.next_functions:
+            if edge is None:
+                continue
+            nxt = edge[0]
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if id(nxt) not in seen:
+                stack.append(nxt)
+    return deps
+
+
+def run_backward(roots, grads, *, retain_graph=False, create_graph=False, inputs=None,
+                 capture=None):
+    """Propagate ``grads`` from ``roots`` (tensors) to the leaves.
+
+    With ``capture`` (a dict node-edge -> None) gradients for those edges are returned
+    instead of accumulated into ``.grad`` (autograd.grad).
+    """
+    prev = STATE.grad_enabled
+    STATE.grad_enabled = bool(create_graph)
+    try:
+        return _run(roots, grads, retain_graph, create_graph, inputs, capture)
+    finally:
+        STATE.grad_enabled = prev
+
+
+def _run(roots, grads, retain_graph, create_graph, inputs, capture):
+    buffers = {}                 # node -> list of output grads
+    root_nodes = []
+    for t, g in zip(roots, grads):
+        edge = t.grad_fn and (t.grad_fn, t._output_nr)
+        if edge is None:
+            from .graph import accumulator
+            edge = (accumulator(t), 0)
+        node, nr = edge
+        _add_grad(buffers, node, nr, g)
+        if node not in root_nodes:
+            root_nodes.append(node)
+    deps = _dependencies(root_nodes)
+    ready = [n for n in root_nodes if deps.get(n, 0) == 0]
+    results = {}
+    order = 0
+    while ready:
+        node = ready.pop()
+        order += 1
+        node_grads = buffers.pop(node, None)
+        if isinstance(node, AccumulateGrad):
+            g = node_grads[0]
+            if capture is not None:
+                if node in capture:
+                    results[node] = g
+            elif inputs is None or node.variable in inputs:
+                _accumulate(node.variable, g, create_graph)
+            continue
+        if capture is not None and node in capture:
+            results[node] = node_grads
+        in_grads = _apply(node, node_grads)
+        if not retain_graph:
+            node.release()
+        for i, edge in enumerate(node.next_functions):
+            if edge is None:
+                continue
+            nxt, nr = edge
+            g = in_grads[i] if i < len(in_grads) else None
+            if g is not None:
+                _add_grad(buffers, nxt, nr, g)
+            deps[nxt] -= 1
+            if deps[nxt] == 0:
+                if nxt in buffers:
+                    ready.append(nxt)
+                else:
+                    _skip(nxt, deps, ready, buffers)
+    return results
+
+
+def _skip(node, deps, ready, buffers):
+    """A node that received no gradient still releases its dependents."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        for edge in n.next_functions:
+            if edge is None:
+                continue
+            nxt = edge[0]
+            deps[nxt] -= 1
+            if deps[nxt] == 0:
+                (ready.append(nxt) if nxt in buffers else stack.append(nxt))
+
+
+def _apply(node, grads):
+    if isinstance(node, OpNode):
+        inputs = node.inputs
+        if inputs is None:
+            node.apply(*grads)      # raises the freed-graph error
+        out = node._outputs
+        nout = len(out) if isinstance(out, tuple) else 1
+        full = [None] * nout
+        for i, g in enumerate(grads or ()):
+            full[i] = g
+        if nout == 1 and full[0] is None:
+            return ()
+        raw = node.apply(*full)
+        fixed = []
+        for x, g in zip(inputs, raw):
+            if g is None or not isinstance(x, Tensor):
+                fixed.append(None)
+                continue
+            if not isinstance(g, Tensor):
+                g = Tensor._wrap(g)
+            if g._data.shape != x._data.shape:
+                g = _sum_to(g, x._data.shape)
+            if g._data.dtype != x._data.dtype:
+                g = g.to(x.dtype)
+            fixed.append(g)
+        return fixed
+    return node.apply(*grads)
+
+
+def _add_grad(buffers, node, nr, g):
+    slot = buffers.get(node)
+    if slot is None:
+        out = getattr(node, "_outputs", None)
+        n = len(out) if isinstance(out, tuple) else 1
+        slot = buffers[node] = [None] * n
+    slot[nr] = g if slot[nr] is None else slot[nr] + g
+
+
+def _accumulate(leaf, g, create_graph):
+    for hook in leaf._hooks or ():
+        r = hook(g)
+        if r is not None:
+            g = r
+    if leaf._grad is None:
+        # the incoming buffer may be shared with other gradients: the leaf gets its own
+        leaf._grad = g if create_graph else Tensor._wrap(g._data.copy())
+    elif create_graph:
+        leaf._grad = leaf._grad + g
+    else:
+        leaf._grad._data += g._data

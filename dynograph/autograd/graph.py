@@ -1,0 +1,144 @@
+"""Nodes of the dynamic autograd graph: one ``OpNode`` per recorded op, ``AccumulateGrad`` per leaf.
+
+A node saves the op's inputs, attributes and output buffers; its derivative rule comes
+from the op set (``op.vjp``), so eager autograd and traced autodiff share one source.
+"""
+from .._tensor import Tensor
+
+
+class Node:
+    """Base of backward nodes; mirrors torch.autograd.graph.Node's public surface."""
+
+    next_functions = ()
+    metadata = None
+
+    def name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    def register_hook(self, fn):
+        self.__dict__.setdefault("_post_hooks", []).append(fn)
+        return _Handle(self._post_hooks, fn)
+
+    def register_prehook(self, fn):
+        self.__dict__.setdefault("_pre_hooks", []).append(fn)
+        return _Handle(self._pre_hooks, fn)
+
+
+class _Handle:
+    def __init__(self, lst, item):
+        self._lst, self._item = lst, item
+
+    def remove(self):
+        if self._item in self._lst:
+            self._lst.remove(self._item)
+
+
+class AccumulateGrad(Node):
+    """Adds the incoming gradient into a leaf's ``.grad``."""
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
+
+def accumulator(leaf):
+    """The one AccumulateGrad node of a leaf (created on first use, like torch)."""
+    acc = leaf.__dict__.get("_accumulator")
+    if acc is None:
+        acc = leaf._accumulator = AccumulateGrad(leaf)
+    return acc
+
+
+def edge_of(t):
+    if not t.requires_grad:
+        return None
+    fn = t.grad_fn
+    if fn is None:
+        return (accumulator(t), 0)
+    return (fn, t._output_nr)
+
+
+class OpNode(Node):
+    """The backward of one recorded op.  Acts as the ``ctx`` its derivative rule reads."""
+
+    def __init__(self, op, inputs, attrs, outputs):
+        self.op = op
+        self.inputs = inputs
+        self.attrs = attrs
+        self._outputs = outputs                 # the output buffers, not the tensors (no cycle)
+        self._versions = tuple(x._version if isinstance(x, Tensor) else None for x in inputs)
+        self.next_functions = tuple(
+            edge_of(x) if isinstance(x, Tensor) else None for x in inputs)
+        self._freed = False
+
+    def name(self):
+        return self.op.grad_name
+
+    @property
+    def _name(self):
+        return self.op.grad_name
+
+    def needs(self, i):
+        """Whether input ``i`` needs a gradient (rules skip work for the others)."""
+        return self.next_functions[i] is not None
+
+    @property
+    def needs_input_grad(self):
+        return tuple(e is not None for e in self.next_functions)
+
+    @property
+    def output(self):
+        out = self._outputs
+        if isinstance(out, tuple):
+            return tuple(self._saved_output(o, i) for i, o in enumerate(out))
+        return self._saved_output(out, 0)
+
+    def _saved_output(self, array, nr):
+        t = Tensor._wrap(array)
+        from .grad_mode import STATE
+        if STATE.grad_enabled:                  # create_graph: the output keeps its history
+            t.requires_grad = True
+            t.grad_fn = self
+            t._output_nr = nr
+        return t
+
+    def release(self):
+        self.inputs = None
+        self._outputs = None
+        self._freed = True
+
+    def apply(self, *grads):
+        if self._freed:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or "
+                "if you need to access saved tensors after calling backward.")
+        self._check_versions()
+        grads = self.op.vjp(self, *grads)
+        return tuple(g if g is not False else None for g in grads)
+
+    def _check_versions(self):
+        for i, (x, v) in enumerate(zip(self.inputs, self._versions)):
+            if v is not None and x._version != v:
+                shape = "x".join(str(n) for n in x._data.shape)
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: [dynograph.{x.dtype.tensor_type} [{shape}]], which is "
+                    f"output {x._output_nr} of {x.grad_fn.name() if x.grad_fn else 'AccumulateGrad'}, "
+                    f"is at version {x._version}; expected version {v} instead. Hint: the "
+                    "backtrace further above can point to the operation that failed to compute "
+                    "its gradient. The variable in question was changed in there or anywhere later. "
+                    "Good luck!")
+
+
+Tensor._output_nr = 0

@@ -1,0 +1,1 @@
+"""dynograph.runtime: dtypes, devices and buffers (the lowest layer; imports nothing above it)."""

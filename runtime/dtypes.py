@@ -1,0 +1,168 @@
+"""The dtypes dynograph knows, their numpy storage types, and PyTorch's type promotion.
+
+A ``dtype`` is an immutable singleton (``dynograph.float32`` ...).  Every other
+layer asks this module, and only this module, how dtypes combine.
+"""
+import builtins
+
+import numpy as np
+import ml_dtypes  # bfloat16 as a numpy dtype; well kept, used by JAX
+
+__all__ = [
+    "dtype", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+    "float32", "float64", "promote_types", "from_numpy_dtype", "get_default_dtype",
+    "set_default_dtype", "finfo", "iinfo", "ALL_DTYPES",
+]
+
+_MODULE = "dynograph"
+
+
+class dtype:
+    """A tensor element type; compares by identity like torch.dtype."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "category",
+                 "_rank", "tensor_type")
+
+    def __init__(self, name, np_dtype, category, rank, tensor_type):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.category = category            # 0 bool, 1 integer, 2 floating
+        self.is_floating_point = category == 2
+        self.is_signed = name not in ("bool", "uint8")
+        self.itemsize = self.np.itemsize
+        self._rank = rank                   # order inside the category
+        self.tensor_type = tensor_type      # legacy name: "FloatTensor"
+
+    @property
+    def is_complex(self):
+        return False
+
+    def to_real(self):
+        return self
+
+    def __repr__(self):
+        return f"{_MODULE}.{self.name}"
+
+    def __reduce__(self):
+        return (getattr, (_dtype_module(), self.name))
+
+
+def _dtype_module():
+    import importlib
+    return importlib.import_module(_MODULE)
+
+
+bool = dtype("bool", np.bool_, 0, 0, "BoolTensor")  # noqa: A001 - torch's name
+uint8 = dtype("uint8", np.uint8, 1, 0, "ByteTensor")
+int8 = dtype("int8", np.int8, 1, 0, "CharTensor")
+int16 = dtype("int16", np.int16, 1, 1, "ShortTensor")
+int32 = dtype("int32", np.int32, 1, 2, "IntTensor")
+int64 = dtype("int64", np.int64, 1, 3, "LongTensor")
+float16 = dtype("float16", np.float16, 2, 0, "HalfTensor")
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2, 0, "BFloat16Tensor")
+float32 = dtype("float32", np.float32, 2, 1, "FloatTensor")
+float64 = dtype("float64", np.float64, 2, 2, "DoubleTensor")
+
+ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64,
+           "int": int32, "short": int16}
+
+_FROM_NP = {d.np: d for d in ALL_DTYPES}
+
+
+def from_numpy_dtype(np_dtype):
+    """The dtype stored as ``np_dtype``; TypeError names an unsupported numpy type."""
+    try:
+        return _FROM_NP[np_dtype]
+    except KeyError:
+        d = np.dtype(np_dtype)
+        if d in _FROM_NP:
+            return _FROM_NP[d]
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{d}. The only supported types are: "
+            "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool."
+        ) from None
+
+
+def _promote(a, b):
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    if a.category == 2:
+        if a._rank == b._rank:          # float16 with bfloat16
+            return float32
+        return a if a._rank > b._rank else b
+    if a is uint8 or b is uint8:        # uint8 with a signed integer
+        other = b if a is uint8 else a
+        return int16 if other is int8 else other
+    return a if a._rank > b._rank else b
+
+
+_PROMOTE = {(a, b): _promote(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
+
+
+def promote_types(type1, type2):
+    """The smallest dtype both ``type1`` and ``type2`` convert to (torch.promote_types)."""
+    return _PROMOTE[type1, type2]
+
+
+_default = [float32]
+
+
+def get_default_dtype():
+    return _default[0]
+
+
+def set_default_dtype(d):
+    if d not in (float32, float64, float16, bfloat16):
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default[0] = d
+
+
+def python_scalar_dtype(value):
+    """The dtype a Python number takes when it stands alone (torch.tensor(value))."""
+    if isinstance(value, (builtins.bool, np.bool_)):
+        return bool
+    if isinstance(value, (int, np.integer)):
+        return int64
+    return _default[0]
+
+
+class finfo:
+    """Machine limits of a floating dtype (torch.finfo)."""
+
+    def __init__(self, type=None):
+        type = _default[0] if type is None else type
+        if not type.is_floating_point:
+            raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle '{type}'")
+        info = ml_dtypes.finfo(type.np) if type is bfloat16 else np.finfo(type.np)
+        self.bits = type.itemsize * 8
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = float(info.resolution)
+        self.dtype = type.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """Limits of an integer dtype (torch.iinfo)."""
+
+    def __init__(self, type):
+        if type.is_floating_point:
+            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo to handle '{type}'")
+        if type is bool:
+            self.bits, self.min, self.max = 8, 0, 1
+        else:
+            info = np.iinfo(type.np)
+            self.bits, self.min, self.max = info.bits, int(info.min), int(info.max)
+        self.dtype = type.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

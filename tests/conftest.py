@@ -1,0 +1,68 @@
+"""Shared test helpers: the PyTorch oracle and comparisons against it."""
+import numpy as np
+import pytest
+
+import dynograph
+
+
+def torch_or_skip():
+    """The oracle; tests that need it skip cleanly where it is not installed."""
+    return pytest.importorskip("torch")
+
+
+@pytest.fixture
+def torch():
+    return torch_or_skip()
+
+
+def dtype_name(dt):
+    """'float32' for dynograph.float32 or torch.float32."""
+    return str(dt).split(".")[-1]
+
+
+def to_numpy(x):
+    """A numpy copy of a dynograph or torch tensor (bfloat16 as float32)."""
+    if isinstance(x, dynograph.Tensor):
+        a = x._data
+        return a.astype(np.float32) if a.dtype.name == "bfloat16" else np.array(a)
+    if hasattr(x, "detach"):
+        x = x.detach()
+        import torch
+        if x.dtype == torch.bfloat16:
+            x = x.float()
+        return x.numpy().copy()
+    return np.asarray(x)
+
+
+def from_torch(t, requires_grad=False):
+    """The dynograph tensor holding the same values and dtype as torch tensor ``t``."""
+    import torch
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        out = dynograph.tensor(t.float().numpy()).to(dynograph.bfloat16)
+    else:
+        out = dynograph.tensor(t.numpy())
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def assert_same(ours, theirs, rtol=1.3e-6, atol=1e-5, check_dtype=True):
+    """``ours`` (dynograph) equals ``theirs`` (torch): shape, dtype and values."""
+    if isinstance(theirs, (tuple, list)):
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            assert_same(a, b, rtol, atol, check_dtype)
+        return
+    if not hasattr(theirs, "shape"):
+        assert ours == theirs or np.allclose(ours, theirs, rtol=rtol, atol=atol, equal_nan=True)
+        return
+    assert isinstance(ours, dynograph.Tensor), f"expected a Tensor, got {type(ours).__name__}"
+    assert tuple(ours.shape) == tuple(theirs.shape), f"shape {tuple(ours.shape)} != {tuple(theirs.shape)}"
+    if check_dtype:
+        assert dtype_name(ours.dtype) == dtype_name(theirs.dtype), f"dtype {ours.dtype} != {theirs.dtype}"
+    a, b = to_numpy(ours), to_numpy(theirs)
+    if a.dtype.kind in "biu":
+        np.testing.assert_array_equal(a, b)
+    else:
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
