@@ -26,3 +26,4 @@ int = int32       # noqa: A001
 short = int16
 
 __version__ = "0.1.0"
+from . import cuda  # noqa: F401

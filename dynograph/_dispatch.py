@@ -4,6 +4,7 @@ Eager mode runs the op's numpy implementation now and, when an input requires gr
 and grad mode is on, records an ``OpNode`` in the dynamic graph.  (The tracer adds a
 second mode that appends IR nodes instead.)
 """
+import os
 import warnings
 
 import numpy as np
@@ -17,6 +18,10 @@ from .autograd.graph import OpNode
 _ndarray = np.ndarray
 _wrap = Tensor._wrap
 
+# DYNOGRAPH_CHECK_META=1 (always on in the test suite) checks every op's meta rule against
+# what eager execution produced, so shape/dtype rules used by the tracer cannot drift.
+CHECK_META = os.environ.get("DYNOGRAPH_CHECK_META") == "1"
+
 # numpy reports float overflow, 0/0 and log(0) as warnings; torch returns inf/nan quietly.
 # np.errstate would cost more than the op itself on small tensors, so filter by module.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"dynograph\.")
@@ -29,6 +34,8 @@ def call(op, *args, **attrs):
         result = _run_elementwise(op, args, attrs)
     else:
         result = _run(op, args, attrs)
+    if CHECK_META:
+        check_meta(op, args, attrs, result)
     if STATE.grad_enabled and op.differentiable:
         for a in args:
             if type(a) is Tensor or isinstance(a, Tensor):
@@ -116,3 +123,15 @@ def _mark_view(out, src):
     base = src._base if src._base is not None else src
     out._base = base
     out._vc = base._version_box()
+
+
+def check_meta(op, args, attrs, result):
+    """Assert that ``op.meta`` predicts the shape and dtype eager execution produced."""
+    spec = op.meta(*[_spec(a) for a in args], **attrs)
+    results = result if type(result) is tuple else (result,)
+    specs = spec if isinstance(spec, (tuple, list)) else (spec,)
+    got = [(tuple(r.shape), D.from_numpy_dtype(r.dtype)) for r in results]
+    want = [(tuple(s.shape), s.dtype) for s in specs]
+    if got != want:
+        raise AssertionError(f"meta rule of op '{op.name}' disagrees with eager execution: "
+                             f"meta says {want}, eager produced {got}")

@@ -1,8 +1,13 @@
 """Shared test helpers: the PyTorch oracle and comparisons against it."""
+import os
+
 import numpy as np
 import pytest
 
-import dynograph
+# every op's meta rule is checked against eager execution throughout the suite
+os.environ["DYNOGRAPH_CHECK_META"] = "1"
+
+import dynograph  # noqa: E402
 
 
 def torch_or_skip():
