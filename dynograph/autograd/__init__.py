@@ -3,6 +3,9 @@ from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, 
                         is_grad_enabled, is_inference_mode_enabled)
 from .graph import Node  # noqa: F401
 from .engine import run_backward
+from . import functional  # noqa: F401
+from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
+from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
 from .._tensor import Tensor
 
 
