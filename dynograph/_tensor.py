@@ -200,8 +200,7 @@ class Tensor:
 
     def _scalar_check(self, what):
         if self._data.size != 1:
-            raise RuntimeError(
-                f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+            raise ValueError("only one element tensors can be converted to Python scalars")
 
     def __bool__(self):
         if self._data.size != 1:
