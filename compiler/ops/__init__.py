@@ -1,3 +1,4 @@
 """The one op set.  Importing this package registers every primitive in ``REGISTRY``."""
 from .core import REGISTRY, OpDef, TensorSpec, define  # noqa: F401
 from . import elementwise  # noqa: F401
+from . import movement  # noqa: F401
