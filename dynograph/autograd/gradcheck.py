@@ -24,26 +24,25 @@ def _outputs(func, inputs):
 
 def _numerical_jacobians(func, inputs, eps):
     """For each differentiable input: a (numel(input), numel(output)) matrix per output."""
-    from .grad_mode import no_grad
-    with no_grad():
-        outs = _outputs(func, inputs)
-        result = []
-        for i in _differentiable(inputs):
-            x = inputs[i]
-            flat = x._data.reshape(-1) if x._data.flags.c_contiguous else None
-            if flat is None:
-                raise GradcheckError(f"gradcheck expects contiguous inputs; input {i} is not")
-            jac = [np.zeros((x._data.size, o._data.size)) for o in outs]
-            for k in range(flat.size):
-                orig = flat[k].copy()
-                flat[k] = orig + eps
-                plus = [np.array(o._data, dtype=np.float64).reshape(-1) for o in _outputs(func, inputs)]
-                flat[k] = orig - eps
-                minus = [np.array(o._data, dtype=np.float64).reshape(-1) for o in _outputs(func, inputs)]
-                flat[k] = orig
-                for j in range(len(outs)):
-                    jac[j][k] = (plus[j] - minus[j]) / (2 * eps)
-            result.append(jac)
+    # not under no_grad: gradgradcheck's function itself calls autograd.grad
+    outs = _outputs(func, inputs)
+    result = []
+    for i in _differentiable(inputs):
+        x = inputs[i]
+        flat = x._data.reshape(-1) if x._data.flags.c_contiguous else None
+        if flat is None:
+            raise GradcheckError(f"gradcheck expects contiguous inputs; input {i} is not")
+        jac = [np.zeros((x._data.size, o._data.size)) for o in outs]
+        for k in range(flat.size):
+            orig = flat[k].copy()
+            flat[k] = orig + eps
+            plus = [np.array(o._data, dtype=np.float64).reshape(-1) for o in _outputs(func, inputs)]
+            flat[k] = orig - eps
+            minus = [np.array(o._data, dtype=np.float64).reshape(-1) for o in _outputs(func, inputs)]
+            flat[k] = orig
+            for j in range(len(outs)):
+                jac[j][k] = (plus[j] - minus[j]) / (2 * eps)
+        result.append(jac)
     return result, outs
 
 
