@@ -200,17 +200,20 @@ LARGE = [
 ]
 
 
-@pytest.mark.parametrize("dt", ["float32", "float64", "float16", "int64", "bool"])
-@pytest.mark.parametrize("name,build", LARGE, ids=[c[0] for c in LARGE])
-def test_summarized(torch, name, build, dt):
-    arr = build()
-    if dt in ("int64", "bool") and arr.dtype.kind == "f":
-        pytest.skip("float data")
-    if dt not in ("int64", "bool") and arr.dtype.kind != "f":
-        arr = arr.astype(np.float64)
-    if dt == "bool" and arr.dtype != np.bool_:
-        pytest.skip("integer data")
-    check(torch.from_numpy(np.ascontiguousarray(arr)).to(getattr(torch, dt)))
+def _large_cases():
+    """Each large array in every dtype that can hold it (floats print integers too)."""
+    for name, build in LARGE:
+        kind = build().dtype.kind
+        dtypes = {"f": ["float32", "float64", "float16"], "i": ["int64", "float32", "float64"],
+                  "b": ["bool"]}[kind]
+        for dt in dtypes:
+            yield pytest.param(build, dt, id=f"{name}-{dt}")
+
+
+@pytest.mark.parametrize("build,dt", list(_large_cases()))
+def test_summarized(torch, build, dt):
+    arr = np.ascontiguousarray(build())
+    check(torch.from_numpy(arr).to(getattr(torch, dt)))
 
 
 def test_summarized_bfloat16(torch):
