@@ -1,0 +1,102 @@
+"""Smoke tests of the benchmark runner (tools/bench) with tiny repeat counts."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from tools.bench import runner  # noqa: E402
+
+TINY = {"repeats": 3, "target_s": 0.0005, "warmup_s": 0.0}
+
+
+def _fake(name, fns, **kw):
+    """An unregistered workload for the runner's own tests."""
+    return runner.Workload(name, lambda: fns, name, **kw)
+
+
+def test_registry_has_the_eager_workloads():
+    names = set(runner.load_workloads())
+    assert {"eager_overhead", "eager_chain", "autograd_chain"} <= names
+    assert [w.name for w in runner.select("^eager_over")] == ["eager_overhead"]
+    assert runner.select("no-such-workload") == []
+
+
+def test_calibrate_sizes_the_inner_loop():
+    assert runner.calibrate(lambda: None, 0.002) > 1000        # a no-op needs many calls
+    slow = runner.calibrate(lambda: sum(range(20000)), 0.002)
+    assert 1 <= slow < 200
+
+
+def test_measure_reports_median_min_iqr_for_every_system():
+    calls = {"a": 0, "b": 0}
+
+    def a():
+        calls["a"] += 1
+
+    def b():
+        calls["b"] += 1
+        sum(range(200))
+
+    stats = runner.measure({"a": a, "b": b}, **TINY)
+    assert set(stats) == {"a", "b"}
+    for s in stats.values():
+        assert len(s.samples) == 3
+        assert 0 < s.min <= s.median and s.iqr >= 0
+    assert stats["b"].median > stats["a"].median               # the slower one is slower
+    assert calls["a"] >= 3 * stats["a"].number
+
+
+def test_run_checks_agreement_and_skips_failing_systems():
+    import numpy as np
+    ok = _fake("ok", {"x": lambda: np.ones(3), "y": lambda: [1.0, 1.0, 1.0],
+                      "broken": lambda: 1 / 0})
+    [rec] = runner.run([ok], **TINY)
+    assert set(rec["systems"]) == {"x", "y"}
+    assert "ZeroDivisionError" in rec["errors"]["broken"]
+    bad = _fake("bad", {"x": lambda: np.ones(3), "y": lambda: np.zeros(3)})
+    with pytest.raises(AssertionError, match="y disagrees with x"):
+        runner.run([bad], **TINY)
+
+
+def test_table_and_json_have_ratios_against_the_baseline():
+    fast, slow = (lambda: None), (lambda: sum(range(300)))
+    results = runner.run([_fake("w", {"fast": fast, "slow": slow})], check=False, **TINY)
+    r = runner.ratios(results[0], "fast")
+    assert r["fast"] == 1.0 and r["slow"] > 1.0
+    table = runner.format_table(results, "fast")
+    assert "vs fast" in table and "1.00x" in table and "slow" in table
+    doc = runner.to_json(results, "fast", {"repeats": 3})
+    json.dumps(doc)                                             # serialisable
+    assert doc["machine"]["cores"] >= 1 and doc["machine"]["numpy"]
+    assert doc["results"][0]["systems"]["slow"]["inner_loop"] >= 1
+    assert doc["results"][0]["ratios"]["slow"] > 1.0
+
+
+def test_eager_workloads_agree_across_systems():
+    for w in runner.select("^eager_"):
+        fns = w.setup()
+        assert {"dynograph", "numpy"} <= set(fns)
+        assert runner.check_agreement(w, fns) == {}
+
+
+def test_cli_list_and_json(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-m", "tools.bench", "--list"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert "eager_overhead" in out and "eager_chain" in out
+    path = tmp_path / "bench.json"
+    r = subprocess.run([sys.executable, "-m", "tools.bench", "--filter", "^eager_overhead$",
+                        "--repeats", "2", "--target-ms", "1", "--warmup-ms", "0",
+                        "--baseline", "numpy", "--json", str(path)],
+                       cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert "vs numpy" in r.stdout
+    doc = json.loads(path.read_text())
+    [rec] = doc["results"]
+    assert rec["workload"] == "eager_overhead" and rec["ratios"]["numpy"] == 1.0
+    assert "dynograph" in rec["systems"]
+    assert doc["settings"]["repeats"] == 2 and doc["settings"]["baseline"] == "numpy"

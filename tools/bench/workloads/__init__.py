@@ -1,0 +1,2 @@
+"""Workload modules; importing this package registers all of them."""
+from . import eager  # noqa: F401
