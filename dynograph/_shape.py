@@ -12,7 +12,8 @@ import warnings
 from dynograph.compiler.ops import movement as M
 from dynograph.compiler.ops.core import wrap_dim
 from dynograph.runtime import dtypes as D
-from ._dispatch import call
+from ._dispatch import call, _mark_view
+from ._inplace import assign, check_inplace_leaf, write_out
 from ._tensor import Tensor, Size, tensor_method
 
 __all__ = []
@@ -344,3 +345,518 @@ def squeeze(input, dim=None):
 def unsqueeze(input, dim):
     """A view with a size-1 dimension inserted at ``dim`` (torch.unsqueeze)."""
     return call(M.unsqueeze, input, dim=_dim(dim, input._data.ndim + 1))
+
+
+# ---------------------------------------------------------------- in-place view ops
+
+def _inplace_view(fn, name):
+    """Tensor.<name>_: change this tensor's shape/strides in place (same memory)."""
+    def method(self, *args, **kwargs):
+        check_inplace_leaf(self)
+        alias = Tensor._wrap(self._data)
+        alias.__dict__.update(self.__dict__)
+        result = fn(alias, *args, **kwargs)
+        self._data = result._data
+        if result.grad_fn is not None:
+            self.grad_fn = result.grad_fn
+            self._output_nr = result._output_nr
+        self._bump_version()
+        return self
+    method.__name__ = name
+    tensor_method(method)
+    return method
+
+
+for _fn, _name in ((squeeze, "squeeze_"), (unsqueeze, "unsqueeze_"), (t, "t_"),
+                   (transpose, "transpose_"), (transpose, "swapaxes_"), (transpose, "swapdims_")):
+    _inplace_view(_fn, _name)
+
+
+# ---------------------------------------------------------------- as_strided / unfold
+
+@_public
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of input's memory with the given sizes, strides and storage offset."""
+    size = _sizes((size,), "as_strided")
+    stride = _sizes((stride,), "as_strided", "stride")
+    d = input._data
+    if storage_offset is None:
+        storage_offset = M.storage_offset_of(d)
+    return call(M.as_strided, input, size=size, stride=stride, storage_offset=storage_offset)
+
+
+_inplace_view(as_strided, "as_strided_")
+
+
+@tensor_method
+def unfold(self, dimension, size, step):
+    """A view of every window of ``size`` elements along ``dimension``, ``step`` apart."""
+    nd = self._data.ndim
+    return call(M.unfold, self, dimension=_dim(dimension, nd), size=size, step=step)
+
+
+# ---------------------------------------------------------------- diagonals, triangles
+
+@_public
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """A view of the diagonal with ``offset`` of the ``dim1``/``dim2`` planes (last dim)."""
+    nd = input._data.ndim
+    d1, d2 = M.check_diagonal_dims(nd, dim1, dim2)
+    return call(M.diagonal, input, offset=offset, dim1=d1, dim2=d2)
+
+
+@_public
+def diagonal_copy(input, offset=0, dim1=0, dim2=1, *, out=None):
+    """A copy of ``diagonal(input, offset, dim1, dim2)``."""
+    nd = input._data.ndim
+    d1, d2 = M.check_diagonal_dims(nd, dim1, dim2)
+    return _finish(call(M.diagonal_copy, input, offset=offset, dim1=d1, dim2=d2), out)
+
+
+@_public
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """A copy of input whose diagonal (as ``diagonal`` selects it) is ``src``."""
+    nd = input._data.ndim
+    d1, d2 = M.check_diagonal_dims(nd, dim1, dim2)
+    return call(M.diagonal_scatter, input, src, offset=offset, dim1=d1, dim2=d2)
+
+
+@_public
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Matrices in dims ``dim1``/``dim2`` whose ``offset`` diagonal holds input's last dim."""
+    nd = input._data.ndim + 1
+    d1, d2 = _dim(dim1, nd), _dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return call(M.diag_embed, input, offset=offset, dim1=d1, dim2=d2)
+
+
+@_public
+def diag(input, diagonal=0, *, out=None):
+    """1-D input: a matrix with it on the ``diagonal``; 2-D input: that diagonal (a copy)."""
+    nd = input._data.ndim
+    if nd == 1:
+        r = call(M.diag_embed, input, offset=diagonal, dim1=0, dim2=1)
+    elif nd == 2:
+        r = call(M.diagonal_copy, input, offset=diagonal, dim1=0, dim2=1)
+    else:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {nd}D")
+    return _finish(r, out)
+
+
+@_public
+def tril(input, diagonal=0, *, out=None):
+    """The lower triangle (at and below ``diagonal``) of the last two dims; zeros elsewhere."""
+    return _finish(call(M.tril, input, diagonal=diagonal), out)
+
+
+@_public
+def triu(input, diagonal=0, *, out=None):
+    """The upper triangle (at and above ``diagonal``) of the last two dims; zeros elsewhere."""
+    return _finish(call(M.triu, input, diagonal=diagonal), out)
+
+
+@tensor_method
+def tril_(self, diagonal=0):
+    return assign(self, tril(self, diagonal))
+
+
+@tensor_method
+def triu_(self, diagonal=0):
+    return assign(self, triu(self, diagonal))
+
+
+def _finish(result, out):
+    return result if out is None else write_out(out, result)
+
+
+# ---------------------------------------------------------------- flip / roll / rot90
+
+def _dims_arg(dims, nd, fn):
+    if isinstance(dims, _seq_types):
+        out = tuple(_dim(d, nd) for d in dims)
+    else:
+        out = (_dim(dims, nd),)
+    if len(set(out)) != len(out):
+        for d in out:
+            if out.count(d) > 1:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return out
+
+
+@_function
+def flip(input, dims):
+    """A copy with the elements reversed along ``dims`` (torch.flip)."""
+    return call(M.flip, input, dims=_dims_arg(dims, input._data.ndim, "flip"))
+
+
+@tensor_method(name="flip")
+def _flip_method(self, *dims):
+    """Tensor.flip(*dims)."""
+    if not dims:
+        raise TypeError("flip() missing 1 required positional arguments: \"dims\"")
+    if len(dims) == 1:
+        dims = dims[0]
+    return call(M.flip, self, dims=_dims_arg(dims, self._data.ndim, "flip"))
+
+
+@_public
+def fliplr(input):
+    """Reverse the columns (dim 1); input must be at least 2-D."""
+    if input._data.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return call(M.flip, input, dims=(1,))
+
+
+@_public
+def flipud(input):
+    """Reverse the rows (dim 0); input must be at least 1-D."""
+    if input._data.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return call(M.flip, input, dims=(0,))
+
+
+@_public
+def roll(input, shifts, dims=None):
+    """Shift elements cyclically along ``dims`` (or over the flattened tensor)."""
+    shifts = tuple(shifts) if isinstance(shifts, _seq_types) else (shifts,)
+    shifts = tuple(operator.index(s) for s in shifts)
+    nd = input._data.ndim
+    if dims is None or (isinstance(dims, _seq_types) and not dims):
+        if len(shifts) != 1:
+            if not shifts:
+                raise RuntimeError("`shifts` required")
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        return call(M.roll, input, shifts=shifts, dims=())
+    dims = tuple(dims) if isinstance(dims, _seq_types) else (dims,)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    return call(M.roll, input, shifts=shifts, dims=tuple(_dim(d, nd) for d in dims))
+
+
+@_public
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotate by 90 degrees ``k`` times in the plane of ``dims`` (from dims[0] to dims[1])."""
+    dims = tuple(dims)
+    nd = input._data.ndim
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if nd < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
+    d0, d1 = _dim(dims[0], nd), _dim(dims[1], nd)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    return call(M.rot90, input, k=k % 4, dims=(d0, d1))
+
+
+# ---------------------------------------------------------------- repeat / tile
+
+@tensor_method
+def repeat(self, *repeats):
+    """Tile this tensor ``repeats[i]`` times along each dimension (Tensor.repeat)."""
+    if not repeats:
+        raise TypeError("repeat() missing 1 required positional arguments: \"repeats\"")
+    repeats = _sizes(repeats, "repeat", "repeats")
+    if len(repeats) < self._data.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    return call(M.repeat, self, repeats=repeats)
+
+
+@_public
+def tile(input, dims, *more):
+    """``input.repeat(dims)`` with ``dims`` padded with leading 1s to input's rank."""
+    dims = _sizes((dims,) + more if more else (dims,), "tile", "dims")
+    pad = input._data.ndim - len(dims)
+    if pad > 0:
+        dims = (1,) * pad + dims
+    return call(M.repeat, input, repeats=dims)
+
+
+# ---------------------------------------------------------------- cat / stack
+
+def _tensor_list(tensors, fn):
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (tuple, list)):
+        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {type(tensors).__name__}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    return tuple(tensors)
+
+
+def _promoted(tensors):
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        if t.dtype is not dt:
+            dt = D.promote_types(dt, t.dtype)
+    return dt
+
+
+@_public
+def cat(tensors, dim=0, *, out=None):
+    """Join tensors along ``dim``; dtypes are promoted; 1-D empty tensors are skipped."""
+    tensors = _tensor_list(tensors, "cat")
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    ref = next((t for t in tensors if not M.cat_skipped(t._data.shape)), tensors[0])
+    d = _dim(dim, ref._data.ndim)
+    return _finish(call(M.cat, *tensors, dim=d, dtype=_promoted(tensors)), out)
+
+
+concat = concatenate = cat
+Tensor.concat = Tensor.concatenate = cat
+__all__ += ["concat", "concatenate"]
+
+
+@_public
+def stack(tensors, dim=0, *, out=None):
+    """Join same-shaped tensors along a new dimension ``dim``."""
+    tensors = _tensor_list(tensors, "stack")
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    d = _dim(dim, tensors[0]._data.ndim + 1)
+    return _finish(call(M.stack, *tensors, dim=d, dtype=_promoted(tensors)), out)
+
+
+def _stack_via_cat(name, atleast, dim_of):
+    def fn(tensors, *, out=None):
+        tensors = _tensor_list(tensors, name)
+        if not tensors:
+            raise RuntimeError(f"{name} expects a non-empty TensorList")
+        ts = atleast(tensors)
+        return cat(ts, dim_of(ts), out=out)
+    fn.__name__ = name
+    return fn
+
+
+def _column_parts(tensors):
+    return tuple(t.reshape(t._data.size, 1) if t._data.ndim <= 1 else t for t in tensors)
+
+
+hstack = _stack_via_cat("hstack", lambda ts: atleast_1d(ts),
+                        lambda ts: 0 if ts[0]._data.ndim == 1 else 1)
+vstack = _stack_via_cat("vstack", lambda ts: atleast_2d(ts), lambda ts: 0)
+dstack = _stack_via_cat("dstack", lambda ts: atleast_3d(ts), lambda ts: 2)
+column_stack = _stack_via_cat("column_stack", _column_parts, lambda ts: 1)
+row_stack = vstack
+hstack.__doc__ = "Stack tensors horizontally (along dim 1; dim 0 for 1-D tensors)."
+vstack.__doc__ = "Stack tensors vertically (dim 0) after making them at least 2-D."
+dstack.__doc__ = "Stack tensors depthwise (dim 2) after making them at least 3-D."
+column_stack.__doc__ = "Stack tensors as columns (0-D and 1-D inputs become columns)."
+__all__ += ["hstack", "vstack", "dstack", "column_stack", "row_stack"]
+
+
+# ---------------------------------------------------------------- split / chunk / unbind
+
+def _mark_views(outs, base):
+    for o in outs:
+        _mark_view(o, base)
+    return outs
+
+
+@_public
+def split(tensor, split_size_or_sections, dim=0):
+    """Views of consecutive pieces along ``dim``: of equal size (the last may be smaller) for
+    an int, or of the given sizes for a list."""
+    nd = tensor._data.ndim
+    if nd == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = _dim(dim, nd)
+    s = split_size_or_sections
+    if isinstance(s, _seq_types):
+        sizes = _sizes((s,), "split_with_sizes", "split_sizes")
+        return _mark_views(call(M.split_with_sizes, tensor, sizes=sizes, dim=d), tensor)
+    s = operator.index(s)
+    n = tensor._data.shape[d]
+    if s < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
+    if s == 0 and n != 0:
+        raise RuntimeError("split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {n}")
+    return _mark_views(call(M.split, tensor, split_size=s, dim=d), tensor)
+
+
+@_public
+def split_with_sizes(input, split_sizes, dim=0):
+    """Views of consecutive pieces of ``split_sizes`` along ``dim``."""
+    d = _dim(dim, input._data.ndim)
+    sizes = _sizes((split_sizes,), "split_with_sizes", "split_sizes")
+    return _mark_views(call(M.split_with_sizes, input, sizes=sizes, dim=d), input)
+
+
+@_public
+def chunk(input, chunks, dim=0):
+    """Split into ``chunks`` views of equal size (the last may be smaller, or fewer chunks)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    d = _dim(dim, nd)
+    n = input._data.shape[d]
+    size = (n + chunks - 1) // chunks
+    if size == 0 and n == 0:
+        return _mark_views(call(M.split_with_sizes, input, sizes=(0,) * chunks, dim=d), input)
+    return _mark_views(call(M.split, input, split_size=size, dim=d), input)
+
+
+@_public
+def unbind(input, dim=0):
+    """Views of every slice along ``dim``, without that dimension."""
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    return _mark_views(call(M.unbind, input, dim=_dim(dim, nd)), input)
+
+
+# ---------------------------------------------------------------- movedim / atleast
+
+@_public
+def movedim(input, source, destination):
+    """Move dims ``source`` to positions ``destination`` (others keep their order)."""
+    nd = input._data.ndim
+    src = tuple(source) if isinstance(source, _seq_types) else (source,)
+    dst = tuple(destination) if isinstance(destination, _seq_types) else (destination,)
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
+            f"contain the same number of dims as destination ({list(dst)} dims)")
+    src = tuple(_dim(d, nd) for d in src)
+    dst = tuple(_dim(d, nd) for d in dst)
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(source)})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({list(destination)})")
+    order = [-1] * nd
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(nd) if i not in src)
+    order = tuple(o if o >= 0 else next(rest) for o in order)
+    return call(M.permute, input, dims=order)
+
+
+moveaxis = movedim
+Tensor.moveaxis = movedim
+__all__.append("moveaxis")
+
+
+def _atleast(fn, make):
+    def atleast(*tensors):
+        if len(tensors) == 1:
+            t = tensors[0]
+            if isinstance(t, Tensor):
+                return make(t)
+            tensors = tuple(t)
+        return tuple(make(t) for t in tensors)
+    atleast.__name__ = fn
+    return atleast
+
+
+def _1d(t):
+    return _reshape(t, (1,)) if t._data.ndim == 0 else t
+
+
+def _2d(t):
+    nd = t._data.ndim
+    if nd == 0:
+        return _reshape(t, (1, 1))
+    return unsqueeze(t, 0) if nd == 1 else t
+
+
+def _3d(t):
+    nd = t._data.ndim
+    if nd == 0:
+        return _reshape(t, (1, 1, 1))
+    if nd == 1:
+        return unsqueeze(unsqueeze(t, 0), -1)
+    return unsqueeze(t, -1) if nd == 2 else t
+
+
+atleast_1d = _atleast("atleast_1d", _1d)
+atleast_2d = _atleast("atleast_2d", _2d)
+atleast_3d = _atleast("atleast_3d", _3d)
+atleast_1d.__doc__ = "The tensor(s) viewed with at least one dimension."
+atleast_2d.__doc__ = "The tensor(s) viewed with at least two dimensions."
+atleast_3d.__doc__ = "The tensor(s) viewed with at least three dimensions."
+__all__ += ["atleast_1d", "atleast_2d", "atleast_3d"]
+
+
+# ---------------------------------------------------------------- broadcasting, meshgrid
+
+@_function
+def broadcast_shapes(*shapes):
+    """The shape tensors of ``shapes`` broadcast to (torch.broadcast_shapes)."""
+    norm = []
+    for s in shapes:
+        s = (s,) if isinstance(s, _int) else tuple(s)
+        for n in s:
+            if n < 0:
+                raise ValueError("Attempting to broadcast a dimension with negative length!")
+        norm.append(s)
+    ndim = max((len(s) for s in norm), default=0)
+    out = [1] * ndim
+    for s in norm:
+        for i in range(-1, -len(s) - 1, -1):
+            n = s[i]
+            if n == 1 or n == out[i]:
+                continue
+            if out[i] == 1:
+                out[i] = n
+                continue
+            raise RuntimeError(
+                f"Attempting to broadcast a dimension of length {n} at {i}! Mismatching argument "
+                f"at index {norm.index(s)} had {tuple(s)}; but expected shape should be "
+                f"broadcastable to {out}")
+    return Size(out)
+
+
+@_function
+def broadcast_tensors(*tensors):
+    """Views of ``tensors`` expanded to their common broadcast shape."""
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    if not tensors:
+        return ()
+    from dynograph.compiler.ops.core import broadcast_shapes as _bshapes
+    shape = _bshapes(*[t._data.shape for t in tensors])
+    return tuple(call(M.expand, t, shape=shape) for t in tensors)
+
+
+@_function
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids of 0-D/1-D ``tensors`` (``indexing`` 'ij' or 'xy'); views."""
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError('torch.meshgrid: indexing must be one of "xy" or "ij", but received: '
+                           f"{indexing}")
+    dt = tensors[0].dtype
+    for t in tensors:
+        if t._data.ndim > 1:
+            raise RuntimeError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got: {t}")
+        if t.dtype is not dt:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    swap = indexing == "xy" and len(tensors) >= 2
+    ts = list(tensors)
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t._data.size for t in ts)
+    n = len(ts)
+    grids = []
+    for i, t in enumerate(ts):
+        view_shape = (1,) * i + (-1,) + (1,) * (n - i - 1)
+        grids.append(expand(view(t, view_shape), shape))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)

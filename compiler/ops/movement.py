@@ -405,3 +405,517 @@ def _unsqueeze_meta(x, dim):
 unsqueeze = define("unsqueeze", "movement", _unsqueeze, meta=_unsqueeze_meta,
                    vjp=lambda ctx, g: (g.squeeze(ctx.attrs["dim"]),), view=True,
                    doc="A view with a size-1 dimension inserted at ``dim``.")
+
+
+# ---------------------------------------------------------------- as_strided
+
+def storage_offset_of(x):
+    """``x``'s first element, counted in elements from the start of its owner's memory."""
+    root = storage_root(x)
+    return (x.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // x.itemsize
+
+
+def storage_numel(x):
+    return storage_root(x).nbytes // x.itemsize
+
+
+def check_geometry(size, stride, storage_offset, itemsize, storage_size):
+    """PyTorch's checks that ``size``/``stride``/``storage_offset`` fit a storage."""
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    for s in stride:
+        if s < 0:
+            raise RuntimeError("as_strided: Negative strides are not supported at the moment, "
+                               f"got strides: {list(stride)}")
+    for n in size:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
+    if storage_offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {storage_offset}")
+    need = 0 if 0 in size else (storage_offset + 1 + sum((n - 1) * s for n, s in zip(size, stride)))
+    if need > storage_size:
+        raise RuntimeError(
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+            f"{storage_offset}, and itemsize {itemsize} requiring a storage size of "
+            f"{need * itemsize} are out of bounds for storage of size {storage_size * itemsize}")
+
+
+def _as_strided(x, size, stride, storage_offset):
+    check_geometry(size, stride, storage_offset, x.itemsize, storage_numel(x))
+    return strided(x, size, stride, storage_offset - storage_offset_of(x))
+
+
+def _as_strided_meta(x, size, stride, storage_offset):
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    return _same_spec(x, size)
+
+
+def _flat_indices(shape, strides, offset):
+    """The storage index of every element of a strided geometry, as an array of ``shape``."""
+    idx = np.full((), offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        idx = idx[..., None] + np.arange(n, dtype=np.int64) * s
+    return idx.reshape(shape)
+
+
+def _as_strided_backward(g, in_shape, in_stride, in_offset, size, stride, storage_offset):
+    out_idx = _flat_indices(size, stride, storage_offset).ravel()
+    in_idx = _flat_indices(in_shape, in_stride, in_offset)
+    n = int(max(out_idx.max(initial=-1), in_idx.max(initial=-1))) + 1
+    acc = np.bincount(out_idx, weights=g.ravel().astype(np.float64), minlength=n)
+    res = acc[in_idx]
+    count = np.bincount(in_idx.ravel(), minlength=n)
+    if count.size and count.max() > 1:
+        res = res / count[in_idx]          # an overlapping input shares each gradient
+    return res.astype(g.dtype)
+
+
+as_strided_backward = define(
+    "as_strided_backward", "movement", _as_strided_backward,
+    meta=lambda g, in_shape, **_: _same_spec(g, in_shape), differentiable=False,
+    doc="Gradient of as_strided: scatter-add into storage, gather the input's geometry.")
+
+
+def _as_strided_vjp(ctx, g):
+    x = ctx.inputs[0]
+    a = ctx.attrs
+    return (_call(as_strided_backward, g, in_shape=tuple(x.shape), in_stride=x.stride(),
+                  in_offset=x.storage_offset(), size=a["size"], stride=a["stride"],
+                  storage_offset=a["storage_offset"]),)
+
+
+as_strided = define("as_strided", "movement", _as_strided, meta=_as_strided_meta,
+                    vjp=_as_strided_vjp, view=True,
+                    doc="A view with arbitrary sizes, strides and storage offset.")
+
+
+def _call(op, *args, **attrs):
+    from dynograph._dispatch import call
+    return call(op, *args, **attrs)
+
+
+def _api(name):
+    """A public dynograph function (for derivative rules that need one without a method)."""
+    import dynograph
+    return getattr(dynograph, name)
+
+
+# ---------------------------------------------------------------- unfold
+
+def unfold_shape(shape, dim, size, step):
+    nd = len(shape)
+    n = shape[dim] if nd else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {n} but size is {size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if not nd:
+        return (size,)
+    return tuple(shape[:dim]) + ((n - size) // step + 1,) + tuple(shape[dim + 1:]) + (size,)
+
+
+def _unfold(x, dimension, size, step):
+    shape = unfold_shape(x.shape, dimension, size, step)
+    if x.ndim == 0:
+        return x.reshape(shape)
+    st = elem_strides(x)
+    strides = st[:dimension] + (st[dimension] * step,) + st[dimension + 1:] + (st[dimension],)
+    return strided(x, shape, strides)
+
+
+def _unfold_backward(g, input_sizes, dim, size, step):
+    out = np.zeros(input_sizes, g.dtype)
+    if not input_sizes:
+        return out + g.reshape(())
+    nwin = g.shape[dim]
+    moved = np.moveaxis(out, dim, -1)          # a view: writes land in ``out``
+    gw = np.moveaxis(g, dim, -2)                # (..., window, element)
+    for j in range(size):
+        moved[..., np.arange(nwin) * step + j] += gw[..., j]
+    return out
+
+
+unfold_backward = define(
+    "unfold_backward", "movement", _unfold_backward,
+    meta=lambda g, input_sizes, **_: _same_spec(g, input_sizes),
+    vjp=lambda ctx, g: (g.unfold(ctx.attrs["dim"], ctx.attrs["size"], ctx.attrs["step"]),),
+    doc="Gradient of unfold: sum the windows back into the input's shape.")
+
+unfold = define(
+    "unfold", "movement", _unfold,
+    meta=lambda x, dimension, size, step: _same_spec(x, unfold_shape(x.shape, dimension, size, step)),
+    vjp=lambda ctx, g: (_call(unfold_backward, g, input_sizes=tuple(ctx.inputs[0].shape),
+                              dim=ctx.attrs["dimension"], size=ctx.attrs["size"],
+                              step=ctx.attrs["step"]),),
+    view=True, doc="A view of all windows of ``size`` along ``dimension``, ``step`` apart.")
+
+
+# ---------------------------------------------------------------- diagonal
+
+def diagonal_geometry(shape, strides, offset, dim1, dim2):
+    """(shape, strides, element offset) of the diagonal view."""
+    n1, n2 = shape[dim1], shape[dim2]
+    if offset >= 0:
+        length = max(min(n1, n2 - offset), 0)
+        start = offset * strides[dim2]
+    else:
+        length = max(min(n1 + offset, n2), 0)
+        start = -offset * strides[dim1]
+    if length == 0:
+        start = 0
+    keep = [i for i in range(len(shape)) if i != dim1 and i != dim2]
+    out_shape = tuple(shape[i] for i in keep) + (length,)
+    out_strides = tuple(strides[i] for i in keep) + (strides[dim1] + strides[dim2],)
+    return out_shape, out_strides, start
+
+
+def check_diagonal_dims(ndim, dim1, dim2):
+    d1, d2 = wrap_dim(dim1, ndim), wrap_dim(dim2, ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return d1, d2
+
+
+def _diagonal(x, offset, dim1, dim2):
+    shape, strides, start = diagonal_geometry(x.shape, elem_strides(x), offset, dim1, dim2)
+    return strided(x, shape, strides, start)
+
+
+def _diagonal_meta(x, offset, dim1, dim2):
+    d1, d2 = check_diagonal_dims(len(x.shape), dim1, dim2)
+    shape, _, _ = diagonal_geometry(x.shape, (0,) * len(x.shape), offset, d1, d2)
+    return _same_spec(x, shape)
+
+
+def _diagonal_vjp(ctx, g):
+    a = ctx.attrs
+    zeros = g.new_zeros(tuple(ctx.inputs[0].shape))
+    return (_call(diagonal_scatter, zeros, g, offset=a["offset"], dim1=a["dim1"], dim2=a["dim2"]),)
+
+
+diagonal = define("diagonal", "movement", _diagonal, meta=_diagonal_meta, vjp=_diagonal_vjp,
+                  view=True, doc="A view of the diagonal of the dim1/dim2 planes (last dim).")
+diagonal_copy = define("diagonal_copy", "movement", lambda x, **a: _diagonal(x, **a).copy(),
+                       meta=_diagonal_meta, vjp=_diagonal_vjp, grad_name="DiagonalBackward0_copy",
+                       doc="A copy of the diagonal (torch.diagonal_copy, 2-D torch.diag).")
+
+
+def _diagonal_scatter(x, src, offset, dim1, dim2):
+    out = x.copy()
+    view = _diagonal(out, offset, dim1, dim2)
+    if view.shape != src.shape:
+        raise ValueError("shape")
+    view[...] = src
+    return out
+
+
+def _diagonal_scatter_meta(x, src, offset, dim1, dim2):
+    want = _diagonal_meta(x, offset, dim1, dim2).shape
+    if tuple(src.shape) != want:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(want)}")
+    return _same_spec(x, x.shape)
+
+
+def _diagonal_scatter_vjp(ctx, g):
+    a = ctx.attrs
+    gx = gs = None
+    if ctx.needs(0):
+        zeros = g.new_zeros(tuple(ctx.inputs[1].shape))
+        gx = _call(diagonal_scatter, g, zeros, **a)
+    if ctx.needs(1):
+        gs = g.diagonal(a["offset"], a["dim1"], a["dim2"])
+    return gx, gs
+
+
+diagonal_scatter = define("diagonal_scatter", "movement", _diagonal_scatter,
+                          meta=_diagonal_scatter_meta, vjp=_diagonal_scatter_vjp,
+                          doc="A copy of input with its diagonal replaced by src.")
+
+
+def diag_embed_shape(shape, offset, dim1, dim2):
+    n = shape[-1] + abs(offset)
+    out = list(shape[:-1])
+    lo, hi = sorted((dim1, dim2))
+    out.insert(lo, n)
+    out.insert(hi, n)
+    return tuple(out)
+
+
+def _diag_embed(x, offset, dim1, dim2):
+    out = np.zeros(diag_embed_shape(x.shape, offset, dim1, dim2), x.dtype)
+    _diagonal(out, offset, dim1, dim2)[...] = x
+    return out
+
+
+def _diag_embed_meta(x, offset, dim1, dim2):
+    nd = len(x.shape) + 1
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return _same_spec(x, diag_embed_shape(x.shape, offset, d1, d2))
+
+
+diag_embed = define("diag_embed", "movement", _diag_embed, meta=_diag_embed_meta,
+                    vjp=lambda ctx, g: (g.diagonal(ctx.attrs["offset"], ctx.attrs["dim1"],
+                                                   ctx.attrs["dim2"]),),
+                    doc="Matrices (in dims dim1, dim2) whose diagonal holds the last dimension.")
+
+
+# ---------------------------------------------------------------- tril / triu
+
+def _tri_meta(name):
+    def meta(x, diagonal=0):
+        if len(x.shape) < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        return _same_spec(x, x.shape)
+    return meta
+
+
+def _tri_impl(fn):
+    def impl(x, diagonal=0):
+        if x.ndim < 2:
+            raise ValueError("ndim")
+        return fn(x, diagonal)
+    return impl
+
+
+tril = define("tril", "movement", _tri_impl(np.tril), meta=_tri_meta("tril"),
+              vjp=lambda ctx, g: (g.tril(ctx.attrs.get("diagonal", 0)),),
+              doc="The lower triangle of the last two dimensions; the rest zero.")
+triu = define("triu", "movement", _tri_impl(np.triu), meta=_tri_meta("triu"),
+              vjp=lambda ctx, g: (g.triu(ctx.attrs.get("diagonal", 0)),),
+              doc="The upper triangle of the last two dimensions; the rest zero.")
+
+
+# ---------------------------------------------------------------- flip / roll / rot90
+
+flip = define("flip", "movement", lambda x, dims: np.flip(x, dims).copy(),
+              meta=lambda x, dims: _same_spec(x, x.shape),
+              vjp=lambda ctx, g: (g.flip(ctx.attrs["dims"]),),
+              doc="A copy with the order of elements reversed along ``dims``.")
+
+
+def _roll(x, shifts, dims):
+    if not dims:
+        return np.roll(x, shifts[0])
+    return np.roll(x, shifts, dims)
+
+
+roll = define("roll", "movement", _roll, meta=lambda x, shifts, dims: _same_spec(x, x.shape),
+              vjp=lambda ctx, g: (g.roll(tuple(-s for s in ctx.attrs["shifts"]),
+                                         ctx.attrs["dims"]),),
+              doc="A copy with elements shifted cyclically along ``dims`` (all, flattened).")
+
+
+def _rot90_meta(x, k, dims):
+    shape = list(x.shape)
+    if k % 2:
+        shape[dims[0]], shape[dims[1]] = shape[dims[1]], shape[dims[0]]
+    return _same_spec(x, shape)
+
+
+rot90 = define("rot90", "movement", lambda x, k, dims: np.rot90(x, k, dims).copy(),
+               meta=_rot90_meta, vjp=lambda ctx, g: (g.rot90(-ctx.attrs["k"], ctx.attrs["dims"]),),
+               doc="A copy rotated by 90 degrees ``k`` times in the plane of ``dims``.")
+
+
+# ---------------------------------------------------------------- repeat
+
+def _repeat_meta(x, repeats):
+    if len(repeats) < len(x.shape):
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    shape = (1,) * (len(repeats) - len(x.shape)) + tuple(x.shape)
+    out = tuple(r * s for r, s in zip(repeats, shape))
+    for n in out:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(out)}")
+    return _same_spec(x, out)
+
+
+def _repeat(x, repeats):
+    if len(repeats) < x.ndim or min(repeats, default=0) < 0:
+        raise ValueError("repeats")
+    return np.tile(x, repeats)
+
+
+def _repeat_vjp(ctx, g):
+    repeats = ctx.attrs["repeats"]
+    in_shape = tuple(ctx.inputs[0].shape)
+    padded = (1,) * (len(repeats) - len(in_shape)) + in_shape
+    split = []
+    for r, s in zip(repeats, padded):
+        split += [r, s]
+    g = g.reshape(split).sum(tuple(range(0, len(split), 2)))
+    return (g.reshape(in_shape),)
+
+
+repeat = define("repeat", "movement", _repeat, meta=_repeat_meta, vjp=_repeat_vjp,
+                doc="A copy tiled ``repeats[i]`` times along each dimension.")
+
+
+# ---------------------------------------------------------------- cat / stack
+
+def cat_skipped(shape):
+    """PyTorch skips legacy empty tensors of shape (0,) in cat."""
+    return len(shape) == 1 and shape[0] == 0
+
+
+def _cat(*xs, dim, dtype):
+    keep = [x for x in xs if not cat_skipped(x.shape)] or xs[:1]
+    npdt = dtype.np
+    return np.concatenate([x if x.dtype == npdt else x.astype(npdt) for x in keep], axis=dim)
+
+
+def cat_meta(*xs, dim, dtype):
+    keep = [(i, x) for i, x in enumerate(xs) if not cat_skipped(x.shape)]
+    if not keep:
+        return TensorSpec((0,), dtype)
+    i0, first = keep[0]
+    nd = len(first.shape)
+    for i, x in keep:
+        if not x.shape:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    d = wrap_dim(dim, nd)
+    total = 0
+    for i, x in keep:
+        if len(x.shape) != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and "
+                               f"{len(x.shape)}")
+        for j in range(nd):
+            if j != d and x.shape[j] != first.shape[j]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size "
+                    f"{first.shape[j]} but got size {x.shape[j]} for tensor number {i} in the list.")
+        total += x.shape[d]
+    shape = list(first.shape)
+    shape[d] = total
+    return TensorSpec(tuple(shape), dtype)
+
+
+def _cat_vjp(ctx, g):
+    dim = ctx.attrs["dim"]
+    sizes = [0 if cat_skipped(x.shape) else x.shape[dim] for x in ctx.inputs]
+    parts = g.split(sizes, dim)
+    return tuple(g.new_zeros((0,)) if cat_skipped(x.shape) else p
+                 for x, p in zip(ctx.inputs, parts))
+
+
+cat = define("cat", "movement", _cat, meta=cat_meta, vjp=_cat_vjp,
+             doc="Join tensors along an existing dimension (dtype promoted across inputs).")
+
+
+def _stack(*xs, dim, dtype):
+    npdt = dtype.np
+    return np.stack([x if x.dtype == npdt else x.astype(npdt) for x in xs], axis=dim)
+
+
+def stack_meta(*xs, dim, dtype):
+    first = xs[0]
+    for i, x in enumerate(xs):
+        if tuple(x.shape) != tuple(first.shape):
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(first.shape)} at entry 0 and {list(x.shape)} at entry {i}")
+    d = wrap_dim(dim, len(first.shape) + 1)
+    shape = list(first.shape)
+    shape.insert(d, len(xs))
+    return TensorSpec(tuple(shape), dtype)
+
+
+def _stack_vjp(ctx, g):
+    return g.unbind(ctx.attrs["dim"])
+
+
+stack = define("stack", "movement", _stack, meta=stack_meta, vjp=_stack_vjp,
+               doc="Join same-shaped tensors along a new dimension.")
+
+
+# ---------------------------------------------------------------- split / unbind
+
+def split_sizes(n, split_size):
+    """The sizes of ``split(split_size)`` of a dimension of size ``n``."""
+    if split_size == 0:
+        return [0] if n == 0 else []
+    full, rest = divmod(n, split_size)
+    return [split_size] * full + ([rest] if rest else []) if n else [0]
+
+
+def _split_with_sizes(x, sizes, dim):
+    out = []
+    start = 0
+    pre = (slice(None),) * dim
+    for s in sizes:
+        out.append(x[pre + (slice(start, start + s),)])
+        start += s
+    return tuple(out)
+
+
+def _split_with_sizes_meta(x, sizes, dim):
+    n = x.shape[dim]
+    for s in sizes:
+        if s < 0:
+            raise RuntimeError("split_with_sizes expects split_sizes have only non-negative "
+                               f"entries, but got split_sizes={list(sizes)}")
+    if sum(sizes) != n:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
+                           f"tensor's size at dimension {dim}), but got split_sizes={list(sizes)}")
+    return tuple(_same_spec(x, tuple(x.shape[:dim]) + (s,) + tuple(x.shape[dim + 1:]))
+                 for s in sizes)
+
+
+def _split_impl(x, split_size, dim):
+    return _split_with_sizes(x, split_sizes(x.shape[dim], split_size), dim)
+
+
+def _split_meta(x, split_size, dim):
+    return _split_with_sizes_meta(x, split_sizes(x.shape[dim], split_size), dim)
+
+
+def _join_grads(ctx, grads, sizes, dim):
+    x = ctx.inputs[0]
+    shape = list(x.shape)
+    parts = []
+    for g, s in zip(grads, sizes):
+        if g is None:
+            shape[dim] = s
+            g = x.new_zeros(tuple(shape))
+        parts.append(g)
+    return (_api("cat")(parts, dim),)
+
+
+split = define("split", "movement", _split_impl, meta=_split_meta, view=True,
+               vjp=lambda ctx, *gs: _join_grads(
+                   ctx, gs, split_sizes(ctx.inputs[0].shape[ctx.attrs["dim"]],
+                                        ctx.attrs["split_size"]), ctx.attrs["dim"]),
+               doc="Views of consecutive pieces of ``split_size`` along ``dim``.")
+split_with_sizes = define(
+    "split_with_sizes", "movement", _split_with_sizes, meta=_split_with_sizes_meta, view=True,
+    vjp=lambda ctx, *gs: _join_grads(ctx, gs, ctx.attrs["sizes"], ctx.attrs["dim"]),
+    doc="Views of consecutive pieces of the given sizes along ``dim``.")
+
+
+def _unbind(x, dim):
+    pre = (slice(None),) * dim
+    return tuple(x[pre + (i,)] for i in range(x.shape[dim]))
+
+
+def _unbind_meta(x, dim):
+    shape = tuple(x.shape)
+    return tuple(_same_spec(x, shape[:dim] + shape[dim + 1:]) for _ in range(shape[dim]))
+
+
+def _unbind_vjp(ctx, *grads):
+    x = ctx.inputs[0]
+    dim = ctx.attrs["dim"]
+    shape = tuple(x.shape)
+    shape = shape[:dim] + shape[dim + 1:]
+    parts = [x.new_zeros(shape) if g is None else g for g in grads]
+    return (_api("stack")(parts, dim),)
+
+
+unbind = define("unbind", "movement", _unbind, meta=_unbind_meta, vjp=_unbind_vjp, view=True,
+                doc="Views of every slice along ``dim``, without that dimension.")
