@@ -247,10 +247,10 @@ class Tensor:
 
     def __repr__(self, *, tensor_contents=None):
         from ._printing import tensor_repr
-        return tensor_repr(self)
+        return tensor_repr(self, tensor_contents=tensor_contents)
 
     def __format__(self, spec):
-        if self._data.ndim == 0 and spec:
+        if self._data.ndim == 0:        # torch formats 0-d tensors as their Python value
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
