@@ -10,7 +10,7 @@ import operator
 import warnings
 
 from dynograph.compiler.ops import movement as M
-from dynograph.compiler.ops.core import wrap_dim
+from dynograph.compiler.ops.core import check_broadcast, wrap_dim
 from dynograph.runtime import dtypes as D
 from ._dispatch import call, _mark_view
 from ._inplace import assign, check_inplace_leaf, write_out
@@ -821,9 +821,10 @@ def broadcast_tensors(*tensors):
         tensors = tuple(tensors[0])
     if not tensors:
         return ()
-    from dynograph.compiler.ops.core import broadcast_shapes as _bshapes
-    shape = _bshapes(*[t._data.shape for t in tensors])
-    return tuple(call(M.expand, t, shape=shape) for t in tensors)
+    shape = tensors[0]._data.shape
+    for t in tensors[1:]:
+        shape = check_broadcast(shape, t._data.shape)
+    return tuple(t if t._data.shape == shape else call(M.expand, t, shape=shape) for t in tensors)
 
 
 @_function

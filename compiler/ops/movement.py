@@ -801,7 +801,7 @@ def _cat_vjp(ctx, g):
     dim = ctx.attrs["dim"]
     sizes = [0 if cat_skipped(x.shape) else x.shape[dim] for x in ctx.inputs]
     parts = g.split(sizes, dim)
-    return tuple(g.new_zeros((0,)) if cat_skipped(x.shape) else p
+    return tuple(x.new_zeros((0,)) if cat_skipped(x.shape) else p
                  for x, p in zip(ctx.inputs, parts))
 
 
