@@ -10,7 +10,7 @@ import operator
 import warnings
 
 from dynograph.compiler.ops import movement as M
-from dynograph.compiler.ops.core import check_broadcast, wrap_dim
+from dynograph.compiler.ops.core import check_broadcast, type_name, wrap_dim
 from dynograph.runtime import dtypes as D
 from ._dispatch import call, _mark_view
 from ._inplace import assign, check_inplace_leaf, write_out
@@ -861,3 +861,89 @@ def meshgrid(*tensors, indexing=None):
     if swap:
         grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)
+
+
+# ---------------------------------------------------------------- slices: narrow, tensor_split
+
+def clamp_slice(n, start, end):
+    """Python-style slice bounds for a dimension of size ``n``, clamped as PyTorch does."""
+    if start is None:
+        start = 0
+    elif start < 0:
+        start = max(start + n, 0)
+    start = min(start, n)
+    if end is None:
+        end = n
+    elif end < 0:
+        end = max(end + n, 0)
+    end = min(max(end, start), n)
+    return start, end
+
+
+def _slice(x, dim, start, end, step=1):
+    return call(M.slice, x, dim=dim, start=start, end=end, step=step)
+
+
+@_public
+def narrow(input, dim, start, length):
+    """A view of ``length`` elements of ``dim`` from ``start`` (negative counts from the end)."""
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    d = _dim(dim, nd)
+    n = input._data.shape[d]
+    start = operator.index(start)
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
+                         f"{start})")
+    if start < 0:
+        start += n
+    if start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return _slice(input, d, start, start + length)
+
+
+@_public
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """A copy of input whose slice ``[start:end:step]`` along ``dim`` is ``src``."""
+    d = _dim(dim, input._data.ndim)
+    start, end = clamp_slice(input._data.shape[d], start, end)
+    return call(M.slice_scatter, input, src, dim=d, start=start, end=end, step=step)
+
+
+@_public
+def tensor_split(input, indices_or_sections, dim=0):
+    """Views splitting ``dim`` into n near-equal sections (an int) or at the given indices."""
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    ios = indices_or_sections
+    if isinstance(ios, Tensor):
+        if ios.dtype is not D.int64:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype of "
+                               f"long, but got {type_name(ios.dtype)}")
+        if ios._data.ndim > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                               "zero-dimensional or one-dimensional tensor, but got a tensor with "
+                               f"{ios._data.ndim} dims")
+        ios = ios.item() if ios._data.ndim == 0 else ios.tolist()
+    d = _dim(dim, nd)
+    n = input._data.shape[d]
+    if isinstance(ios, _seq_types):
+        bounds = [0] + [operator.index(i) for i in ios] + [n]
+        return tuple(_slice(input, d, *clamp_slice(n, a, b if b is not None else n))
+                     for a, b in zip(bounds[:-1], bounds[1:]))
+    sections = operator.index(ios)
+    if sections <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+    size, extra = divmod(n, sections)
+    out = []
+    start = 0
+    for i in range(sections):
+        length = size + (1 if i < extra else 0)
+        out.append(_slice(input, d, start, start + length))
+        start += length
+    return tuple(out)

@@ -7,12 +7,15 @@ memory and version counter exactly as PyTorch's do.  Where PyTorch decides betwe
 and a copy (``reshape``) the decision uses PyTorch's stride rule (``compute_stride``), not
 whatever numpy happens to do.  Derivative rules are written with tensor methods only.
 """
+import builtins
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
 from .core import define, TensorSpec, wrap_dim, wrap_dims, type_name
 
 _ndarray = np.ndarray
+_pyslice = builtins.slice      # the name ``slice`` is the op defined below
 
 
 # ---------------------------------------------------------------- shape helpers
@@ -847,9 +850,9 @@ def split_sizes(n, split_size):
 def _split_with_sizes(x, sizes, dim):
     out = []
     start = 0
-    pre = (slice(None),) * dim
+    pre = (_pyslice(None),) * dim
     for s in sizes:
-        out.append(x[pre + (slice(start, start + s),)])
+        out.append(x[pre + (_pyslice(start, start + s),)])
         start += s
     return tuple(out)
 
@@ -899,7 +902,7 @@ split_with_sizes = define(
 
 
 def _unbind(x, dim):
-    pre = (slice(None),) * dim
+    pre = (_pyslice(None),) * dim
     return tuple(x[pre + (i,)] for i in range(x.shape[dim]))
 
 
@@ -919,3 +922,63 @@ def _unbind_vjp(ctx, *grads):
 
 unbind = define("unbind", "movement", _unbind, meta=_unbind_meta, vjp=_unbind_vjp, view=True,
                 doc="Views of every slice along ``dim``, without that dimension.")
+
+
+# ---------------------------------------------------------------- slice
+
+def slice_shape(shape, dim, start, end, step):
+    """The shape of ``x[..., start:end:step, ...]`` along ``dim`` (start/end already clamped)."""
+    n = max(0, (end - start + step - 1) // step)
+    return tuple(shape[:dim]) + (n,) + tuple(shape[dim + 1:])
+
+
+def _slice(x, dim, start, end, step):
+    return x[(_pyslice(None),) * dim + (_pyslice(start, end, step),)]
+
+
+def _slice_meta(x, dim, start, end, step):
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    return _same_spec(x, slice_shape(x.shape, dim, start, end, step))
+
+
+def _slice_vjp(ctx, g):
+    a = ctx.attrs
+    zeros = g.new_zeros(tuple(ctx.inputs[0].shape))
+    return (_call(slice_scatter, zeros, g, **a),)
+
+
+slice = define("slice", "movement", _slice, meta=_slice_meta, vjp=_slice_vjp,  # noqa: A001
+               view=True, doc="A view of every ``step``-th element in [start, end) along ``dim``.")
+
+
+def _slice_scatter(x, src, dim, start, end, step):
+    out = x.copy()
+    target = _slice(out, dim, start, end, step)
+    if target.shape != src.shape:
+        raise ValueError("shape")
+    target[...] = src
+    return out
+
+
+def _slice_scatter_meta(x, src, dim, start, end, step):
+    want = slice_shape(x.shape, dim, start, end, step)
+    if tuple(src.shape) != want:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(want)}")
+    return _same_spec(x, x.shape)
+
+
+def _slice_scatter_vjp(ctx, g):
+    a = ctx.attrs
+    gx = gs = None
+    if ctx.needs(0):
+        gx = _call(slice_scatter, g, g.new_zeros(tuple(ctx.inputs[1].shape)), **a)
+    if ctx.needs(1):
+        gs = _call(slice, g, **a)
+    return gx, gs
+
+
+slice_scatter = define("slice_scatter", "movement", _slice_scatter, meta=_slice_scatter_meta,
+                       vjp=_slice_scatter_vjp,
+                       doc="A copy of input with the slice [start:end:step] along dim replaced by src.")
