@@ -1,0 +1,449 @@
+"""Dtype, device and layout conversion: ``Tensor.to``, ``.type()``, ``.float()`` ..., ``clone``,
+``contiguous``, ``copy_``, ``fill_``, ``zero_``, and the dtype queries (``result_type``,
+``promote_types``, ``can_cast``, ``is_tensor``, ...).
+
+Dtype conversion is the ``to_copy`` primitive (``ToCopyBackward0``), copies are ``clone``
+(``CloneBackward0``); in-place writes that take part in autograd go through the ``copy``
+primitive (``CopyBackwards``), whose rule sends the gradient to the source and zeros to
+the overwritten value.
+"""
+import builtins
+
+import numpy as np
+
+from dynograph.compiler.ops import core
+from dynograph.compiler.ops import creation as C
+from dynograph.runtime import dtypes as D
+from dynograph.runtime.device import as_device, device as _device
+from ._dispatch import call
+from ._inplace import check_inplace_leaf
+from ._tensor import Tensor, tensor_method
+from .autograd.grad_mode import STATE
+
+__all__ = ["memory_format", "contiguous_format", "preserve_format", "channels_last",
+           "channels_last_3d", "result_type", "promote_types", "can_cast", "is_tensor",
+           "is_floating_point", "is_nonzero", "numel", "get_default_dtype", "set_default_dtype"]
+
+_PY_TYPES = {builtins.float: D.float64, builtins.int: D.int64, builtins.bool: D.bool}
+_NUMBER = (builtins.int, builtins.float, builtins.bool, np.number, np.bool_)
+
+
+# ---------------------------------------------------------------- memory formats
+
+class memory_format:
+    """A tensor memory layout (``dynograph.contiguous_format``, ``channels_last`` ...)."""
+
+    __slots__ = ("name", "_key")
+
+    def __init__(self, name, key):
+        self.name = name
+        self._key = key                 # the memory_format attribute of the op set
+
+    def __repr__(self):
+        return f"dynograph.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+
+contiguous_format = memory_format("contiguous_format", "contiguous")
+preserve_format = memory_format("preserve_format", "preserve")
+channels_last = memory_format("channels_last", "channels_last")
+channels_last_3d = memory_format("channels_last_3d", "channels_last_3d")
+
+
+def _format_key(fmt):
+    if fmt is None:
+        return "preserve"
+    if isinstance(fmt, memory_format):
+        return fmt._key
+    raise TypeError(f"memory_format must be a dynograph.memory_format, not {type(fmt).__name__}")
+
+
+def _in_format(a, key):
+    """Whether array ``a`` already has the layout ``key`` asks for."""
+    if key == "preserve":
+        return True
+    if key == "contiguous":
+        return a.flags.c_contiguous or a.size <= 1
+    rank = 4 if key == "channels_last" else 5
+    if a.ndim != rank:
+        return False
+    return a.transpose((0,) + tuple(range(2, rank)) + (1,)).flags.c_contiguous
+
+
+def _format_attrs(key):
+    return {} if key == "preserve" else {"memory_format": key}
+
+
+# ---------------------------------------------------------------- to / type
+
+def _as_dtype(x):
+    if type(x) is D.dtype:
+        return x
+    if isinstance(x, type):
+        return _PY_TYPES.get(x)
+    return None
+
+
+def _type_label(x):
+    if isinstance(x, Tensor):
+        return "Tensor"
+    if isinstance(x, D.dtype):
+        return "dynograph.dtype"
+    if isinstance(x, _device):
+        return "dynograph.device"
+    return type(x).__name__
+
+
+_TO_SIGNATURES = (
+    " * (dynograph.device device = None, dynograph.dtype dtype = None, bool non_blocking = False, "
+    "bool copy = False, *, dynograph.memory_format memory_format = None)\n"
+    " * (dynograph.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+    "dynograph.memory_format memory_format = None)\n"
+    " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+    "dynograph.memory_format memory_format = None)\n")
+
+
+def _bad_to(args, kwargs):
+    got = [_type_label(a) for a in args] + [f"{k}={_type_label(v)}" for k, v in kwargs.items()]
+    return TypeError("to() received an invalid combination of arguments - got "
+                     f"({', '.join(got)}), but expected one of:\n" + _TO_SIGNATURES)
+
+
+def _parse_to(args, kwargs):
+    """(device, dtype, copy, memory_format key) from Tensor.to's three overloads."""
+    kw = dict(kwargs)
+    fmt = kw.pop("memory_format", None)
+    first = args[0] if args else None
+    if isinstance(first, Tensor) or "tensor" in kw:
+        names = ("tensor", "non_blocking", "copy")
+    elif _as_dtype(first) is not None:
+        names = ("dtype", "non_blocking", "copy")
+    else:
+        names = ("device", "dtype", "non_blocking", "copy")
+    if len(args) > len(names):
+        raise _bad_to(args, kwargs)
+    vals = dict(zip(names, args))
+    for k, v in kw.items():
+        if k not in names or k in vals:
+            raise _bad_to(args, kwargs)
+        vals[k] = v
+    other = vals.get("tensor")
+    if other is not None:
+        if not isinstance(other, Tensor):
+            raise _bad_to(args, kwargs)
+        device, dtype = other.device, other.dtype
+    else:
+        device, dtype = vals.get("device"), vals.get("dtype")
+        if device is not None and (isinstance(device, builtins.bool)
+                                   or not isinstance(device, (str, builtins.int, _device))):
+            raise _bad_to(args, kwargs)
+        if dtype is not None:
+            dtype = _as_dtype(dtype)
+            if dtype is None:
+                raise _bad_to(args, kwargs)
+    return device, dtype, builtins.bool(vals.get("copy", False)), _format_key(fmt)
+
+
+@tensor_method
+def to(self, *args, **kwargs):
+    """Convert to a dtype and/or device: ``to(dtype)``, ``to(device, dtype)``, ``to(other)``.
+
+    Returns ``self`` when nothing changes and ``copy`` is False.
+    """
+    if len(args) == 1 and not kwargs and type(args[0]) is D.dtype:     # the common case
+        dtype = args[0]
+        if dtype is _FROM_NP[self._data.dtype]:
+            return self
+        return call(C.to_copy, self, dtype=dtype)
+    device, dtype, copy, key = _parse_to(args, kwargs)
+    if device is not None:
+        as_device(device)                   # raises the one clear error for CUDA
+    if dtype is None:
+        dtype = self.dtype
+    if not copy and dtype is self.dtype and _in_format(self._data, key):
+        return self
+    return call(C.to_copy, self, dtype=dtype, **_format_attrs(key))
+
+
+_FROM_NP = D._FROM_NP
+
+
+def _legacy_dtype(name):
+    """The dtype of a legacy type name: 'dynograph.FloatTensor', 'torch.cuda.LongTensor'."""
+    parts = name.split(".")
+    if len(parts) in (2, 3) and parts[0] in ("dynograph", "torch"):
+        if len(parts) == 3:
+            if parts[1] != "cuda":
+                return None
+            as_device("cuda")
+        for dt in D.ALL_DTYPES:
+            if dt.tensor_type == parts[-1]:
+                return dt
+    return None
+
+
+@tensor_method(name="type")
+def type_(self, dtype=None, non_blocking=False, **kwargs):
+    """Without arguments the type name ('dynograph.FloatTensor'); otherwise convert to it."""
+    if dtype is None:
+        return f"dynograph.{self.dtype.tensor_type}"
+    if isinstance(dtype, str):
+        dt = _legacy_dtype(dtype)
+        if dt is None:
+            raise ValueError(f"invalid type: '{dtype}'")
+    elif type(dtype) is D.dtype:
+        dt = dtype
+    elif isinstance(dtype, type) and type(getattr(dtype, "dtype", None)) is D.dtype:
+        dt = dtype.dtype                    # a legacy class such as dynograph.FloatTensor
+    else:
+        raise TypeError("dtype must be a type, str, or dtype object")
+    if dt is self.dtype:
+        return self
+    return call(C.to_copy, self, dtype=dt)
+
+
+@tensor_method
+def type_as(self, other):
+    """This tensor converted to ``other``'s dtype."""
+    return to(self, other.dtype)
+
+
+def _dtype_method(name, dt):
+    def method(self, memory_format=preserve_format):
+        key = _format_key(memory_format)
+        if dt is _FROM_NP[self._data.dtype] and _in_format(self._data, key):
+            return self
+        return call(C.to_copy, self, dtype=dt, **_format_attrs(key))
+    method.__name__ = name
+    method.__doc__ = f"``self.to({dt})``"
+    tensor_method(method)
+
+
+for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float16),
+                   ("bfloat16", D.bfloat16), ("long", D.int64), ("int", D.int32),
+                   ("short", D.int16), ("char", D.int8), ("byte", D.uint8), ("bool", D.bool)):
+    _dtype_method(_name, _dt)
+
+
+@tensor_method
+def cpu(self, memory_format=preserve_format):
+    """Tensors live on the CPU: returns ``self``."""
+    return self
+
+
+@tensor_method
+def cuda(self, device=None, non_blocking=False, memory_format=preserve_format):
+    """Raises the one clear error: this build has no CUDA device."""
+    as_device("cuda" if device is None else device)
+    return self
+
+
+# ---------------------------------------------------------------- copies
+
+@tensor_method
+def clone(self, *, memory_format=preserve_format):
+    """A copy with its own memory (strides kept for dense tensors, as in PyTorch)."""
+    return call(C.clone, self, **_format_attrs(_format_key(memory_format)))
+
+
+@tensor_method
+def contiguous(self, memory_format=contiguous_format):
+    """``self`` if already laid out in ``memory_format``, else a copy that is."""
+    key = _format_key(memory_format)
+    if key == "preserve":
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if _in_format(self._data, key):
+        return self
+    return call(C.clone, self, memory_format=key)
+
+
+def _alias(t):
+    """A tensor sharing ``t``'s data and history but not its version counter.
+
+    The ``copy`` rule never reads its inputs' values, so the version bump of the
+    in-place write must not invalidate the node that records it.
+    """
+    if not isinstance(t, Tensor):
+        return t
+    a = Tensor._wrap(t._data)
+    if t.requires_grad:
+        a.requires_grad = True
+        if t.grad_fn is not None:
+            a.grad_fn = t.grad_fn
+            a._output_nr = t._output_nr
+        else:
+            a.__dict__["_accumulator"] = _accumulator_of(t)
+    return a
+
+
+def _accumulator_of(leaf):
+    from .autograd.graph import accumulator
+    return accumulator(leaf)
+
+
+def _copy_recorded(self, src):
+    """``self.copy_(src)`` when autograd records it: history moves to a CopyBackwards node."""
+    result = call(C.copy, _alias(self), _alias(src))
+    self._data[...] = result._data
+    self._bump_version()
+    if result.requires_grad:
+        self.requires_grad = True
+        self.grad_fn = result.grad_fn
+        self._output_nr = 0
+    return self
+
+
+def _records(self, src):
+    return STATE.grad_enabled and (self.requires_grad or (isinstance(src, Tensor) and src.requires_grad))
+
+
+def _spec(t):
+    return core.TensorSpec(t._data.shape, t.dtype)
+
+
+@tensor_method
+def copy_(self, src, non_blocking=False):
+    """Write ``src`` (broadcast, converted to this dtype) into this tensor."""
+    if not isinstance(src, Tensor):
+        if isinstance(src, _NUMBER):
+            return fill_(self, src)
+        raise TypeError(
+            f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
+    check_inplace_leaf(self)
+    if _records(self, src):
+        return _copy_recorded(self, src)
+    dst, data = self._data, src._data
+    if data.shape != dst.shape:
+        C.copy.meta(_spec(self), _spec(src))      # raises PyTorch's broadcast error
+    if data.dtype != dst.dtype:
+        data = C.cast(data, dst.dtype)
+    dst[...] = data
+    self._bump_version()
+    return self
+
+
+def _fill_value(value):
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value._data.ndim} dimensions.")
+        return value
+    if isinstance(value, (np.number, np.bool_)):
+        return value.item()
+    if not isinstance(value, _NUMBER):
+        name = type(value).__name__
+        raise TypeError(
+            f"fill_() received an invalid combination of arguments - got ({name}), but expected "
+            f"one of:\n * (Tensor value)\n      didn't match because some of the arguments have "
+            f"invalid types: (!{name}!)\n * (Number value)\n      didn't match because some of "
+            f"the arguments have invalid types: (!{name}!)\n")
+    return value
+
+
+@tensor_method
+def fill_(self, value):
+    """Fill with one value (a number or a 0-dim tensor)."""
+    value = _fill_value(value)
+    check_inplace_leaf(self)
+    if isinstance(value, Tensor):
+        if _records(self, value):
+            return _copy_recorded(self, value)
+        value = value.item()
+    C.check_scalar(value, self.dtype)
+    if _records(self, None):
+        return _copy_recorded(self, Tensor._wrap(np.array(value, dtype=self._data.dtype)))
+    try:
+        self._data.fill(value)
+    except (OverflowError, ValueError):             # -1 into uint8 wraps, as in PyTorch
+        self._data.fill(np.array(value).astype(self._data.dtype))
+    self._bump_version()
+    return self
+
+
+@tensor_method
+def zero_(self):
+    """Fill with zeros."""
+    return fill_(self, 0)
+
+
+# ---------------------------------------------------------------- dtype queries
+
+def _need_tensor(fn, x, name="input"):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, "
+                        f"not {type(x).__name__}")
+
+
+def _need_dtype(fn, x, name, pos):
+    if type(x) is not D.dtype:
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be dynograph.dtype, "
+                        f"not {type(x).__name__}")
+
+
+def result_type(tensor, other):
+    """The dtype an arithmetic op on ``tensor`` and ``other`` produces (torch.result_type)."""
+    for x in (tensor, other):
+        if not isinstance(x, (Tensor, builtins.int, builtins.float, builtins.bool)):
+            raise TypeError(
+                "result_type() received an invalid combination of arguments - got "
+                f"({_type_label(tensor)}, {_type_label(other)}), but expected one of:\n"
+                " * (Tensor tensor, Tensor other)\n * (Number scalar, Tensor tensor)\n"
+                " * (Tensor tensor, Number other)\n * (Number scalar1, Number scalar2)\n")
+    return core.result_type(tensor, other)
+
+
+def promote_types(type1, type2):
+    """The smallest dtype both dtypes convert to without losing category."""
+    _need_dtype("promote_types", type1, "type1", 1)
+    _need_dtype("promote_types", type2, "type2", 2)
+    return D.promote_types(type1, type2)
+
+
+def can_cast(from_, to):
+    """Whether PyTorch's casting rule allows writing ``from_`` values into ``to``."""
+    _need_dtype("can_cast", from_, "from_", 1)
+    _need_dtype("can_cast", to, "to", 2)
+    return core.can_cast(from_, to)
+
+
+def is_tensor(obj):
+    """True for dynograph tensors (and their subclasses, such as parameters)."""
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input):
+    """Whether ``input``'s dtype is a floating type."""
+    _need_tensor("is_floating_point", input)
+    return input.dtype.is_floating_point
+
+
+@tensor_method
+def is_nonzero(input):
+    """The truth value of a one-element tensor."""
+    _need_tensor("is_nonzero", input)
+    n = input._data.size
+    if n != 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous" if n
+                           else "Boolean value of Tensor with no values is ambiguous")
+    return builtins.bool(input._data.reshape(()) != 0)
+
+
+def numel(input):
+    """The number of elements of ``input``."""
+    _need_tensor("numel", input)
+    return input._data.size
+
+
+get_default_dtype = D.get_default_dtype
+
+
+def set_default_dtype(d):
+    """Make ``d`` (a floating dtype) what float data and factories default to."""
+    if type(d) is not D.dtype:
+        raise TypeError("invalid dtype object: only floating-point types are supported as the "
+                        "default type")
+    if not d.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    D.set_default_dtype(d)
