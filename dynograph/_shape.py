@@ -9,6 +9,8 @@ import builtins
 import operator
 import warnings
 
+import numpy as np
+
 from dynograph.compiler.ops import movement as M
 from dynograph.compiler.ops.core import check_broadcast, type_name, wrap_dim
 from dynograph.runtime import dtypes as D
@@ -947,3 +949,49 @@ def tensor_split(input, indices_or_sections, dim=0):
         out.append(_slice(input, d, start, start + length))
         start += length
     return tuple(out)
+
+
+# ---------------------------------------------------------------- repeat_interleave
+
+def _repeat_index(repeats, alone=False):
+    """``repeat_interleave(repeats)`` of a 1-D integer tensor: each i repeated repeats[i] times."""
+    r = repeats._data
+    if r.ndim > 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat" if alone else
+                           "repeats must be 0-dim or 1-dim tensor")
+    if r.dtype.kind not in "iu":
+        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for "
+                                  f"'{type_name(repeats.dtype)}'")
+    r = r.reshape(-1)
+    if r.size and r.min() < 0:
+        raise RuntimeError("repeats can not be negative")
+    return Tensor._wrap(np.repeat(np.arange(r.size, dtype=np.int64), r))
+
+
+@_public
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element ``repeats`` times (an int, or a tensor of per-element counts) along
+    ``dim`` (the flattened input when None).  With only a tensor: the repeated indices."""
+    if repeats is None:
+        return _repeat_index(input, alone=True)
+    x = flatten(input) if dim is None else input
+    d = 0 if dim is None else _dim(dim, x._data.ndim)
+    if isinstance(repeats, Tensor):
+        if x._data.ndim == 0:
+            x = _reshape(x, (1,))
+        n = x._data.shape[d]
+        r = repeats
+        if r._data.size == 1 and r._data.ndim <= 1:      # one count for every element
+            r = expand(_reshape(r, (1,)), (n,))
+        elif r._data.ndim == 1 and r._data.size != n:
+            raise RuntimeError("repeats must have the same size as input along dim, but got "
+                               f"repeats.size(0) = {r._data.size} and input.size({d}) = {n}")
+        return x.index_select(d, _repeat_index(r))
+    repeats = operator.index(repeats)
+    if repeats < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    if x._data.ndim == 0:
+        x = _reshape(x, (1,))
+    shape = x._data.shape
+    wide = expand(unsqueeze(x, d + 1), shape[:d + 1] + (repeats,) + shape[d + 1:])
+    return flatten(wide.clone(), d, d + 1)

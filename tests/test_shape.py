@@ -439,6 +439,13 @@ GRAD_CASES = {
     "as_strided_overlap": lambda m, x: x.as_strided((4, 5), (1, 1)),
     "unfold": lambda m, x: x.unfold(2, 2, 1),
     "unfold_gap": lambda m, x: x.unfold(1, 1, 2),
+    "narrow": lambda m, x: x.narrow(2, 1, 2),
+    "narrow_neg": lambda m, x: m.narrow(x, -2, -2, 2),
+    "tensor_split": lambda m, x: x.tensor_split(3, 2),
+    "tensor_split_idx": lambda m, x: x.tensor_split([1, 3, 2], -1),
+    "slice_scatter": lambda m, x: m.slice_scatter(x, x.narrow(2, 0, 2) * 2, 2, 1, None, 2),
+    "repeat_interleave": lambda m, x: x.repeat_interleave(2, 1),
+    "repeat_interleave_flat": lambda m, x: m.repeat_interleave(x, 3),
 }
 
 
@@ -658,3 +665,84 @@ def test_diagonal_is_writable_view(torch):
     assert_same(x, want)
     assert d.stride() == want.diagonal(1).stride()
     assert d.storage_offset() == want.diagonal(1).storage_offset()
+
+
+# ---------------------------------------------------------------- slices and repeat_interleave
+
+def test_narrow_and_tensor_split(torch):
+    tt, dd = pair(torch, (4, 5), layout="t")
+    for args in [(0, 1, 2), (1, -3, 3), (0, 4, 0), (-1, 0, 5)]:
+        tn, dn = tt.narrow(*args), dd.narrow(*args)
+        assert_same(dn, tn)
+        assert dn.stride() == tn.stride()
+        assert dn._base is dd._base
+        if tn.numel():
+            assert dn.storage_offset() == tn.storage_offset()
+            assert np.shares_memory(dn._data, dd._data)
+    for ios, dim in [(3, 1), (5, 0), (1, 0), ([1, 3], 1), ([3, 1], 1), ([], 0), ([-1], 1),
+                     ([7], 0)]:
+        assert_same(dd.tensor_split(ios, dim), tt.tensor_split(ios, dim))
+    assert_same(dd.tensor_split(dynograph.tensor([1, 2]), 1),
+                tt.tensor_split(torch.tensor([1, 2]), 1))
+    assert_same(dd.tensor_split(dynograph.tensor(2)), tt.tensor_split(torch.tensor(2)))
+
+
+@pytest.mark.parametrize("call,msg,exc", [
+    (lambda m: m.zeros(2, 3).narrow(0, 1, 2), r"start \(1\) \+ length \(2\) exceeds dimension "
+     r"size \(2\).", RuntimeError),
+    (lambda m: m.zeros(2, 3).narrow(0, -3, 1), r"start out of range \(expected to be in range of "
+     r"\[-2, 2\], but got -3\)", IndexError),
+    (lambda m: m.zeros(2, 3).narrow(0, 0, -1), r"narrow\(\): length must be non-negative.",
+     RuntimeError),
+    (lambda m: m.zeros(()).narrow(0, 0, 1), r"narrow\(\) cannot be applied to a 0-dim tensor.",
+     RuntimeError),
+    (lambda m: m.zeros(2, 3).tensor_split(0), "number of sections must be larger than 0, got 0",
+     RuntimeError),
+    (lambda m: m.zeros(2, 3).tensor_split(m.tensor([1.0])), "tensor_split expected "
+     "tensor_indices_or_sections to have dtype of long, but got Float", RuntimeError),
+    (lambda m: m.zeros(()).tensor_split(2), "tensor_split expected at least a 1-dimensional "
+     "tensor, but got a tensor with 0 dims", RuntimeError),
+    (lambda m: m.slice_scatter(m.zeros(4), m.zeros(3), 0, 0, 2), r"expected src to have a size "
+     r"equal to the slice of self. src size = \[3\], slice size = \[2\]", RuntimeError),
+    (lambda m: m.zeros(2, 3).repeat_interleave(-1), "Repeats must be non-negative", RuntimeError),
+    (lambda m: m.zeros(2, 3).repeat_interleave(m.tensor([1, 2]), dim=1), r"repeats must have the "
+     r"same size as input along dim, but got repeats.size\(0\) = 2 and input.size\(1\) = 3",
+     RuntimeError),
+    (lambda m: m.repeat_interleave(m.tensor([1, -2])), "repeats can not be negative", RuntimeError),
+    (lambda m: m.repeat_interleave(m.tensor([[1, 2]])), "repeat_interleave only accept 1D vector "
+     "as repeat", RuntimeError),
+])
+def test_slice_errors(torch, call, msg, exc):
+    with pytest.raises(exc, match=msg):
+        call(torch)
+    with pytest.raises(exc, match=msg):
+        call(dynograph)
+
+
+def test_slice_scatter_values(torch):
+    tt, dd = pair(torch, (4, 6))
+    ts, ds = pair(torch, (4, 3), seed=1)
+    assert_same(dynograph.slice_scatter(dd, ds, 1, 0, None, 2), torch.slice_scatter(tt, ts, 1, 0, None, 2))
+    ts2, ds2 = pair(torch, (2, 6), layout="t", seed=2)
+    assert_same(dd.slice_scatter(ds2, start=-2), tt.slice_scatter(ts2, start=-2))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_repeat_interleave_int(torch, dtype):
+    tt, dd = pair(torch, (2, 3), dtype, layout="t")
+    for args in [(2,), (3, 0), (1, 1), (0, -1)]:
+        assert_same(dd.repeat_interleave(*args), tt.repeat_interleave(*args))
+    assert_same(dynograph.repeat_interleave(dynograph.tensor(5.0), 2),
+                torch.repeat_interleave(torch.tensor(5.0), 2))
+    assert_same(dynograph.repeat_interleave(dynograph.tensor([2, 0, 1])),
+                torch.repeat_interleave(torch.tensor([2, 0, 1])))
+
+
+def test_repeat_interleave_tensor(torch):
+    if not hasattr(dynograph.Tensor, "index_select"):
+        pytest.skip("index_select (indexing ops) is not available yet")
+    tt, dd = pair(torch, (2, 3))
+    for reps, dim in [([1, 0, 2], 1), ([2], 0), (3, None), ([2, 1], 0)]:
+        assert_same(dd.repeat_interleave(dynograph.tensor(reps), dim),
+                    tt.repeat_interleave(torch.tensor(reps), dim))
+    check_grad(torch, lambda m, x: x.repeat_interleave(m.tensor([1, 0, 2]), 1), (2, 3, 4))
