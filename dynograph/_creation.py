@@ -1,194 +1,740 @@
-"""Creation functions: tensor, as_tensor, from_numpy, zeros, ones, full, arange, ...
+"""Creation functions: tensor, as_tensor, from_numpy, zeros, ones, full, empty, the ``*_like``
+and ``Tensor.new_*`` forms, arange, linspace, logspace, eye, and the legacy constructors
+(``dynograph.FloatTensor(3, 4)``, ``LongTensor([1, 2])``).
 
-(Random creation lives in _random.py.)
+(Random creation lives in _random.py.)  Every factory builds its values with one
+creation primitive (``full``, ``empty``, ``arange`` ...), so a traced program records it
+as a constant node.
 """
+import builtins
+import warnings
+
 import numpy as np
 
+from dynograph.compiler.ops import creation as C
+from dynograph.compiler.ops.core import type_name
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import as_device
-from ._tensor import Tensor, tensor_method
+from ._dispatch import call
+from ._inplace import write_out
+from ._tensor import Size, Tensor, tensor_method
 
-__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty"]
+__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "full", "empty",
+           "empty_strided", "zeros_like", "ones_like", "full_like", "empty_like", "arange",
+           "linspace", "logspace", "eye", "FloatTensor", "DoubleTensor", "HalfTensor",
+           "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
+           "ByteTensor", "BoolTensor"]
 
-
-def _infer_dtype(data):
-    """The dtype torch.tensor infers for nested Python data."""
-    kinds = set()
-    stack = [data]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif isinstance(x, Tensor):
-            kinds.add(x.dtype)
-        elif isinstance(x, (bool, np.bool_)):
-            kinds.add(D.bool)
-        elif isinstance(x, (int, np.integer)):
-            kinds.add(D.int64)
-        elif isinstance(x, (float, np.floating)):
-            kinds.add(D.get_default_dtype())
-        else:
-            raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
-    dt = D.bool if not kinds else None
-    for k in kinds:
-        dt = k if dt is None else D.promote_types(dt, k)
-    if not kinds:
-        return D.get_default_dtype()
-    return dt
+_INTS = (builtins.int, np.integer)
+_NUMBERS = (builtins.int, builtins.float, builtins.bool, np.number, np.bool_)
+_PLAIN = frozenset((builtins.float, builtins.int, builtins.bool))
 
 
-def _to_array(data, dtype):
-    if isinstance(data, Tensor):
-        arr = data._data
-    elif isinstance(data, np.ndarray):
-        arr = data
-    else:
-        if isinstance(data, (list, tuple)):
-            _check_ragged(data)
-            data = _unwrap_tensors(data)
-        arr = np.array(data, dtype=dtype.np if dtype is not None else None)
-    return arr
+def _tname(x):
+    return "Tensor" if isinstance(x, Tensor) else type(x).__name__
 
 
-def _unwrap_tensors(data):
-    if isinstance(data, (list, tuple)):
-        return [_unwrap_tensors(x) for x in data]
-    if isinstance(data, Tensor):
-        if data._data.size != 1 and data._data.ndim:
-            return data._data
-        return data.item()
-    return data
-
-
-def _check_ragged(data, depth=0):
-    if not data or not isinstance(data[0], (list, tuple)):
-        for x in data:
-            if isinstance(x, (list, tuple)):
-                raise ValueError(f"expected sequence of length {len(data)} at dim {depth} (got list)")
-        return
-    n = len(data[0])
-    for x in data:
-        if not isinstance(x, (list, tuple)):
-            raise TypeError(f"not a sequence")
-        if len(x) != n:
-            raise ValueError(f"expected sequence of length {n} at dim {depth + 1} (got {len(x)})")
-        _check_ragged(x, depth + 1)
-
-
-def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    """Construct a tensor that owns a copy of ``data`` (nested lists, scalars, arrays, tensors)."""
-    as_device(device)
-    if dtype is None:
-        if isinstance(data, Tensor):
-            dtype = data.dtype
-        elif isinstance(data, (np.ndarray, np.generic)):
-            dtype = D.from_numpy_dtype(data.dtype)
-        else:
-            dtype = _infer_dtype(data)
-    arr = np.array(_to_array(data, dtype), dtype=dtype.np, copy=True)
-    t = Tensor._wrap(arr)
+def _finish(t, requires_grad, out=None):
+    """Apply ``requires_grad`` / ``out=`` to a freshly created tensor."""
     if requires_grad:
-        t.requires_grad_(True)
+        if not t.dtype.is_floating_point:
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients")
+        t.requires_grad = True
+    if out is not None:
+        return write_out(out, t)
     return t
 
 
+def _out_dtype(dtype, out):
+    """The result dtype of a factory called with ``out=``: out's own, unless told otherwise."""
+    if out is None:
+        return dtype
+    if dtype is None:
+        return out.dtype
+    if dtype is not out.dtype:
+        raise RuntimeError(f"dtype {type_name(dtype)} does not match dtype of out parameter "
+                           f"({type_name(out.dtype)})")
+    return dtype
+
+
+# ---------------------------------------------------------------- sizes
+
+def _as_int(x):
+    """``x`` as a Python int if it is an integer (numpy integer, integer 0-dim tensor), else None."""
+    if type(x) is builtins.int:
+        return x
+    if isinstance(x, builtins.bool):
+        return None
+    if isinstance(x, np.integer):
+        return builtins.int(x)
+    if isinstance(x, Tensor) and x._data.ndim == 0 and x._data.dtype.kind in "iu":
+        return builtins.int(x._data)
+    return None
+
+
+def _negative(shape, fn):
+    for s in shape:
+        if s < 0:
+            if fn == "zeros":
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {s}: {list(shape)}")
+
+
+def parse_size(args, size, fn):
+    """The shape from ``fn(*args)`` / ``fn(size=...)``: ints as varargs, or one sequence."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{fn}() got multiple values for argument 'size'")
+        if not isinstance(size, (tuple, list)):
+            raise TypeError(f"{fn}(): argument 'size' must be tuple of ints, not {_tname(size)}")
+        args = (size,)
+    if not args:
+        raise TypeError(f"{fn}() missing 1 required positional arguments: \"size\"")
+    if len(args) == 1:
+        seq = args[0]
+        if isinstance(seq, (tuple, list)):
+            shape = []
+            for i, s in enumerate(seq):
+                n = _as_int(s)
+                if n is None:
+                    raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, "
+                                    f"but found element of type {_tname(s)} at pos {i}")
+                shape.append(n)
+        else:
+            n = _as_int(seq)
+            if n is None:
+                raise TypeError(
+                    f"{fn}(): argument 'size' (position 1) must be tuple of ints, not {_tname(seq)}")
+            shape = [n]
+    else:
+        shape = []
+        for i, s in enumerate(args):
+            n = _as_int(s)
+            if n is None:
+                if isinstance(args[0], (tuple, list)):
+                    raise TypeError(f"{fn}() takes 1 positional argument but {len(args)} were given")
+                raise TypeError(f"{fn}(): argument 'size' failed to unpack the object at pos "
+                                f"{i + 1} with error \"type must be tuple of ints,but got {_tname(s)}\"")
+            shape.append(n)
+    shape = tuple(shape)
+    _negative(shape, fn)
+    return shape
+
+
+def _sequence_size(size, fn):
+    """A size that must be a sequence (``full``, ``new_full``)."""
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, not {_tname(size)}")
+    return parse_size((size,), None, fn)
+
+
+# ---------------------------------------------------------------- zeros, ones, full, empty
+
+def _filled(shape, value, dtype, device, requires_grad, out, perm=None):
+    if device is not None:
+        as_device(device)
+    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+    if perm is None:
+        t = call(C.full, shape=shape, fill_value=value, dtype=dtype)
+    else:
+        t = call(C.full, shape=shape, fill_value=value, dtype=dtype, perm=perm)
+    return _finish(t, requires_grad, out)
+
+
+def zeros(*args, size=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+          requires_grad=False):
+    """A tensor of zeros: ``zeros(2, 3)``, ``zeros((2, 3))``, ``zeros(size=[2, 3])``."""
+    return _filled(parse_size(args, size, "zeros"), 0, dtype, device, requires_grad, out)
+
+
+def ones(*args, size=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+         requires_grad=False):
+    """A tensor of ones."""
+    return _filled(parse_size(args, size, "ones"), 1, dtype, device, requires_grad, out)
+
+
+def _fill_scalar(value, fn):
+    """A fill value as a Python number (0-dim tensors give their item)."""
+    if isinstance(value, Tensor) and value._data.ndim == 0:
+        return value.item()
+    if isinstance(value, (np.number, np.bool_)):
+        return value.item()
+    if not isinstance(value, _NUMBERS):
+        raise TypeError(f"{fn}(): argument 'fill_value' (position 2) must be Number, not {_tname(value)}")
+    return value
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+         requires_grad=False):
+    """A tensor filled with ``fill_value``; its dtype follows the value (bool, int64, float)."""
+    shape = _sequence_size(size, "full")
+    value = _fill_scalar(fill_value, "full")
+    dtype = _out_dtype(dtype, out)
+    if dtype is None:
+        dtype = D.python_scalar_dtype(value)
+    C.check_scalar(value, dtype)
+    return _filled(shape, value, dtype, device, requires_grad, out)
+
+
+def _memory_perm(memory_format, ndim):
+    """The layout permutation (outermost first) of a channels-last memory format."""
+    name = getattr(memory_format, "name", "contiguous_format")
+    if name in ("channels_last", "channels_last_3d"):
+        rank = 4 if name == "channels_last" else 5
+        if ndim != rank:
+            raise RuntimeError(f"required rank {rank} tensor to use {name} format")
+        return (0,) + tuple(range(2, rank)) + (1,)
+    return None
+
+
+def _empty(shape, dtype, device, requires_grad, out, perm=None):
+    if device is not None:
+        as_device(device)
+    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+    if perm is None:
+        t = call(C.empty, shape=shape, dtype=dtype)
+    else:
+        t = call(C.empty, shape=shape, dtype=dtype, perm=perm)
+    return _finish(t, requires_grad, out)
+
+
+def empty(*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False, memory_format=None):
+    """An uninitialized tensor."""
+    shape = parse_size(args, size, "empty")
+    perm = None if memory_format is None else _memory_perm(memory_format, len(shape))
+    return _empty(shape, dtype, device, requires_grad, out, perm)
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False):
+    """An uninitialized tensor with the given element strides."""
+    shape = _sequence_size(size, "empty_strided")
+    stride = tuple(builtins.int(s) for s in stride)
+    if len(stride) != len(shape):
+        raise RuntimeError("mismatch in length of strides and shape")
+    storage = 0 if 0 in shape else 1 + builtins.sum((n - 1) * s for n, s in zip(shape, stride))
+    buf = _empty((storage,), dtype, device, False, None)._data
+    item = buf.itemsize
+    t = Tensor._wrap(np.lib.stride_tricks.as_strided(buf, shape, tuple(s * item for s in stride)))
+    return _finish(t, requires_grad)
+
+
+# ---------------------------------------------------------------- *_like
+
+def _like_perm(input, memory_format):
+    """The layout a ``*_like`` result takes: input's own (if dense) or a channels-last one."""
+    a = input._data
+    name = getattr(memory_format, "name", "preserve_format")
+    if name == "preserve_format":
+        if a.flags.c_contiguous or a.ndim < 2 or not C.is_dense(a):
+            return None
+        # outermost dimension first: larger strides outside, ties keep the natural order
+        return tuple(sorted(range(a.ndim), key=lambda d: (-a.strides[d], d)))
+    if name == "contiguous_format":
+        return None
+    return _memory_perm(memory_format, a.ndim)
+
+
+def _check_input(input, fn):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {_tname(input)}")
+
+
+def _like(fn, input, value, dtype, device, requires_grad, memory_format):
+    _check_input(input, fn)
+    perm = _like_perm(input, memory_format)
+    dtype = dtype or input.dtype
+    if value is None:
+        return _empty(tuple(input._data.shape), dtype, device, requires_grad, None, perm)
+    return _filled(tuple(input._data.shape), value, dtype, device, requires_grad, None, perm)
+
+
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
+               memory_format=None):
+    """Zeros with ``input``'s shape, dtype and layout."""
+    return _like("zeros_like", input, 0, dtype, device, requires_grad, memory_format)
+
+
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
+              memory_format=None):
+    """Ones with ``input``'s shape, dtype and layout."""
+    return _like("ones_like", input, 1, dtype, device, requires_grad, memory_format)
+
+
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
+               memory_format=None):
+    """An uninitialized tensor with ``input``'s shape, dtype and layout."""
+    return _like("empty_like", input, None, dtype, device, requires_grad, memory_format)
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
+              memory_format=None):
+    """``fill_value`` everywhere, with ``input``'s shape and dtype."""
+    _check_input(input, "full_like")
+    value = _fill_scalar(fill_value, "full_like")
+    C.check_scalar(value, dtype or input.dtype)
+    return _like("full_like", input, value, dtype, device, requires_grad, memory_format)
+
+
+# ---------------------------------------------------------------- ranges
+
+def _number(x, fn, name, pos):
+    """A range argument as a Python number (0-dim tensors give their item)."""
+    if isinstance(x, Tensor):
+        if x._data.ndim == 0:
+            return x.item()
+    elif isinstance(x, (np.number, np.bool_)):
+        return x.item()
+    elif isinstance(x, _NUMBERS):
+        return x
+    where = f" (position {pos})" if pos else ""
+    raise TypeError(f"{fn}(): argument '{name}'{where} must be Number, not {_tname(x)}")
+
+
+def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+           pin_memory=False, requires_grad=False):
+    """``arange(end)`` or ``arange(start, end, step=1)``: int64 for integer arguments,
+    the default dtype otherwise."""
+    if end is None:
+        if start is None:
+            raise TypeError("arange() missing 1 required positional arguments: \"end\"")
+        start, end = 0, _number(start, "arange", "end", 1)
+    else:
+        start = 0 if start is None else _number(start, "arange", "start", 1)
+        end = _number(end, "arange", "end", 2)
+    step = _number(step, "arange", "step", 3)
+    dtype = _out_dtype(dtype, out)
+    if dtype is None:
+        integral = all(isinstance(v, builtins.int) for v in (start, end, step))
+        dtype = D.int64 if integral else D.get_default_dtype()
+    if device is not None:
+        as_device(device)
+    if dtype is D.bool:
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
+    t = call(C.arange, start=start, end=end, step=step, dtype=dtype)
+    return _finish(t, requires_grad, out)
+
+
+_SPACE_SIGNATURES = (
+    " * (Tensor start, Tensor end, int steps, *, Tensor out = None, dynograph.dtype dtype = None, "
+    "dynograph.layout layout = None, dynograph.device device = None, bool pin_memory = False, "
+    "bool requires_grad = False)\n"
+    " * (Number start, Tensor end, int steps, *, ...)\n"
+    " * (Tensor start, Number end, int steps, *, ...)\n"
+    " * (Number start, Number end, int steps, *, ...)\n")
+
+
+def _space_args(fn, start, end, steps, extra=""):
+    got = [_tname(start), _tname(end)] + ([] if steps is None else [_tname(steps)])
+    if steps is None or _as_int(steps) is None or isinstance(steps, Tensor):
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got "
+                        f"({', '.join(got)}), but expected one of:\n"
+                        + _SPACE_SIGNATURES.replace("int steps", "int steps" + extra))
+    return _number(start, fn, "start", 1), _number(end, fn, "end", 2), _as_int(steps)
+
+
+def linspace(start, end, steps=None, *, out=None, dtype=None, layout=None, device=None,
+             pin_memory=False, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` (both included)."""
+    start, end, steps = _space_args("linspace", start, end, steps)
+    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+    if device is not None:
+        as_device(device)
+    t = call(C.linspace, start=start, end=end, steps=steps, dtype=dtype)
+    return _finish(t, requires_grad, out)
+
+
+def logspace(start, end, steps=None, base=10.0, *, out=None, dtype=None, layout=None,
+             device=None, pin_memory=False, requires_grad=False):
+    """``base ** linspace(start, end, steps)``."""
+    start, end, steps = _space_args("logspace", start, end, steps, ", float base = 10.0")
+    base = _number(base, "logspace", "base", 4)
+    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+    if device is not None:
+        as_device(device)
+    t = call(C.logspace, start=start, end=end, steps=steps, base=builtins.float(base), dtype=dtype)
+    return _finish(t, requires_grad, out)
+
+
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+        requires_grad=False):
+    """A 2-D tensor with ones on the diagonal and zeros elsewhere."""
+    for name, v, pos in (("n", n, 1), ("m", m, 2)):
+        if v is not None and _as_int(v) is None:
+            raise TypeError(f"eye(): argument '{name}' (position {pos}) must be int, not {_tname(v)}")
+    n = _as_int(n)
+    m = n if m is None else _as_int(m)
+    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+    if device is not None:
+        as_device(device)
+    t = call(C.eye, n=n, m=m, dtype=dtype)
+    return _finish(t, requires_grad, out)
+
+
+# ---------------------------------------------------------------- tensor() from data
+
+def _is_sequence(x):
+    if isinstance(x, (list, tuple)):
+        return True
+    if isinstance(x, (str, bytes, dict, set, frozenset, Tensor, np.ndarray)):
+        return False
+    return hasattr(x, "__len__") and hasattr(x, "__getitem__")
+
+
+def _scalar_dtype(x):
+    """The dtype one leaf value brings (torch's infer_scalar_type), or an error."""
+    if isinstance(x, Tensor):
+        return x.dtype
+    if isinstance(x, np.ndarray):
+        return D.from_numpy_dtype(x.dtype)
+    if isinstance(x, np.generic):
+        if isinstance(x, (np.str_, np.bytes_)):
+            raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+        return D.from_numpy_dtype(x.dtype)
+    if isinstance(x, builtins.bool):
+        return D.bool
+    if isinstance(x, builtins.int):
+        return D.int64
+    if isinstance(x, builtins.float):
+        return D.get_default_dtype()
+    if isinstance(x, complex):
+        raise TypeError("dynograph does not support complex numbers")
+    if isinstance(x, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+    raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
+
+
+def _infer(data, found):
+    """The dtype torch.tensor infers for ``data``; ``found`` collects leaf kinds (tensors)."""
+    if not _is_sequence(data):
+        if isinstance(data, Tensor):
+            found.add("tensor")
+        elif isinstance(data, np.ndarray):
+            found.add("array")
+        return _scalar_dtype(data)
+    if len(data) == 0:
+        return D.get_default_dtype()
+    kinds = set(map(type, data)) if isinstance(data, (list, tuple)) else None
+    if kinds is not None and kinds <= _PLAIN:
+        # a flat run of Python numbers: its dtype from the types present
+        if builtins.float in kinds:
+            return D.get_default_dtype()
+        return D.int64 if builtins.int in kinds else D.bool
+    dt = None
+    for x in data:
+        d = _infer(x, found)
+        dt = d if dt is None else D.promote_types(dt, d)
+    return dt
+
+
+def _sizes(data):
+    """The shape torch.tensor reads from ``data``: the lengths along the first elements."""
+    shape = []
+    x = data
+    while True:
+        if isinstance(x, np.ndarray):
+            shape.extend(x.shape)
+            return shape
+        if isinstance(x, (str, bytes)) and shape:
+            raise ValueError(f"too many dimensions '{type(x).__name__}'")
+        if not _is_sequence(x):
+            return shape
+        shape.append(len(x))
+        if len(x) == 0:
+            return shape
+        x = x[0]
+
+
+def _validate(data, shape, dim, dtype):
+    """Walk ``data`` against ``shape`` and raise torch's error for the first mismatch."""
+    if dim == len(shape):
+        if _is_sequence(data) or isinstance(data, np.ndarray):
+            if dtype.is_floating_point:
+                raise TypeError(f"must be real number, not {type(data).__name__}")
+            raise TypeError(f"'{type(data).__name__}' object cannot be interpreted as an integer")
+        if isinstance(data, Tensor) and data._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return
+    if isinstance(data, np.ndarray):
+        if tuple(data.shape) != tuple(shape[dim:]):
+            raise ValueError(f"expected sequence of length {shape[dim]} at dim {dim} "
+                             f"(got {data.shape[0] if data.ndim else 0})")
+        return
+    if not _is_sequence(data):
+        raise TypeError("not a sequence")
+    if len(data) != shape[dim]:
+        raise ValueError(f"expected sequence of length {shape[dim]} at dim {dim} (got {len(data)})")
+    for x in data:
+        _validate(x, shape, dim + 1, dtype)
+
+
+def _unwrap(data):
+    """Replace tensors inside nested data by Python numbers."""
+    if isinstance(data, Tensor):
+        return data.item()
+    if _is_sequence(data):
+        return [_unwrap(x) for x in data]
+    return data
+
+
+def _check_fits(arr, dtype):
+    """torch.tensor's overflow check when Python numbers become integers."""
+    if dtype is D.bool or dtype.is_floating_point or arr.size == 0:
+        return
+    info = D.iinfo(dtype)
+    lo = info.min if dtype.is_signed else -info.max
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr < info.min) | (arr > info.max)
+    else:
+        if dtype is D.int64:
+            return
+        bad = (arr < lo) | (arr > info.max)
+    if bad.any():
+        raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+
+
+def _from_data(data, dtype):
+    """A new numpy array from nested Python data, with torch's inference and errors."""
+    found = set()
+    inferred = _infer(data, found)
+    if dtype is None:
+        dtype = inferred
+    shape = _sizes(data)
+    if "array" in found:
+        warnings.warn(
+            "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider "
+            "converting the list to a single numpy.ndarray with numpy.array() before converting "
+            "to a tensor.", UserWarning, stacklevel=3)
+    if "tensor" in found:
+        _validate(data, shape, 0, dtype)
+        data = _unwrap(data)
+    if dtype.is_floating_point or inferred.is_floating_point:
+        build = np.float64
+    elif inferred is D.bool:
+        build = np.bool_
+    else:
+        build = np.int64
+    try:
+        arr = np.array(data, dtype=build)
+    except OverflowError:
+        raise ValueError("Overflow when unpacking long long") from None
+    except (ValueError, TypeError):
+        _validate(data, shape, 0, dtype)
+        raise
+    if list(arr.shape) != shape:
+        _validate(data, shape, 0, dtype)
+    _check_fits(arr, dtype)
+    return arr if arr.dtype == dtype.np else C.cast(arr, dtype.np)
+
+
+def _no_negative_strides(arr):
+    if any(s < 0 for s in arr.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with negative "
+            "strides are not currently supported. (You can probably work around this by making a "
+            "copy of your array  with array.copy().) ")
+
+
+def _copy_warning():
+    warnings.warn(
+        "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+        "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+        "torch.tensor(sourceTensor).", UserWarning, stacklevel=3)
+
+
+def _array_of(data, dtype):
+    """A new numpy array (never shared with ``data``) holding ``data`` as ``dtype``."""
+    if isinstance(data, Tensor):
+        _copy_warning()
+        src = data._data
+        return C.cast(src, (dtype or data.dtype).np, order="K" if C.is_dense(src) else "C")
+    if isinstance(data, np.ndarray):
+        D.from_numpy_dtype(data.dtype)
+        _no_negative_strides(data)
+        dt = dtype.np if dtype is not None else data.dtype
+        return C.cast(data, dt, order="K" if C.is_dense(data) else "C")
+    if isinstance(data, np.generic):
+        return _array_of(np.asarray(data), dtype)
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    if data is None:
+        raise RuntimeError("Could not infer dtype of NoneType")
+    return _from_data(data, dtype)
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A tensor that owns a copy of ``data`` (nested lists, numbers, numpy arrays, tensors)."""
+    if device is not None:
+        as_device(device)
+    kind = type(data)
+    if kind is builtins.float and dtype is None:           # the common scalar case
+        t = Tensor._wrap(np.array(data, dtype=D.get_default_dtype().np))
+    else:
+        t = Tensor._wrap(_array_of(data, dtype))
+    return _finish(t, requires_grad)
+
+
 def as_tensor(data, dtype=None, device=None):
-    """Share memory with ``data`` when it already is a tensor/array of the requested dtype."""
-    as_device(device)
+    """Like ``tensor`` but shares memory with a tensor or numpy array of the requested dtype."""
+    if device is not None:
+        as_device(device)
     if isinstance(data, Tensor):
         return data if dtype is None or data.dtype is dtype else data.to(dtype)
     if isinstance(data, np.ndarray):
         src = D.from_numpy_dtype(data.dtype)
+        _no_negative_strides(data)
         if dtype is None or dtype is src:
             return Tensor._wrap(data)
-        return Tensor._wrap(data.astype(dtype.np))
+        return Tensor._wrap(C.cast(data, dtype.np))
     return tensor(data, dtype=dtype)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """Convert ``obj`` to a tensor, sharing memory when possible (never when ``copy=True``)."""
+    if copy:
+        t = tensor(obj.detach() if isinstance(obj, Tensor) else obj, dtype=dtype, device=device)
+    else:
+        t = as_tensor(obj, dtype=dtype, device=device)
+        if copy is False and isinstance(obj, (Tensor, np.ndarray)):
+            src = obj._data if isinstance(obj, Tensor) else obj
+            if not np.shares_memory(t._data, src):
+                raise ValueError("can't alias tensor from a different dtype without copying")
+    if requires_grad:
+        t = t.detach() if t is obj else t
+        _finish(t, True)
+    return t
 
 
 def from_numpy(ndarray):
     """A tensor that shares memory with ``ndarray``."""
     if not isinstance(ndarray, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+        kind = type(ndarray)
+        name = f"numpy.{kind.__name__}" if isinstance(ndarray, np.generic) else kind.__name__
+        raise TypeError(f"expected np.ndarray (got {name})")
     D.from_numpy_dtype(ndarray.dtype)
-    if any(s < 0 for s in ndarray.strides):
-        raise ValueError(
-            "At least one stride in the given numpy array is negative, and tensors with negative "
-            "strides are not currently supported. (You can probably work around this by making a "
-            "copy of your array  with array.copy().) ")
+    _no_negative_strides(ndarray)
     return Tensor._wrap(ndarray)
 
 
-def _size(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
-    out = []
-    for s in size:
-        if isinstance(s, Tensor):
-            s = s.__index__()
-        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
-            raise TypeError(
-                f"empty(): argument 'size' must be tuple of ints, but found element of type "
-                f"{type(s).__name__} at pos {len(out)}")
-        if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
-        out.append(int(s))
-    return tuple(out)
+# ---------------------------------------------------------------- Tensor.new_*
 
-
-def _filled(size, value, dtype, requires_grad):
-    dtype = dtype or D.get_default_dtype()
-    t = Tensor._wrap(np.full(_size(size), value, dtype=dtype.np))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    as_device(device)
-    return _filled(size, 0, dtype, requires_grad)
-
-
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    as_device(device)
-    return _filled(size, 1, dtype, requires_grad)
-
-
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
-          memory_format=None, pin_memory=False):
-    as_device(device)
-    return _filled(size, 0, dtype, requires_grad)
-
-
-def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    as_device(device)
-    if dtype is None:
-        dtype = D.python_scalar_dtype(fill_value)
-    return _filled(tuple(size), fill_value, dtype, requires_grad)
+@tensor_method
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
+               pin_memory=False):
+    """A new tensor from ``data`` with this tensor's dtype unless told otherwise."""
+    return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
 
 @tensor_method
-def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-    return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+def new_empty(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None,
+              pin_memory=False):
+    """An uninitialized tensor with this tensor's dtype."""
+    return _empty(parse_size(args, size, "new_empty"), dtype or self.dtype, device,
+                  requires_grad, None)
 
 
 @tensor_method
-def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-    return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+def new_zeros(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None,
+              pin_memory=False):
+    """Zeros with this tensor's dtype."""
+    return _filled(parse_size(args, size, "new_zeros"), 0, dtype or self.dtype, device,
+                   requires_grad, None)
 
 
 @tensor_method
-def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return _filled(tuple(size), fill_value, dtype or self.dtype, requires_grad)
+def new_ones(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None,
+             pin_memory=False):
+    """Ones with this tensor's dtype."""
+    return _filled(parse_size(args, size, "new_ones"), 1, dtype or self.dtype, device,
+                   requires_grad, None)
 
 
-def legacy_new(dtype, args, kwargs):
-    """dynograph.Tensor(...), FloatTensor(...): sizes, or data to copy."""
+@tensor_method
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
+             layout=None, pin_memory=False):
+    """``fill_value`` everywhere, with this tensor's dtype unless told otherwise."""
+    shape = _sequence_size(size, "new_full")
+    value = _fill_scalar(fill_value, "new_full")
+    dtype = dtype or self.dtype
+    C.check_scalar(value, dtype)
+    return _filled(shape, value, dtype, device, requires_grad, None)
+
+
+@tensor_method
+def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                      layout=None, pin_memory=False):
+    """An uninitialized tensor with the given strides and this tensor's dtype."""
+    return empty_strided(size, stride, dtype=dtype or self.dtype, device=device,
+                         requires_grad=requires_grad)
+
+
+@tensor_method
+def new(self, *args, **kwargs):
+    """Legacy ``x.new(...)``: sizes or data, with this tensor's dtype."""
+    return legacy_new(self.dtype, args, kwargs)
+
+
+# ---------------------------------------------------------------- legacy constructors
+
+def legacy_new(dtype, args, kwargs, strict=False):
+    """``dynograph.Tensor(...)``, ``FloatTensor(...)``: no argument, sizes, a Size, data, or
+    a tensor to alias (of any dtype for ``Tensor``, of its own for the ``strict`` types)."""
+    kwargs = dict(kwargs)
     device = kwargs.pop("device", None)
-    as_device(device)
-    if len(args) == 1 and not isinstance(args[0], (int, np.integer)) and not isinstance(args[0], Tensor) \
-            and not (isinstance(args[0], tuple) and all(isinstance(s, int) for s in args[0]) and False):
-        if isinstance(args[0], (list, tuple, np.ndarray, float, bool)):
-            return tensor(args[0], dtype=dtype)
-    if len(args) == 1 and isinstance(args[0], Tensor):
-        return args[0].to(dtype)
-    return zeros(*args, dtype=dtype)
+    if kwargs:
+        got = ", ".join([_tname(a) for a in args] + [f"{k}={_tname(v)}" for k, v in kwargs.items()])
+        raise TypeError(f"new() received an invalid combination of arguments - got ({got}), but "
+                        "expected one of:\n * (*, dynograph.device device = None)\n"
+                        " * (Tensor other)\n * (tuple of ints size, *, dynograph.device device = None)\n"
+                        " * (object data, *, dynograph.device device = None)\n")
+    if device is not None:
+        as_device(device)
+    if not args:
+        return _empty((0,), dtype, None, False, None)
+    first = args[0]
+    if len(args) == 1:
+        if isinstance(first, Tensor):
+            if strict and first.dtype is not dtype:
+                raise TypeError(f"expected {dtype} (got {first.dtype})")
+            return first.detach()
+        if isinstance(first, Size):
+            return _empty(parse_size((tuple(first),), None, "new"), dtype, None, False, None)
+        if _as_int(first) is None:
+            if isinstance(first, (builtins.float, builtins.bool)) or not (
+                    _is_sequence(first) or isinstance(first, np.ndarray)):
+                raise TypeError(f"new(): data must be a sequence (got {_tname(first)})")
+            return Tensor._wrap(_array_of(first, dtype))
+    return _empty(parse_size(args, None, "new"), dtype, None, False, None)
+
+
+class _LegacyTensorType(type):
+    """The metaclass of ``FloatTensor`` & co: calling one builds a tensor of its dtype, and
+    ``isinstance(x, FloatTensor)`` asks whether ``x`` is a float32 tensor."""
+
+    def __call__(cls, *args, **kwargs):
+        return legacy_new(cls.dtype, args, kwargs, strict=True)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype
+
+
+def _legacy_type(dt):
+    return _LegacyTensorType(dt.tensor_type, (), {
+        "dtype": dt, "is_cuda": False, "is_sparse": False, "__module__": "dynograph",
+        "__doc__": f"Legacy constructor of {dt} tensors: ``{dt.tensor_type}(2, 3)`` or "
+                   f"``{dt.tensor_type}([1, 2])``."})
+
+
+FloatTensor = _legacy_type(D.float32)
+DoubleTensor = _legacy_type(D.float64)
+HalfTensor = _legacy_type(D.float16)
+BFloat16Tensor = _legacy_type(D.bfloat16)
+LongTensor = _legacy_type(D.int64)
+IntTensor = _legacy_type(D.int32)
+ShortTensor = _legacy_type(D.int16)
+CharTensor = _legacy_type(D.int8)
+ByteTensor = _legacy_type(D.uint8)
+BoolTensor = _legacy_type(D.bool)

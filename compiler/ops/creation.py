@@ -52,8 +52,8 @@ def cast(a, np_dtype, order="K"):
     return a.astype(np_dtype, order=order)
 
 
-def _alloc(fn, shape, dtype, *args):
-    """Run the allocation ``fn(shape, ...)`` with PyTorch's errors for impossible sizes."""
+def _alloc(shape, dtype, make):
+    """Run the allocation ``make()`` with PyTorch's errors for impossible sizes."""
     numel = 1
     for s in shape:
         numel *= s
@@ -62,17 +62,20 @@ def _alloc(fn, shape, dtype, *args):
         raise RuntimeError(
             f"Storage size calculation overflowed with sizes=[{', '.join(map(str, shape))}]")
     try:
-        return fn(shape, *args)
-    except OverflowError:                   # a fill value numpy will not wrap (-1 for uint8)
-        if fn is not np.full:
-            raise
-        return np.full(shape, np.array(args[0]).astype(args[1]), args[1])
+        return make()
     except (MemoryError, ValueError) as e:
         if not isinstance(e, MemoryError) and "too big" not in str(e):
             raise
         raise RuntimeError(
             "DefaultCPUAllocator: can't allocate memory: you tried to allocate "
             f"{nbytes} bytes.") from None
+
+
+def _np_full(shape, value, np_dtype):
+    try:
+        return np.full(shape, value, np_dtype)
+    except OverflowError:               # a value numpy will not wrap (-1 for uint8); torch does
+        return np.full(shape, np.array(value).astype(np_dtype), np_dtype)
 
 
 def scalar_overflows(value, dtype):
@@ -116,8 +119,9 @@ def _inverse(perm):
 
 def _full(*, shape, fill_value, dtype, perm=None):
     if perm is None:
-        return _alloc(np.full, shape, dtype, fill_value, dtype.np)
-    out = _alloc(np.full, _perm_shape(shape, perm), dtype, fill_value, dtype.np)
+        return _alloc(shape, dtype, lambda: _np_full(shape, fill_value, dtype.np))
+    pshape = _perm_shape(shape, perm)
+    out = _alloc(shape, dtype, lambda: _np_full(pshape, fill_value, dtype.np))
     return out.transpose(_inverse(perm))
 
 
@@ -133,8 +137,9 @@ full = define("full", "creation", _full, meta=_full_meta, differentiable=False,
 
 def _empty(*, shape, dtype, perm=None):
     if perm is None:
-        return _alloc(np.empty, shape, dtype, dtype.np)
-    return _alloc(np.empty, _perm_shape(shape, perm), dtype, dtype.np).transpose(_inverse(perm))
+        return _alloc(shape, dtype, lambda: np.empty(shape, dtype.np))
+    pshape = _perm_shape(shape, perm)
+    return _alloc(shape, dtype, lambda: np.empty(pshape, dtype.np)).transpose(_inverse(perm))
 
 
 empty = define("empty", "creation", _empty,
@@ -191,11 +196,11 @@ def _arange(*, start, end, step, dtype):
     n = arange_size(start, end, step, dtype)
     if dtype.is_floating_point:
         acc = _F64 if dtype is D.float64 or dtype is D.float32 else _F32
-        idx = _alloc(np.arange, (n,), D.float64, 0, n, 1, acc)
+        idx = _alloc((n,), dtype, lambda: np.arange(n, dtype=acc))
         values = idx * acc.type(step) + acc.type(start)
     else:
         # integer results accumulate in int64 (wrapping) and are then narrowed
-        idx = _alloc(np.arange, (n,), D.int64, 0, n, 1, np.int64)
+        idx = _alloc((n,), dtype, lambda: np.arange(n, dtype=np.int64))
         values = idx * np.int64(_to_int(step)) + np.int64(_to_int(start))
     return values if values.dtype == dtype.np else cast(values, dtype.np)
 
