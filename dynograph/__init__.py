@@ -29,3 +29,5 @@ __version__ = "0.1.0"
 from . import cuda  # noqa: F401
 from ._shape import *  # noqa: F401,F403
 from ._printing import *  # noqa: F401,F403
+from ._convert import *  # noqa: F401,F403
+from ._random import *  # noqa: F401,F403
