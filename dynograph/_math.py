@@ -1,17 +1,23 @@
 """Public elementwise functions (``dynograph.add`` ...), their Tensor methods and operators.
 
 Each function parses PyTorch's signature and calls one primitive of the op set through
-the dispatcher; composites (``sub`` with a scalar first, ``square``, ``lerp`` ...) are
-written with those functions.
+the dispatcher; composites (``square``, ``isclose``, ``float_power`` ...) are written
+with those functions.  Arguments that PyTorch only accepts as tensors are checked here,
+with PyTorch's TypeError, so that ``dynograph.exp(2.0)`` fails as ``torch.exp(2.0)`` does.
 """
 import builtins
 
 from dynograph.compiler.ops import elementwise as E
+from dynograph.compiler.ops.core import type_name
+from dynograph.runtime import dtypes as D
 from ._dispatch import call
 from ._inplace import assign, write_out
 from ._tensor import Tensor, tensor_method
+from .autograd.grad_mode import STATE
 
 __all__ = []
+
+_INF = float("inf")
 
 
 def _public(fn):
@@ -21,81 +27,243 @@ def _public(fn):
     return fn
 
 
-def _finish(result, out):
-    return result if out is None else write_out(out, result)
+def _finish(name, result, out):
+    """Return ``result``, or write it into ``out`` (PyTorch refuses out= under autograd)."""
+    if out is None:
+        return result
+    if result.requires_grad and STATE.grad_enabled:
+        raise RuntimeError(
+            f"{name}(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad.")
+    return write_out(out, result)
 
 
-def _inplace_of(fn):
+def _inplace_of(fn, name=None):
     """Tensor.<name>_: compute out of place, then write into self."""
     def method(self, *args, **kwargs):
         return assign(self, fn(self, *args, **kwargs))
-    method.__name__ = fn.__name__ + "_"
+    method.__name__ = (name or fn.__name__) + "_"
+    method.__doc__ = f"In-place version of :func:`{name or fn.__name__}`."
     tensor_method(method)
     return method
 
 
-def _alias_of(alias, target):
+def _alias_of(alias, target, inplace=True):
     """dynograph.<alias> and Tensor.<alias>(_) mean the same as <target>."""
     globals()[alias] = globals()[target]
     setattr(Tensor, alias, getattr(Tensor, target))
-    setattr(Tensor, alias + "_", getattr(Tensor, target + "_"))
+    if inplace:
+        setattr(Tensor, alias + "_", getattr(Tensor, target + "_"))
     __all__.append(alias)
+
+
+# ---------------------------------------------------------------- argument checks
+
+def _type_name(x):
+    return "Tensor" if isinstance(x, Tensor) else type(x).__name__
+
+
+def _need_tensor(x, fname, argname="input", pos=1):
+    """PyTorch's TypeError for a non-tensor where only a Tensor is accepted."""
+    if not isinstance(x, Tensor):
+        raise TypeError(
+            f"{fname}(): argument '{argname}' (position {pos}) must be Tensor, not {_type_name(x)}")
+
+
+def _need_number_or_tensor(x, fname, argname, pos):
+    if not isinstance(x, (Tensor, int, float)):
+        raise TypeError(
+            f"{fname}(): argument '{argname}' (position {pos}) must be Tensor, not {_type_name(x)}")
+
+
+def _bad_combination(fname, *args):
+    """PyTorch's TypeError when no overload of ``fname`` accepts these argument types."""
+    got = ", ".join(_type_name(a) for a in args)
+    return TypeError(
+        f"{fname}() received an invalid combination of arguments - got ({got}), but expected "
+        f"one of:\n * (Tensor input, Tensor other)\n * (Tensor input, Number other)")
 
 
 # ---------------------------------------------------------------- unary
 
 def _unary_fn(op):
+    name = op.name
+
     def fn(input, *, out=None):
-        return _finish(call(op, input), out)
-    fn.__name__ = op.name
-    fn.__doc__ = f"Elementwise {op.name} (torch.{op.name})."
+        if not isinstance(input, Tensor):
+            _need_tensor(input, name)
+        if out is None:
+            return call(op, input)
+        return _finish(name, call(op, input), out)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} of ``input`` (torch.{name})."
     return fn
 
 
-for _op in (E.neg, E.abs, E.sign, E.exp, E.exp2, E.expm1, E.log, E.log2, E.log10, E.log1p,
-            E.sqrt, E.rsqrt, E.sin, E.cos, E.tan, E.asin, E.acos, E.atan, E.sinh, E.cosh,
-            E.tanh, E.sigmoid, E.erf, E.relu, E.reciprocal, E.floor, E.ceil, E.trunc, E.frac,
-            E.logical_not, E.bitwise_not, E.isnan, E.isinf, E.isfinite):
+_WITH_INPLACE = (E.neg, E.abs, E.sign, E.sgn, E.exp, E.exp2, E.expm1, E.log, E.log2, E.log10,
+                 E.log1p, E.sqrt, E.rsqrt, E.sin, E.cos, E.tan, E.asin, E.acos, E.atan, E.sinh,
+                 E.cosh, E.tanh, E.asinh, E.acosh, E.atanh, E.sigmoid, E.erf, E.erfc, E.erfinv,
+                 E.lgamma, E.digamma, E.deg2rad, E.rad2deg, E.sinc, E.relu, E.reciprocal,
+                 E.floor, E.ceil, E.trunc, E.frac, E.logical_not, E.bitwise_not)
+
+for _op in _WITH_INPLACE + (E.isnan, E.isinf, E.isfinite, E.signbit):
     _f = _public(_unary_fn(_op))
     globals()[_op.name] = _f
-    if _op.differentiable or _op.name in ("logical_not", "bitwise_not"):
+    if _op in _WITH_INPLACE:
         _inplace_of(_f)
 
 for _alias, _target in (("negative", "neg"), ("absolute", "abs"), ("arcsin", "asin"),
-                        ("arccos", "acos"), ("arctan", "atan"), ("fix", "trunc")):
+                        ("arccos", "acos"), ("arctan", "atan"), ("arcsinh", "asinh"),
+                        ("arccosh", "acosh"), ("arctanh", "atanh"), ("fix", "trunc")):
     _alias_of(_alias, _target)
 
 
 @_public
 def round(input, *, decimals=0, out=None):  # noqa: A001
-    return _finish(call(E.round, input, decimals=decimals), out)
+    """Round to the nearest integer (half to even), or to ``decimals`` decimal places."""
+    _need_tensor(input, "round")
+    if decimals == 0:
+        return _finish("round", call(E.round, input), out)
+    return _finish("round", call(E.round, input, decimals=decimals), out)
 
 
 _inplace_of(round)
 
 
 @_public
+def logit(input, eps=None, *, out=None):
+    """log(p / (1 - p)), with ``input`` first clamped to [eps, 1 - eps] when eps is given."""
+    _need_tensor(input, "logit")
+    if eps is None:
+        return _finish("logit", call(E.logit, input), out)
+    return _finish("logit", call(E.logit, input, eps=eps), out)
+
+
+_inplace_of(logit)
+
+
+def polygamma(n, input, *, out=None):
+    """The n-th derivative of the digamma function."""
+    _need_tensor(input, "polygamma", "input", 2)
+    return _finish("polygamma", call(E.polygamma, input, n=n), out)
+
+
+__all__.append("polygamma")
+
+
+@tensor_method(name="polygamma")
+def _polygamma_method(self, n):
+    """Tensor.polygamma(n): polygamma(n, self)."""
+    return call(E.polygamma, self, n=n)
+
+
+@tensor_method
+def polygamma_(self, n):
+    """In-place version of :func:`polygamma`."""
+    return assign(self, call(E.polygamma, self, n=n))
+
+
+@_public
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    """Replace NaN by ``nan`` and infinities by ``posinf``/``neginf`` (default: dtype's max/min)."""
+    _need_tensor(input, "nan_to_num")
+    return _finish("nan_to_num", call(E.nan_to_num, input, nan=nan, posinf=posinf, neginf=neginf),
+                   out)
+
+
+_inplace_of(nan_to_num)
+
+
+@_public
 def square(input, *, out=None):
-    return _finish(pow(input, 2), out)
+    """``input ** 2``."""
+    _need_tensor(input, "square")
+    return _finish("square", call(E.pow, input, 2), out)
 
 
 _inplace_of(square)
 
 
+@_public
+def positive(input):
+    """Returns ``input`` itself (the unary ``+``); an error for bool tensors, as in torch."""
+    _need_tensor(input, "positive")
+    if input.dtype is D.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+@_public
+def isposinf(input, *, out=None):
+    """Whether each element is +inf."""
+    _need_tensor(input, "isposinf")
+    return _finish("isposinf", call(E.eq, input, _INF), out)
+
+
+@_public
+def isneginf(input, *, out=None):
+    """Whether each element is -inf."""
+    _need_tensor(input, "isneginf")
+    return _finish("isneginf", call(E.eq, input, -_INF), out)
+
+
+@_public
+def isreal(input):
+    """Whether each element is real: always True for dynograph's real dtypes."""
+    _need_tensor(input, "isreal")
+    return input.new_ones(input.shape, dtype=D.bool)
+
+
 # ---------------------------------------------------------------- binary
 
-def _binary_fn(op):
+def _binary_fn(op, argname="other"):
+    """A function of two tensors (PyTorch accepts no Python number on either side)."""
+    name = op.name
+
     def fn(input, other, *, out=None):
-        return _finish(call(op, input, other), out)
-    fn.__name__ = op.name
-    fn.__doc__ = f"Elementwise {op.name} with broadcasting (torch.{op.name})."
+        if not isinstance(input, Tensor):
+            _need_tensor(input, name)
+        if not isinstance(other, Tensor):
+            _need_tensor(other, name, argname, 2)
+        return _finish(name, call(op, input, other), out)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} of two tensors, with broadcasting (torch.{name})."
     return fn
 
 
-for _op in (E.mul, E.remainder, E.fmod, E.atan2, E.maximum, E.minimum, E.eq, E.ne, E.lt, E.le,
-            E.gt, E.ge, E.logical_and, E.logical_or, E.logical_xor, E.bitwise_and, E.bitwise_or,
-            E.bitwise_xor, E.bitwise_left_shift, E.bitwise_right_shift):
+def _tensor_scalar_fn(op, scalar_first=False):
+    """A function whose ``other`` may be a Python number (``scalar_first``: or ``input``)."""
+    name = op.name
+
+    def fn(input, other, *, out=None):
+        if not isinstance(input, Tensor):
+            if not (scalar_first and isinstance(other, Tensor) and
+                    isinstance(input, (int, float))):
+                raise _bad_combination(name, input, other)
+        elif not isinstance(other, (Tensor, int, float)):
+            raise _bad_combination(name, input, other)
+        if out is None:
+            return call(op, input, other)
+        return _finish(name, call(op, input, other), out)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} with broadcasting (torch.{name})."
+    return fn
+
+
+for _op in (E.atan2, E.maximum, E.minimum, E.fmax, E.fmin, E.hypot, E.logaddexp,
+            E.logaddexp2, E.nextafter, E.logical_and, E.logical_or, E.logical_xor):
     _f = _public(_binary_fn(_op))
+    globals()[_op.name] = _f
+    _inplace_of(_f)
+
+for _op in (E.eq, E.ne, E.lt, E.le, E.gt, E.ge, E.fmod, E.copysign):
+    _f = _public(_tensor_scalar_fn(_op))
+    globals()[_op.name] = _f
+    _inplace_of(_f)
+
+for _op in (E.mul, E.remainder, E.xlogy, E.bitwise_and, E.bitwise_or, E.bitwise_xor,
+            E.bitwise_left_shift, E.bitwise_right_shift):
+    _f = _public(_tensor_scalar_fn(_op, scalar_first=True))
     globals()[_op.name] = _f
     _inplace_of(_f)
 
@@ -106,188 +274,355 @@ for _alias, _target in (("multiply", "mul"), ("arctan2", "atan2"), ("greater", "
 
 
 @_public
+def heaviside(input, values, *, out=None):
+    """0 where input < 0, 1 where input > 0, ``values`` where input == 0."""
+    _need_tensor(input, "heaviside")
+    _need_tensor(values, "heaviside", "values", 2)
+    return _finish("heaviside", call(E.heaviside, input, values), out)
+
+
+_inplace_of(heaviside)
+
+
+def _scalars_ok(name, input, other):
+    _need_number_or_tensor(input, name, "input", 1)
+    _need_number_or_tensor(other, name, "other", 2)
+
+
+@_public
 def add(input, other, *, alpha=1, out=None):
-    if alpha == 1:
-        return _finish(call(E.add, input, other), out)
-    return _finish(call(E.add, input, other, alpha=alpha), out)
+    """``input + alpha * other`` with broadcasting and type promotion."""
+    if alpha == 1 and type(alpha) is int:
+        r = call(E.add, input, other)
+    else:
+        r = call(E.add, input, other, alpha=alpha)
+    return r if out is None else _finish("add", r, out)
 
 
 @_public
 def sub(input, other, *, alpha=1, out=None):
-    if alpha == 1:
-        return _finish(call(E.sub, input, other), out)
-    return _finish(call(E.sub, input, other, alpha=alpha), out)
-
-
-subtract = sub
-Tensor.subtract = sub
-__all__.append("subtract")
+    """``input - alpha * other``."""
+    if alpha == 1 and type(alpha) is int:
+        r = call(E.sub, input, other)
+    else:
+        r = call(E.sub, input, other, alpha=alpha)
+    return r if out is None else _finish("sub", r, out)
 
 
 @_public
 def rsub(input, other, *, alpha=1):
+    """``other - alpha * input``."""
+    _need_tensor(input, "rsub")
     return sub(other, input, alpha=alpha)
 
 
 @_public
 def div(input, other, *, rounding_mode=None, out=None):
+    """True division, or division rounded with ``rounding_mode`` ('trunc' or 'floor')."""
     if rounding_mode is None:
-        return _finish(call(E.div, input, other), out)
-    return _finish(call(E.div, input, other, rounding_mode=rounding_mode), out)
+        r = call(E.div, input, other)
+    else:
+        r = call(E.div, input, other, rounding_mode=rounding_mode)
+    return r if out is None else _finish("div", r, out)
 
 
 @_public
 def true_divide(input, other, *, out=None):
+    """Alias of :func:`div` without rounding."""
     return div(input, other, out=out)
-
-
-divide = div
-Tensor.divide = div
-__all__.append("divide")
 
 
 @_public
 def floor_divide(input, other, *, out=None):
-    return div(input, other, rounding_mode="floor", out=out)
+    """Division rounded toward negative infinity."""
+    return _finish("floor_divide", call(E.div, input, other, rounding_mode="floor"), out)
 
 
 @_public
 def pow(input, exponent, *, out=None):  # noqa: A001
-    return _finish(call(E.pow, input, exponent), out)
-
-
-@_public
-def float_power(input, exponent, *, out=None):
-    from dynograph.runtime.dtypes import float64
-    a = input.to(float64) if isinstance(input, Tensor) else float(input)
-    b = exponent.to(float64) if isinstance(exponent, Tensor) else exponent
-    return _finish(pow(a, b), out)
+    """``input ** exponent``; either (not both) may be a Python number."""
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise _bad_combination("pow", input, exponent)
+    r = call(E.pow, input, exponent)
+    return r if out is None else _finish("pow", r, out)
 
 
 for _f in (add, sub, div, true_divide, floor_divide, pow):
     _inplace_of(_f)
-Tensor.subtract_ = Tensor.sub_
-Tensor.divide_ = Tensor.div_
+
+for _alias, _target in (("subtract", "sub"), ("divide", "div")):
+    _alias_of(_alias, _target)
+
+
+def _to_double(x):
+    return x.to(D.float64) if isinstance(x, Tensor) else x
+
+
+@_public
+def float_power(input, exponent, *, out=None):
+    """``input ** exponent`` computed in float64."""
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise _bad_combination("float_power", input, exponent)
+    base = _to_double(input) if isinstance(input, Tensor) else float(input)
+    return _finish("float_power", call(E.pow, base, _to_double(exponent)), out)
+
+
+@tensor_method
+def float_power_(self, exponent):
+    """In-place version of :func:`float_power` (``self`` must be float64)."""
+    if self.dtype is not D.float64:
+        raise RuntimeError(
+            f"the base given to float_power_ has dtype {type_name(self.dtype)} but the "
+            "operation's result requires dtype Double")
+    return assign(self, float_power(self, exponent))
+
+
+@_public
+def ldexp(input, other, *, out=None):
+    """``input * 2 ** other``."""
+    _need_tensor(input, "ldexp")
+    _need_tensor(other, "ldexp", "other", 2)
+    return _finish("ldexp", call(E.mul, input, call(E.pow, 2.0, other)), out)
+
+
+_inplace_of(ldexp)
+
+# ---------------------------------------------------------------- ternary and friends
 
 
 @_public
 def where(condition, input=None, other=None, *, out=None):
+    """Elements of ``input`` where ``condition`` holds, else of ``other``; with only
+    ``condition``, the indices of its nonzero elements."""
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
-    return _finish(call(E.where, condition, input, other), out)
+    _need_tensor(condition, "where", "condition", 1)
+    return _finish("where", call(E.where, condition, input, other), out)
+
+
+@tensor_method(name="where")
+def _where_method(self, condition, other):
+    """Tensor.where(condition, y): ``where(condition, self, y)``."""
+    return call(E.where, condition, self, other)
 
 
 @_public
 def masked_fill(input, mask, value):
+    """``input`` with ``value`` written where ``mask`` is True."""
+    _need_tensor(input, "masked_fill")
     return call(E.masked_fill, input, mask, value)
 
 
 _inplace_of(masked_fill)
 
 
+def _check_bounds(name, min, max):  # noqa: A002
+    if min is None and max is None:
+        raise RuntimeError(f"torch.{name}: At least one of 'min' or 'max' must not be None")
+    if min is not None and max is not None and isinstance(min, Tensor) != isinstance(max, Tensor):
+        raise TypeError(
+            f"{name}() received an invalid combination of arguments - got (Tensor, "
+            f"{_type_name(min)}, {_type_name(max)}), but expected one of:\n"
+            " * (Tensor input, Tensor min = None, Tensor max = None)\n"
+            " * (Tensor input, Number min = None, Number max = None)")
+
+
 @_public
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return _finish(call(E.clamp, input, min, max), out)
+    """Limit every element to [min, max] (with min > max every element becomes max)."""
+    _need_tensor(input, "clamp")
+    _check_bounds("clamp", min, max)
+    return _finish("clamp", call(E.clamp, input, min, max), out)
 
 
-clip = clamp
-Tensor.clip = clamp
-__all__.append("clip")
 _inplace_of(clamp)
-Tensor.clip_ = Tensor.clamp_
+_alias_of("clip", "clamp")
 
 
 @_public
 def clamp_min(input, min):  # noqa: A002
-    return clamp(input, min=min)
+    """Limit every element to at least ``min``."""
+    _need_tensor(input, "clamp_min")
+    if min is None:
+        raise _bad_combination("clamp_min", input, min)
+    return call(E.clamp, input, min, None, fn="clamp_min")
 
 
 @_public
 def clamp_max(input, max):  # noqa: A002
-    return clamp(input, max=max)
+    """Limit every element to at most ``max``."""
+    _need_tensor(input, "clamp_max")
+    if max is None:
+        raise _bad_combination("clamp_max", input, max)
+    return call(E.clamp, input, None, max, fn="clamp_max")
+
+
+_inplace_of(clamp_min)
+_inplace_of(clamp_max)
 
 
 @_public
 def lerp(input, end, weight, *, out=None):
-    return _finish(input + weight * (end - input), out)
+    """Linear interpolation ``input + weight * (end - input)``."""
+    _need_tensor(input, "lerp")
+    _need_tensor(end, "lerp", "end", 2)
+    return _finish("lerp", call(E.lerp, input, end, weight), out)
 
 
 _inplace_of(lerp)
 
 
 @_public
-def xlogy(input, other):
-    return where(input == 0, 0.0, input * log(other)) if isinstance(input, Tensor) else input * log(other)  # noqa: F821
+def xlogy(input, other, *, out=None):
+    """``input * log(other)``, and 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise _bad_combination("xlogy", input, other)
+    return _finish("xlogy", call(E.xlogy, input, other), out)
+
+
+_inplace_of(xlogy)
 
 
 @_public
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
-    if not input.is_floating_point():
-        return _finish(input.clone(), out)
-    from dynograph.runtime.dtypes import finfo
-    info = finfo(input.dtype)
-    r = where(isnan(input), nan, input)  # noqa: F821
-    r = where(r == float("inf"), info.max if posinf is None else posinf, r)
-    r = where(r == float("-inf"), info.min if neginf is None else neginf, r)
-    return _finish(r.to(input.dtype), out)
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    """``input + value * tensor1 * tensor2``."""
+    _need_tensor(input, "addcmul")
+    if value == 1:
+        return _finish("addcmul", call(E.addcmul, input, tensor1, tensor2), out)
+    return _finish("addcmul", call(E.addcmul, input, tensor1, tensor2, value=value), out)
 
 
-_inplace_of(nan_to_num)
+@_public
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    """``input + value * tensor1 / tensor2``."""
+    _need_tensor(input, "addcdiv")
+    if value == 1:
+        return _finish("addcdiv", call(E.addcdiv, input, tensor1, tensor2), out)
+    return _finish("addcdiv", call(E.addcdiv, input, tensor1, tensor2, value=value), out)
+
+
+_inplace_of(addcmul)
+_inplace_of(addcdiv)
+
+# ---------------------------------------------------------------- closeness
+
+
+@_public
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``|input - other| <= atol + rtol * |other|`` elementwise (plus exact equality)."""
+    _need_tensor(input, "isclose")
+    _need_tensor(other, "isclose", "other", 2)
+    if input.dtype is not other.dtype:
+        raise RuntimeError(
+            f"{type_name(input.dtype)} did not match {type_name(other.dtype)}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    close = call(E.eq, input, other)
+    floating = input.dtype.is_floating_point
+    if equal_nan and floating:
+        close = close | (call(E.isnan, input) & call(E.isnan, other))
+    if rtol == 0 and atol == 0:
+        return close
+    if input.dtype is D.bool:        # torch computes the error of bools in the default dtype
+        input, other = input * 1.0, other * 1.0
+    allowed = call(E.abs, call(E.mul, other, rtol)) + atol
+    actual = call(E.abs, call(E.sub, input, other))
+    return close | (call(E.isfinite, actual) & (actual <= allowed))
+
+
+@_public
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether every element of ``input`` is close to ``other`` (a Python bool)."""
+    return builtins.bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+@_public
+def equal(input, other):
+    """True if both tensors have the same size and elements (a Python bool)."""
+    _need_tensor(input, "equal")
+    _need_tensor(other, "equal", "other", 2)
+    if input.shape != other.shape:
+        return False
+    return builtins.bool(call(E.eq, input, other).all())
 
 
 # ---------------------------------------------------------------- operators
 
-def _r(fn):
-    def reflected(self, other):
-        return fn(other, self)
-    return reflected
-
-
-Tensor.__add__ = lambda self, other: call(E.add, self, other)
-Tensor.__radd__ = lambda self, other: call(E.add, other, self)
-Tensor.__sub__ = lambda self, other: call(E.sub, self, other)
-Tensor.__rsub__ = lambda self, other: call(E.sub, other, self)
-Tensor.__mul__ = lambda self, other: call(E.mul, self, other)
-Tensor.__rmul__ = lambda self, other: call(E.mul, other, self)
-Tensor.__truediv__ = lambda self, other: call(E.div, self, other)
-Tensor.__rtruediv__ = lambda self, other: call(E.div, other, self)
-Tensor.__floordiv__ = lambda self, other: floor_divide(self, other)
-Tensor.__rfloordiv__ = lambda self, other: floor_divide(other, self)
-Tensor.__mod__ = lambda self, other: call(E.remainder, self, other)
-Tensor.__rmod__ = lambda self, other: call(E.remainder, other, self)
-Tensor.__pow__ = lambda self, other: call(E.pow, self, other)
-Tensor.__rpow__ = lambda self, other: call(E.pow, other, self)
-Tensor.__neg__ = lambda self: call(E.neg, self)
-Tensor.__pos__ = lambda self: self
-Tensor.__abs__ = lambda self: call(E.abs, self)
-Tensor.__invert__ = lambda self: call(E.bitwise_not, self)
-Tensor.__and__ = lambda self, other: call(E.bitwise_and, self, other)
-Tensor.__rand__ = lambda self, other: call(E.bitwise_and, other, self)
-Tensor.__or__ = lambda self, other: call(E.bitwise_or, self, other)
-Tensor.__ror__ = lambda self, other: call(E.bitwise_or, other, self)
-Tensor.__xor__ = lambda self, other: call(E.bitwise_xor, self, other)
-Tensor.__rxor__ = lambda self, other: call(E.bitwise_xor, other, self)
-Tensor.__lshift__ = lambda self, other: call(E.bitwise_left_shift, self, other)
-Tensor.__rlshift__ = lambda self, other: call(E.bitwise_left_shift, other, self)
-Tensor.__rshift__ = lambda self, other: call(E.bitwise_right_shift, self, other)
-Tensor.__rrshift__ = lambda self, other: call(E.bitwise_right_shift, other, self)
-Tensor.__eq__ = lambda self, other: call(E.eq, self, other) if _operand(other) else NotImplemented
-Tensor.__ne__ = lambda self, other: call(E.ne, self, other) if _operand(other) else NotImplemented
-Tensor.__lt__ = lambda self, other: call(E.lt, self, other)
-Tensor.__le__ = lambda self, other: call(E.le, self, other)
-Tensor.__gt__ = lambda self, other: call(E.gt, self, other)
-Tensor.__ge__ = lambda self, other: call(E.ge, self, other)
-Tensor.__hash__ = object.__hash__
-
-
 def _operand(x):
-    return isinstance(x, (Tensor, int, float, builtins.bool))
+    return isinstance(x, (Tensor, int, float))
+
+
+def _operator(op, reflected=False):
+    """A binary operator; an operand that is not a tensor or a number gives NotImplemented,
+    so Python raises its usual TypeError (or tries the other operand)."""
+    if reflected:
+        def method(self, other):
+            if not _operand(other):
+                return NotImplemented
+            return call(op, other, self)
+    else:
+        def method(self, other):
+            if not _operand(other):
+                return NotImplemented
+            return call(op, self, other)
+    return method
+
+
+for _name, _op in (("add", E.add), ("sub", E.sub), ("mul", E.mul), ("truediv", E.div),
+                   ("mod", E.remainder), ("pow", E.pow), ("and", E.bitwise_and),
+                   ("or", E.bitwise_or), ("xor", E.bitwise_xor),
+                   ("lshift", E.bitwise_left_shift), ("rshift", E.bitwise_right_shift)):
+    setattr(Tensor, f"__{_name}__", _operator(_op))
+    if _name not in ("truediv",):
+        setattr(Tensor, f"__r{_name}__", _operator(_op, reflected=True))
+
+for _name, _op in (("eq", E.eq), ("ne", E.ne), ("lt", E.lt), ("le", E.le), ("gt", E.gt),
+                   ("ge", E.ge)):
+    setattr(Tensor, f"__{_name}__", _operator(_op))
+
+
+def _rtruediv(self, other):
+    # torch computes ``number / tensor`` as ``tensor.reciprocal() * number``
+    if not _operand(other):
+        return NotImplemented
+    return call(E.mul, call(E.reciprocal, self), other)
+
+
+def _floordiv(self, other):
+    if not _operand(other):
+        return NotImplemented
+    return call(E.div, self, other, rounding_mode="floor")
+
+
+def _rfloordiv(self, other):
+    if not _operand(other):
+        return NotImplemented
+    return call(E.div, other, self, rounding_mode="floor")
+
+
+def _invert(self):
+    if self.is_floating_point():
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return call(E.bitwise_not, self)
+
+
+Tensor.__rtruediv__ = _rtruediv
+Tensor.__floordiv__ = _floordiv
+Tensor.__rfloordiv__ = _rfloordiv
+Tensor.__neg__ = lambda self: call(E.neg, self)
+Tensor.__pos__ = positive
+Tensor.__abs__ = lambda self: call(E.abs, self)
+Tensor.__invert__ = _invert
+Tensor.__hash__ = object.__hash__
 
 
 def _iop(method):
     def iop(self, other):
+        if not _operand(other):
+            return NotImplemented
         return getattr(self, method)(other)
     return iop
 

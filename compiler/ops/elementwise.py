@@ -2,10 +2,19 @@
 
 Each op's ``impl`` receives numpy arrays already converted to the compute dtype that its
 ``dtype_rule`` chose (Python scalars stay Python scalars, which numpy treats as weak),
-so the implementations here are one numpy call each.  Derivative rules receive the
-backward context ``ctx`` (``ctx.inputs``, ``ctx.output``, ``ctx.attrs``) and the output
-gradient ``g`` and return one gradient per input; broadcasting is undone by the engine.
+so the implementations here are one numpy call each.  Like PyTorch's CPU kernels,
+float16 and bfloat16 compute in float32 ("opmath") and round once at the end; the
+dispatcher casts the result to the output dtype.  A dtype rule also raises PyTorch's
+error for dtypes the op does not support, naming the kernel as PyTorch does
+(``"bitwise_and_cpu" not implemented for 'Float'``).
+
+Derivative rules receive the backward context ``ctx`` (``ctx.inputs``, ``ctx.output``,
+``ctx.attrs``) and the output gradient ``g`` and return one gradient per input;
+broadcasting and dtype changes are undone by the engine.  ``grad_name`` is a string, or
+a function of (which inputs are tensors, attrs) for ops whose PyTorch overloads have
+different ``grad_fn`` names (``x ** 2`` is PowBackward0, ``x ** y`` PowBackward1).
 """
+import builtins
 import math
 
 import numpy as np
@@ -14,18 +23,34 @@ from scipy import special as _special
 from dynograph.runtime import dtypes as D
 from .core import define, result_type, to_float, type_name, TensorSpec, broadcast_shapes
 
+# ---------------------------------------------------------------- dtype sets
+
+BOOL = frozenset({D.bool})
+INTS = frozenset({D.uint8, D.int8, D.int16, D.int32, D.int64})
+INTEGRAL = BOOL | INTS
+FLOATS = frozenset({D.float16, D.bfloat16, D.float32, D.float64})
+
+# the dtype a kernel computes in: float16/bfloat16 widen to float32
+_OPMATH = {D.float16: D.float32, D.bfloat16: D.float32}
+
+
+def not_implemented(kernel, dt):
+    """PyTorch's error for a kernel without a ``dt`` instantiation."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(dt)}'")
+
+
 # ---------------------------------------------------------------- dtype rules
 # Each returns (compute dtype, output dtype).
 
 
 def promote(*xs, **_):
     dt = result_type(*xs)
-    return dt, dt
+    return _OPMATH.get(dt, dt), dt
 
 
 def promote_float(*xs, **_):
     dt = to_float(result_type(*xs))
-    return dt, dt
+    return _OPMATH.get(dt, dt), dt
 
 
 def compare(*xs, **_):
@@ -36,21 +61,39 @@ def logical(*xs, **_):
     return D.bool, D.bool
 
 
-def integral(*xs, **_):
+def exact(*xs, **_):
+    """Ops that never round (max, min, sign, shifts...): compute in the result dtype."""
     dt = result_type(*xs)
-    if dt.is_floating_point:
-        raise RuntimeError(f"\"bitwise_cpu\" not implemented for '{type_name(dt)}'")
     return dt, dt
+
+
+def rejecting(rule, kernel, bad):
+    """``rule``, raising PyTorch's "not implemented" error when the result dtype is in ``bad``."""
+    def checked(*xs, **attrs):
+        ct, odt = rule(*xs, **attrs)
+        if odt in bad:
+            raise not_implemented(kernel, odt)
+        return ct, odt
+    return checked
+
+
+def integral(kernel):
+    """Bitwise ops: bool and integer dtypes only."""
+    return rejecting(exact, kernel, FLOATS)
 
 
 def _shape(x):
     return tuple(x.shape) if hasattr(x, "dtype") else ()
 
 
+def _is_tensor(x):
+    return hasattr(x, "dtype") and hasattr(x, "shape")
+
+
 def elementwise_meta(op):
     """Meta rule shared by elementwise ops: broadcast the shapes, apply the dtype rule."""
     def meta(*xs, **attrs):
-        shape = broadcast_shapes(*[_shape(x) for x in xs])
+        shape = broadcast_shapes(*[_shape(x) for x in xs if x is not None])
         return TensorSpec(shape, op.dtype_rule(*xs, **attrs)[1])
     return meta
 
@@ -61,9 +104,29 @@ def _elementwise(name, impl, dtype_rule, vjp=None, **kw):
     return op
 
 
+def by_operands(names):
+    """A grad_name chosen by which inputs are tensors: {(True, False): "PowBackward0", ...}."""
+    def grad_name(is_tensor, attrs):
+        return names[is_tensor]
+    return grad_name
+
+
+NOT_IMPLEMENTED = "torch::autograd::NotImplemented"
+
+
+def _no_derivative(name):
+    """The rule of an op PyTorch records but cannot differentiate (heaviside, floor_divide)."""
+    def vjp(ctx, *grads):
+        raise RuntimeError(f"derivative for aten::{name} is not implemented")
+    return vjp
+
+
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
+DEG_TO_RAD = math.pi / 180.0
+RAD_TO_DEG = 180.0 / math.pi
 
 # ---------------------------------------------------------------- unary
 
@@ -72,72 +135,220 @@ def _unary(name, fn, rule, vjp, **kw):
     return _elementwise(name, fn, rule, vjp, **kw)
 
 
-def _no_grad(ctx, g):
-    return (g * 0,)
+def _zero_grad(ctx, g):
+    return (g.new_zeros(g.shape),)
 
 
-neg = _unary("neg", np.negative, promote, lambda ctx, g: (-g,))
-abs = _unary("abs", np.abs, promote, lambda ctx, g: (g * ctx.inputs[0].sign(),))  # noqa: A001
-sign = _unary("sign", np.sign, promote, _no_grad)
+def _int_identity(fn):
+    """Rounding ops leave integers as they are (a copy, like torch)."""
+    def impl(x):
+        return x.copy() if x.dtype.kind in "iub" else fn(x)
+    return impl
+
+
+def _neg_rule(x, **_):
+    dt = result_type(x)
+    if dt is D.bool:
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+            "to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return dt, dt
+
+
+def _relu_rule(x, **_):
+    dt = result_type(x)
+    if dt is D.bool:
+        raise RuntimeError("Boolean inputs not supported for relu")
+    return dt, dt
+
+
+def _sign(x):
+    return x.copy() if x.dtype == np.bool_ else np.sign(x)
+
+
+neg = _unary("neg", np.negative, _neg_rule, lambda ctx, g: (-g,))
+abs = _unary("abs", np.abs, rejecting(exact, "abs_cpu", BOOL),  # noqa: A001
+             lambda ctx, g: (g * ctx.inputs[0].sgn(),))
+sign = _unary("sign", _sign, exact, _zero_grad)
+sgn = _unary("sgn", _sign, exact, _zero_grad)
 exp = _unary("exp", np.exp, promote_float, lambda ctx, g: (g * ctx.output,))
 exp2 = _unary("exp2", np.exp2, promote_float, lambda ctx, g: (g * ctx.output * LN2,))
 expm1 = _unary("expm1", np.expm1, promote_float, lambda ctx, g: (g * (ctx.output + 1),))
 log = _unary("log", np.log, promote_float, lambda ctx, g: (g / ctx.inputs[0],))
 log2 = _unary("log2", np.log2, promote_float, lambda ctx, g: (g / (ctx.inputs[0] * LN2),))
 log10 = _unary("log10", np.log10, promote_float, lambda ctx, g: (g / (ctx.inputs[0] * LN10),))
-log1p = _unary("log1p", np.log1p, promote_float, lambda ctx, g: (g / (ctx.inputs[0] + 1),))
+log1p = _unary("log1p", np.log1p, promote_float, lambda ctx, g: (g / (ctx.inputs[0] + 1),),
+               grad_name="Log1PBackward0")
 sqrt = _unary("sqrt", np.sqrt, promote_float, lambda ctx, g: (g / (2 * ctx.output),))
 rsqrt = _unary("rsqrt", lambda x: 1 / np.sqrt(x), promote_float,
                lambda ctx, g: (g * ctx.output.pow(3) * -0.5,))
 sin = _unary("sin", np.sin, promote_float, lambda ctx, g: (g * ctx.inputs[0].cos(),))
-cos = _unary("cos", np.cos, promote_float, lambda ctx, g: (-g * ctx.inputs[0].sin(),))
+cos = _unary("cos", np.cos, promote_float, lambda ctx, g: (g * -ctx.inputs[0].sin(),))
 tan = _unary("tan", np.tan, promote_float, lambda ctx, g: (g * (1 + ctx.output * ctx.output),))
 asin = _unary("asin", np.arcsin, promote_float,
               lambda ctx, g: (g * (1 - ctx.inputs[0] * ctx.inputs[0]).rsqrt(),))
 acos = _unary("acos", np.arccos, promote_float,
-              lambda ctx, g: (-g * (1 - ctx.inputs[0] * ctx.inputs[0]).rsqrt(),))
+              lambda ctx, g: (g * -(1 - ctx.inputs[0] * ctx.inputs[0]).rsqrt(),))
 atan = _unary("atan", np.arctan, promote_float,
-              lambda ctx, g: (g / (1 + ctx.inputs[0] * ctx.inputs[0]),))
+              lambda ctx, g: (g / (ctx.inputs[0] * ctx.inputs[0] + 1),))
 sinh = _unary("sinh", np.sinh, promote_float, lambda ctx, g: (g * ctx.inputs[0].cosh(),))
 cosh = _unary("cosh", np.cosh, promote_float, lambda ctx, g: (g * ctx.inputs[0].sinh(),))
 tanh = _unary("tanh", np.tanh, promote_float,
               lambda ctx, g: (g * (1 - ctx.output * ctx.output),))
+asinh = _unary("asinh", np.arcsinh, promote_float,
+               lambda ctx, g: (g * (ctx.inputs[0] * ctx.inputs[0] + 1).rsqrt(),))
+acosh = _unary("acosh", np.arccosh, promote_float,
+               lambda ctx, g: (g * (ctx.inputs[0] * ctx.inputs[0] - 1).rsqrt(),))
+atanh = _unary("atanh", np.arctanh, promote_float,
+               lambda ctx, g: (g / (1 - ctx.inputs[0] * ctx.inputs[0]),))
 sigmoid = _unary("sigmoid", _special.expit, promote_float,
-                 lambda ctx, g: (g * ctx.output * (1 - ctx.output),))
+                 lambda ctx, g: (g * (1 - ctx.output) * ctx.output,))
 erf = _unary("erf", _special.erf, promote_float,
              lambda ctx, g: (g * TWO_OVER_SQRT_PI * (-ctx.inputs[0] * ctx.inputs[0]).exp(),))
-relu = _unary("relu", lambda x: np.maximum(x, 0), promote,
+erfc = _unary("erfc", _special.erfc, promote_float,
+              lambda ctx, g: (g * -TWO_OVER_SQRT_PI * (-ctx.inputs[0] * ctx.inputs[0]).exp(),))
+erfinv = _unary("erfinv", _special.erfinv, promote_float,
+                lambda ctx, g: (g * SQRT_PI_OVER_TWO * (ctx.output * ctx.output).exp(),))
+lgamma = _unary("lgamma", _special.gammaln, promote_float,
+                lambda ctx, g: (g * ctx.inputs[0].digamma(),))
+digamma = _unary("digamma", _special.psi, promote_float,
+                 lambda ctx, g: (g * ctx.inputs[0].polygamma(1),))
+deg2rad = _unary("deg2rad", lambda x: x * DEG_TO_RAD, promote_float,
+                 lambda ctx, g: (g * DEG_TO_RAD,), grad_name="Deg2RadBackward0")
+rad2deg = _unary("rad2deg", lambda x: x * RAD_TO_DEG, promote_float,
+                 lambda ctx, g: (g * RAD_TO_DEG,), grad_name="Rad2DegBackward0")
+
+
+def _sinc_vjp(ctx, g):
+    x = ctx.inputs[0]
+    px = x * math.pi
+    d = (px * px.cos() - px.sin()) / (px * x)
+    return (g * d.masked_fill(x == 0, 0),)
+
+
+sinc = _unary("sinc", np.sinc, promote_float, _sinc_vjp)
+relu = _unary("relu", lambda x: np.maximum(x, 0), _relu_rule,
               lambda ctx, g: (g.masked_fill(ctx.output <= 0, 0),))
 reciprocal = _unary("reciprocal", lambda x: 1 / x, promote_float,
-                    lambda ctx, g: (-g * ctx.output * ctx.output,))
-floor = _unary("floor", np.floor, promote, _no_grad)
-ceil = _unary("ceil", np.ceil, promote, _no_grad)
-trunc = _unary("trunc", np.trunc, promote, _no_grad)
-frac = _unary("frac", lambda x: x - np.trunc(x), promote, lambda ctx, g: (g,))
+                    lambda ctx, g: (-g * (ctx.output * ctx.output),))
+floor = _unary("floor", _int_identity(np.floor), rejecting(exact, "floor_vml_cpu", BOOL), _zero_grad)
+ceil = _unary("ceil", _int_identity(np.ceil), rejecting(exact, "ceil_vml_cpu", BOOL), _zero_grad)
+trunc = _unary("trunc", _int_identity(np.trunc), rejecting(exact, "trunc_vml_cpu", BOOL),
+               _zero_grad)
+frac = _unary("frac", lambda x: x - np.trunc(x), rejecting(promote, "frac_cpu", INTEGRAL),
+              lambda ctx, g: (g,))
 
 
 def _round(x, decimals=0):
     if decimals == 0:
-        return np.rint(x)          # half to even, like torch
-    scale = 10.0 ** decimals
-    return np.rint(x * scale) / scale
+        return _int_identity(np.rint)(x)          # half to even, like torch
+    if decimals > 0:
+        scale = 10.0 ** decimals
+        return np.rint(x * scale) / scale
+    scale = 10.0 ** -decimals
+    return np.rint(x / scale) * scale
 
 
-round = _unary("round", _round, promote, _no_grad)  # noqa: A001
+def _round_rule(x, decimals=0):
+    dt = result_type(x)
+    if dt is D.bool or (decimals != 0 and dt in INTS):
+        raise not_implemented("round_vml_cpu" if decimals == 0 else "round_cpu", dt)
+    return _OPMATH.get(dt, dt), dt
 
 
-def _logical_not(x):
-    return np.logical_not(x)
+round = _unary("round", _round, _round_rule, _zero_grad,  # noqa: A001
+               grad_name=lambda is_tensor, attrs: "RoundBackward1" if "decimals" in attrs
+               else "RoundBackward0")
 
 
-logical_not = _unary("logical_not", _logical_not, logical, None, differentiable=False)
-bitwise_not = _unary("bitwise_not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
-                     integral, None, differentiable=False)
+def _logit(x, eps=None):
+    if eps is not None:
+        x = np.clip(x, eps, 1 - eps)
+    return np.log(x / (1 - x))
+
+
+def _logit_vjp(ctx, g):
+    x, eps = ctx.inputs[0], ctx.attrs.get("eps")
+    d = g / (x * (1 - x))
+    if eps is None:
+        return (d.masked_fill((x < 0) | (x > 1), float("nan")),)
+    return (d.masked_fill((x < eps) | (x > 1 - eps), 0),)
+
+
+logit = _unary("logit", _logit, promote_float, _logit_vjp)
+
+
+def _polygamma(x, n):
+    if n == 0:
+        return _special.psi(x)
+    return _special.polygamma(n, x)
+
+
+def _polygamma_rule(x, n):
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return promote_float(x)
+
+
+polygamma = _unary("polygamma", _polygamma, _polygamma_rule,
+                   lambda ctx, g: (g * ctx.inputs[0].polygamma(ctx.attrs["n"] + 1),))
+
+
+def _nan_to_num(x, nan=0.0, posinf=None, neginf=None, dtype=None):
+    if x.dtype.kind != "f":
+        return x.copy()
+    info = np.finfo(dtype) if dtype is not None else np.finfo(x.dtype)
+    hi = info.max if posinf is None else posinf
+    lo = info.min if neginf is None else neginf
+    return np.where(np.isnan(x), nan, np.where(x == np.inf, hi, np.where(x == -np.inf, lo, x)))
+
+
+def _nan_to_num_rule(x, **_):
+    dt = result_type(x)
+    return _OPMATH.get(dt, dt), dt
+
+
+nan_to_num = _unary("nan_to_num", _nan_to_num, _nan_to_num_rule,
+                    lambda ctx, g: (g.masked_fill(~ctx.inputs[0].isfinite(), 0),))
+
+
+def _signbit(x):
+    if x.dtype.kind == "f":
+        return np.signbit(x)
+    return x < 0
+
+
+def _bitwise_not(x):
+    return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
+
+
+logical_not = _unary("logical_not", np.logical_not, logical, None, differentiable=False)
+bitwise_not = _unary("bitwise_not", _bitwise_not, integral("bitwise_not_cpu"), None,
+                     differentiable=False)
 isnan = _unary("isnan", np.isnan, compare, None, differentiable=False)
 isinf = _unary("isinf", np.isinf, compare, None, differentiable=False)
 isfinite = _unary("isfinite", np.isfinite, compare, None, differentiable=False)
+signbit = _unary("signbit", _signbit, compare, None, differentiable=False)
 
 # ---------------------------------------------------------------- binary
+
+
+def _wrap_int(v, np_dtype):
+    """A Python int taken modulo the integer dtype's range, as torch converts scalars."""
+    info = np.iinfo(np_dtype)
+    if info.min <= v <= info.max:
+        return v
+    span = info.max - info.min + 1
+    return (v - info.min) % span + info.min
+
+
+def _check_alpha(dt, alpha):
+    if type(alpha) is bool:
+        if dt is not D.bool:
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif isinstance(alpha, float) and not dt.is_floating_point:
+        raise RuntimeError(
+            "For integral input tensors, argument alpha must not be a floating point number.")
 
 
 def _add(a, b, alpha=1):
@@ -148,43 +359,62 @@ def _sub(a, b, alpha=1):
     return np.subtract(a, b if alpha == 1 else b * alpha)
 
 
-def _add_rule(*xs, **_):
-    dt = result_type(*xs)
-    return dt, dt
-
-
-def _sub_rule(a, b, **_):
+def _add_rule(a, b, alpha=1):
     dt = result_type(a, b)
-    if dt is D.bool:
+    if alpha != 1 or type(alpha) is not int:
+        _check_alpha(dt, alpha)
+    return _OPMATH.get(dt, dt), dt
+
+
+def _is_bool(x):
+    return type(x) is bool or getattr(x, "dtype", None) is D.bool
+
+
+def _sub_rule(a, b, alpha=1):
+    if _is_bool(a) or _is_bool(b):
+        if _is_bool(a) and _is_bool(b):
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. "
+                "Use the `^` or `logical_xor()` operator instead.")
         raise RuntimeError(
-            "Subtraction, the `-` operator, with two bool tensors is not supported. "
+            "Subtraction, the `-` operator, with a bool tensor is not supported. "
             "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-    return dt, dt
+    return _add_rule(a, b, alpha)
 
 
 add = _elementwise("add", _add, _add_rule,
-                   lambda ctx, g: (g, g * ctx.attrs.get("alpha", 1)))
+                   lambda ctx, g: (g, ctx.needs(1) and g * ctx.attrs.get("alpha", 1)))
 sub = _elementwise("sub", _sub, _sub_rule,
-                   lambda ctx, g: (g, g * -ctx.attrs.get("alpha", 1)))
+                   lambda ctx, g: (g, ctx.needs(1) and g * -ctx.attrs.get("alpha", 1)),
+                   grad_name=lambda is_tensor, attrs: "SubBackward0" if is_tensor[0]
+                   else "RsubBackward1")
 mul = _elementwise("mul", np.multiply, promote,
                    lambda ctx, g: (ctx.needs(0) and g * ctx.inputs[1],
                                    ctx.needs(1) and g * ctx.inputs[0]))
 
 
-def _check_int_divisor(b):
-    if (isinstance(b, np.ndarray) and b.dtype.kind in "iub" and not b.all()) or (type(b) is int and b == 0):
+def _is_int_array(a):
+    return type(a) is np.ndarray and a.dtype.kind in "iub"
+
+
+def _check_int_divisor(a, b):
+    """Integer floor/trunc division and remainder by zero raise, as in torch."""
+    if type(b) is np.ndarray:
+        if b.dtype.kind in "iub" and not b.all():
+            raise RuntimeError("ZeroDivisionError")
+    elif b == 0 and _is_int_array(a) or (type(b) is int and b == 0 and type(a) is int):
         raise RuntimeError("ZeroDivisionError")
 
 
 def _div(a, b, rounding_mode=None):
     if rounding_mode is None:
         return np.true_divide(a, b)
+    integer = _is_int_array(a) or _is_int_array(b) or (type(a) is int and type(b) is int)
+    if integer:
+        _check_int_divisor(a, b)
     if rounding_mode == "floor":
-        if np.asarray(a).dtype.kind in "iub":
-            _check_int_divisor(b)
         return np.floor_divide(a, b)
-    if np.asarray(a).dtype.kind in "iub":
-        _check_int_divisor(b)
+    if integer:
         q = np.floor_divide(a, b)
         # floor rounds toward -inf; trunc differs when the signs differ and there is a remainder
         fix = (np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))
@@ -196,40 +426,80 @@ def _div_rule(a, b, rounding_mode=None):
     if rounding_mode is None:
         return promote_float(a, b)
     if rounding_mode not in ("trunc", "floor"):
-        raise ValueError(
+        raise RuntimeError(
             "div expected rounding_mode to be one of None, 'trunc', or 'floor' "
             f"but found '{rounding_mode}'")
-    return promote(a, b)
+    ct, dt = promote(a, b)
+    if dt is D.bool:
+        raise not_implemented(f"div_{rounding_mode}_cpu", dt)
+    return ct, dt
 
 
 def _div_vjp(ctx, g):
     if ctx.attrs.get("rounding_mode") is not None:
-        return (g * 0, ctx.needs(1) and g * 0)
+        return (ctx.needs(0) and g.new_zeros(g.shape), ctx.needs(1) and g.new_zeros(g.shape))
     a, b = ctx.inputs
     return (ctx.needs(0) and g / b, ctx.needs(1) and -g * a / (b * b))
 
 
-div = _elementwise("div", _div, _div_rule, _div_vjp)
+div = _elementwise("div", _div, _div_rule, _div_vjp,
+                   grad_name=lambda is_tensor, attrs: "DivBackward2"
+                   if attrs.get("rounding_mode") is not None else "DivBackward0")
 
 
-def _int_mod(fn):
-    def impl(a, b):
-        if np.asarray(a).dtype.kind in "iub":
-            _check_int_divisor(b)
-        return fn(a, b)
-    return impl
+def _remainder(a, b):
+    if _is_int_array(a) or _is_int_array(b) or (type(a) is int and type(b) is int):
+        _check_int_divisor(a, b)
+        return np.remainder(a, b)
+    # torch: fmod, then shift into the divisor's sign (keeps fmod's zero sign: -4 % 2 = -0.)
+    m = np.fmod(a, b)
+    adjust = (m != 0) & ((np.asarray(b) < 0) != (m < 0))
+    return np.where(adjust, m + b, m)
 
 
-remainder = _elementwise("remainder", _int_mod(np.remainder), promote,
-                         lambda ctx, g: (g, ctx.needs(1) and -g * ctx.inputs[0].div(ctx.inputs[1], rounding_mode="floor")))
-fmod = _elementwise("fmod", _int_mod(np.fmod), promote,
-                    lambda ctx, g: (g, ctx.needs(1) and -g * ctx.inputs[0].div(ctx.inputs[1], rounding_mode="trunc")))
+def _fmod(a, b):
+    if _is_int_array(a) or _is_int_array(b):
+        _check_int_divisor(a, b)
+    return np.fmod(a, b)
+
+
+def _remainder_vjp(ctx, g):
+    a, b = ctx.inputs
+    if not _is_tensor(a):
+        raise RuntimeError("derivative for aten::remainder is not implemented")
+    return (g, ctx.needs(1) and -g * a.div(b, rounding_mode="floor"))
+
+
+remainder = _elementwise(
+    "remainder", _remainder, rejecting(promote, "remainder_cpu", BOOL), _remainder_vjp,
+    grad_name=by_operands({(True, True): "RemainderBackward1", (True, False): "RemainderBackward0",
+                           (False, True): NOT_IMPLEMENTED}))
+fmod = _elementwise(
+    "fmod", _fmod, rejecting(promote, "fmod_cpu", BOOL),
+    lambda ctx, g: (g, ctx.needs(1) and -g * ctx.inputs[0].div(ctx.inputs[1], rounding_mode="trunc")),
+    grad_name=by_operands({(True, True): "FmodBackward1", (True, False): "FmodBackward0"}))
+
+
+def _int_pow(a, b):
+    """Integer power: a negative exponent gives 1, -1 or 0 (truncated), as in torch."""
+    a_arr, b_arr = np.asarray(a), np.asarray(b)
+    neg = b_arr < 0
+    if not neg.any():
+        return np.power(a, b)
+    safe = np.power(a, np.where(neg, 0, b_arr).astype(b_arr.dtype))
+    odd = (b_arr & 1).astype(bool)
+    at_neg = np.where(a_arr == 1, 1, np.where(a_arr == -1, np.where(odd, -1, 1), 0))
+    return np.where(neg, at_neg.astype(safe.dtype), safe)
 
 
 def _pow(a, b):
-    if isinstance(a, np.ndarray) and a.dtype.kind in "iu":
-        if (isinstance(b, int) and b < 0) or (isinstance(b, np.ndarray) and b.dtype.kind == "i" and (b < 0).any()):
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if _is_int_array(a) or (type(a) is int and _is_int_array(b)):
+        if type(b) is int:
+            if b < 0:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            return np.power(a, b)
+        if type(b) is np.ndarray and b.dtype.kind in "iu":
+            return _int_pow(a, b)
     return np.power(a, b)
 
 
@@ -237,26 +507,32 @@ def _pow_vjp(ctx, g):
     a, b = ctx.inputs
     ga = gb = None
     if ctx.needs(0):
-        if isinstance(b, (int, float)):
-            ga = g * 0 if b == 0 else g * b * a.pow(b - 1)
+        if not _is_tensor(b):
+            ga = g.new_zeros(g.shape) if b == 0 else g * (b * a.pow(b - 1))
         else:
-            ga = (g * b * a.pow(b - 1)).masked_fill((b == 0) & (a == 0), 0)
+            ga = (g * (b * a.pow(b - 1))).masked_fill(b == 0, 0)
     if ctx.needs(1):
         out = ctx.output
-        if isinstance(a, (int, float)):
-            gb = g * out * math.log(a) if a > 0 else (g * out * math.log(a) if a != 0 else (g * 0).masked_fill(b < 0, float("-inf")) * 0)
+        if not _is_tensor(a):
+            if a == 0:
+                gb = (g * out * float("-inf")).masked_fill(b >= 0, 0)
+            else:
+                gb = g * out * (math.log(a) if a > 0 else float("nan"))
         else:
-            gb = (g * out * a.log()).masked_fill((a == 0) & (b >= 0), 0)
+            gb = (g * (out * a.log())).masked_fill((a == 0) & (b >= 0), 0)
     return ga, gb
 
 
-pow = _elementwise("pow", _pow, promote, _pow_vjp)  # noqa: A001
+pow = _elementwise(  # noqa: A001
+    "pow", _pow, rejecting(promote, "pow", BOOL), _pow_vjp,
+    grad_name=by_operands({(True, True): "PowBackward1", (True, False): "PowBackward0",
+                           (False, True): "PowBackward2"}))
 
 
 def _atan2_vjp(ctx, g):
     a, b = ctx.inputs
-    den = a * a + b * b
-    return (ctx.needs(0) and g * b / den, ctx.needs(1) and -g * a / den)
+    recip = (a * a + b * b).reciprocal()
+    return (ctx.needs(0) and g * b * recip, ctx.needs(1) and g * -a * recip)
 
 
 atan2 = _elementwise("atan2", np.arctan2, promote_float, _atan2_vjp)
@@ -266,44 +542,163 @@ def _minmax_vjp(pick):
     """torch sends half the gradient to each side on a tie."""
     def vjp(ctx, g):
         a, b = ctx.inputs
-        tie = a == b
-        half = g.where(~tie, g / 2)
+        half = (g / 2).where(a == b, g)
         ga = ctx.needs(0) and half.masked_fill(pick(a, b), 0)
         gb = ctx.needs(1) and half.masked_fill(pick(b, a), 0)
         return ga, gb
     return vjp
 
 
-maximum = _elementwise("maximum", np.maximum, promote, _minmax_vjp(lambda a, b: a < b))
-minimum = _elementwise("minimum", np.minimum, promote, _minmax_vjp(lambda a, b: a > b))
-
-eq = _elementwise("eq", np.equal, compare, None, differentiable=False)
-ne = _elementwise("ne", np.not_equal, compare, None, differentiable=False)
-lt = _elementwise("lt", np.less, compare, None, differentiable=False)
-le = _elementwise("le", np.less_equal, compare, None, differentiable=False)
-gt = _elementwise("gt", np.greater, compare, None, differentiable=False)
-ge = _elementwise("ge", np.greater_equal, compare, None, differentiable=False)
-
-logical_and = _elementwise("logical_and", np.logical_and, logical, None, differentiable=False)
-logical_or = _elementwise("logical_or", np.logical_or, logical, None, differentiable=False)
-logical_xor = _elementwise("logical_xor", np.logical_xor, logical, None, differentiable=False)
-bitwise_and = _elementwise("bitwise_and", np.bitwise_and, integral, None, differentiable=False)
-bitwise_or = _elementwise("bitwise_or", np.bitwise_or, integral, None, differentiable=False)
-bitwise_xor = _elementwise("bitwise_xor", np.bitwise_xor, integral, None, differentiable=False)
+maximum = _elementwise("maximum", np.maximum, exact, _minmax_vjp(lambda a, b: a < b))
+minimum = _elementwise("minimum", np.minimum, exact, _minmax_vjp(lambda a, b: a > b))
 
 
-def _shift(fn):
+def _fminmax_vjp(wins):
+    """fmax/fmin: the whole gradient goes to the chosen side (a NaN loses)."""
+    def vjp(ctx, g):
+        a, b = ctx.inputs
+        a_chosen = wins(a, b) | b.isnan()
+        return (ctx.needs(0) and g.masked_fill(~a_chosen, 0),
+                ctx.needs(1) and g.masked_fill(a_chosen, 0))
+    return vjp
+
+
+fmax = _elementwise("fmax", np.fmax, exact, _fminmax_vjp(lambda a, b: a >= b))
+fmin = _elementwise("fmin", np.fmin, exact, _fminmax_vjp(lambda a, b: a <= b))
+
+
+def _copysign_vjp(ctx, g):
+    a = ctx.inputs[0]
+    ratio = (ctx.output / a).masked_fill(a == 0, 0)
+    return (g * ratio, ctx.needs(1) and g.new_zeros(g.shape))
+
+
+copysign = _elementwise(
+    "copysign", np.copysign, promote_float, _copysign_vjp,
+    grad_name=by_operands({(True, True): "CopysignBackward0", (True, False): "CopysignBackward1"}))
+hypot = _elementwise(
+    "hypot", np.hypot, rejecting(promote, "hypot_cpu", INTEGRAL),
+    lambda ctx, g: (ctx.needs(0) and g * ctx.inputs[0] / ctx.output,
+                    ctx.needs(1) and g * ctx.inputs[1] / ctx.output))
+logaddexp = _elementwise(
+    "logaddexp", np.logaddexp, rejecting(promote, "logaddexp_cpu", INTEGRAL),
+    lambda ctx, g: (ctx.needs(0) and g / ((ctx.inputs[1] - ctx.inputs[0]).exp() + 1),
+                    ctx.needs(1) and g / ((ctx.inputs[0] - ctx.inputs[1]).exp() + 1)))
+logaddexp2 = _elementwise(
+    "logaddexp2", np.logaddexp2, rejecting(promote, "logaddexp2_cpu", INTEGRAL),
+    lambda ctx, g: (ctx.needs(0) and g / ((ctx.inputs[1] - ctx.inputs[0]).exp2() + 1),
+                    ctx.needs(1) and g / ((ctx.inputs[0] - ctx.inputs[1]).exp2() + 1)))
+
+
+def _xlogy(a, b):
+    out = a * np.log(b)
+    return np.where((np.asarray(a) == 0) & ~np.isnan(b), 0, out)
+
+
+def _xlogy_vjp(ctx, g):
+    a, b = ctx.inputs
+    ga = gb = None
+    if ctx.needs(0):
+        if _is_tensor(b):
+            ga = g.xlogy(b).masked_fill((a == 0) & (b <= 0), 0)
+        else:
+            ga = g * (a != 0).xlogy(b)
+    if ctx.needs(1):
+        gb = g * a / b
+    return ga, gb
+
+
+xlogy = _elementwise(
+    "xlogy", _xlogy, promote_float, _xlogy_vjp,
+    grad_name=by_operands({(True, True): "XlogyBackward0", (False, True): "XlogyBackward1",
+                           (True, False): "XlogyBackward2"}))
+
+
+def _heaviside_rule(a, b):
+    if a.dtype is not b.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    return a.dtype, a.dtype
+
+
+def _heaviside(a, b):
+    if a.dtype == np.bool_:
+        return np.where(a, True, b)
+    return np.heaviside(a, b).astype(a.dtype) if a.dtype.kind == "f" else \
+        np.where(a == 0, b, (a > 0).astype(a.dtype))
+
+
+heaviside = _elementwise("heaviside", _heaviside, _heaviside_rule, _no_derivative("heaviside"),
+                         grad_name=NOT_IMPLEMENTED)
+nextafter = _elementwise("nextafter", np.nextafter,
+                         rejecting(exact, "nextafter_cpu", INTEGRAL), None, differentiable=False)
+
+
+def _cmp(fn):
+    """Comparisons convert an out-of-range Python int to the tensor's dtype, as torch does."""
     def impl(a, b):
+        if type(b) is int and type(a) is np.ndarray and a.dtype.kind in "iu":
+            b = _wrap_int(b, a.dtype)
+        elif type(a) is int and type(b) is np.ndarray and b.dtype.kind in "iu":
+            a = _wrap_int(a, b.dtype)
         return fn(a, b)
     return impl
 
 
-bitwise_left_shift = _elementwise("bitwise_left_shift", _shift(np.left_shift), integral, None,
-                                  differentiable=False)
-bitwise_right_shift = _elementwise("bitwise_right_shift", _shift(np.right_shift), integral, None,
-                                   differentiable=False)
+eq = _elementwise("eq", _cmp(np.equal), compare, None, differentiable=False)
+ne = _elementwise("ne", _cmp(np.not_equal), compare, None, differentiable=False)
+lt = _elementwise("lt", _cmp(np.less), compare, None, differentiable=False)
+le = _elementwise("le", _cmp(np.less_equal), compare, None, differentiable=False)
+gt = _elementwise("gt", _cmp(np.greater), compare, None, differentiable=False)
+ge = _elementwise("ge", _cmp(np.greater_equal), compare, None, differentiable=False)
+
+logical_and = _elementwise("logical_and", np.logical_and, logical, None, differentiable=False)
+logical_or = _elementwise("logical_or", np.logical_or, logical, None, differentiable=False)
+logical_xor = _elementwise("logical_xor", np.logical_xor, logical, None, differentiable=False)
+bitwise_and = _elementwise("bitwise_and", np.bitwise_and, integral("bitwise_and_cpu"), None,
+                           differentiable=False)
+bitwise_or = _elementwise("bitwise_or", np.bitwise_or, integral("bitwise_or_cpu"), None,
+                          differentiable=False)
+bitwise_xor = _elementwise("bitwise_xor", np.bitwise_xor, integral("bitwise_xor_cpu"), None,
+                           differentiable=False)
+
+
+def _shift(fn, left):
+    """Shifts by a negative amount or by at least the bit width give 0 (or -1 shifting a
+    negative number right), as in torch, instead of C's undefined result."""
+    def impl(a, b):
+        arr = a if type(a) is np.ndarray else np.asarray(a, dtype=np.asarray(b).dtype)
+        bits = arr.dtype.itemsize * 8
+        b_arr = np.asarray(b)
+        ok = (b_arr >= 0) & (b_arr < bits)
+        if ok.all():
+            return fn(a, b)
+        r = fn(arr, np.where(ok, b_arr, 0).astype(b_arr.dtype))
+        fill = 0 if left else np.where(arr < 0, -1, 0).astype(arr.dtype)
+        return np.where(ok, r, fill).astype(arr.dtype)
+    return impl
+
+
+def _shift_rule(kernel):
+    return rejecting(exact, kernel, FLOATS | BOOL)
+
+
+bitwise_left_shift = _elementwise("bitwise_left_shift", _shift(np.left_shift, True),
+                                  _shift_rule("lshift_cpu"), None, differentiable=False)
+bitwise_right_shift = _elementwise("bitwise_right_shift", _shift(np.right_shift, False),
+                                   _shift_rule("rshift_cpu"), None, differentiable=False)
 
 # ---------------------------------------------------------------- ternary
+
+
+_C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+                 "int16": "short int", "int32": "int", "int64": "long int",
+                 "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+                 "float64": "double"}
+
+
+def c_type_name(dt):
+    """The C++ name PyTorch's messages use for a dtype: 'long int', 'float', 'c10::Half'."""
+    return _C_TYPE_NAMES[dt.name]
 
 
 def _where_rule(cond, a, b, **_):
@@ -325,16 +720,45 @@ def _where_vjp(ctx, g):
     return (None, ctx.needs(1) and g.masked_fill(~c, 0), ctx.needs(2) and g.masked_fill(c, 0))
 
 
-where = _elementwise("where", _where, None, _where_vjp, cast_inputs=False)
-where.dtype_rule = _where_rule
+where = _elementwise("where", _where, _where_rule, _where_vjp, cast_inputs=False)
+
+_C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+                "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
 
 
-def _clamp_rule(x, lo=None, hi=None):
+def _check_bound(v, dt):
+    """torch converts a Python bound to the tensor dtype and rejects values that overflow."""
+    if type(v) is int and dt in INTS:
+        info = np.iinfo(dt.np)
+        # unsigned types accept negative values down to -max (they wrap)
+        low = -info.max if dt is D.uint8 else info.min
+        if not low <= v <= info.max:
+            raise RuntimeError(
+                f"value cannot be converted to type {_C_INT_NAMES[dt.name]} without overflow")
+    elif type(v) is float and dt in (D.float16, D.bfloat16) and math.isfinite(v):
+        if builtins.abs(v) > D.finfo(dt).max:
+            raise RuntimeError(
+                f"value cannot be converted to type {_C_INT_NAMES[dt.name]} without overflow")
+
+
+
+def _clamp_rule(x, lo=None, hi=None, fn="clamp"):
     dt = result_type(*[v for v in (x, lo, hi) if v is not None])
+    if dt is D.bool:
+        raise not_implemented("clamp_min_scalar_cpu" if lo is not None else
+                              "clamp_max_scalar_cpu", dt)
+    if dt is getattr(x, "dtype", None):
+        for v in (lo, hi):
+            if v is not None and not _is_tensor(v):
+                _check_bound(v, dt)
     return dt, dt
 
 
-def _clamp(x, lo=None, hi=None):
+def _clamp(x, lo=None, hi=None, fn="clamp"):
+    if type(lo) is int and x.dtype.kind in "iu":
+        lo = _wrap_int(lo, x.dtype)
+    if type(hi) is int and x.dtype.kind in "iu":
+        hi = _wrap_int(hi, x.dtype)
     if lo is not None:
         x = np.maximum(x, lo)
     if hi is not None:
@@ -343,33 +767,145 @@ def _clamp(x, lo=None, hi=None):
 
 
 def _clamp_vjp(ctx, g):
+    """torch's clamp_backward_min_max: the input gets the gradient where min <= x <= max
+    (ties included); a tensor bound gets it where it was the one applied."""
     x, lo, hi = ctx.inputs
     keep = None
     if lo is not None:
         keep = x >= lo
     if hi is not None:
         keep = (x <= hi) if keep is None else keep & (x <= hi)
-    gx = g if keep is None else g.masked_fill(~keep, 0)
-    glo = ctx.needs(1) and g.masked_fill(~(x < lo), 0)
-    ghi = ctx.needs(2) and g.masked_fill(~(x > hi), 0)
+    gx = ctx.needs(0) and g.masked_fill(~keep, 0)
+    glo = ghi = None
+    if ctx.needs(1):
+        took_lo = (x < lo) if hi is None else (x < lo) & (lo < hi)
+        glo = g.masked_fill(~took_lo, 0)
+    if ctx.needs(2):
+        took_hi = (x > hi) if lo is None else (x > hi) | (hi < lo)
+        ghi = g.masked_fill(~took_hi, 0)
     return gx, glo, ghi
 
 
-clamp = _elementwise("clamp", _clamp, _clamp_rule, _clamp_vjp)
+def _clamp_grad_name(is_tensor, attrs):
+    fn = attrs.get("fn", "clamp")
+    if fn == "clamp":
+        return "ClampBackward0" if is_tensor[1] or is_tensor[2] else "ClampBackward1"
+    bound = is_tensor[1] if fn == "clamp_min" else is_tensor[2]
+    return ("ClampMinBackward" if fn == "clamp_min" else "ClampMaxBackward") + \
+        ("1" if bound else "0")
+
+
+clamp = _elementwise("clamp", _clamp, _clamp_rule, _clamp_vjp, grad_name=_clamp_grad_name)
 
 
 def _masked_fill_rule(x, mask, value, **_):
     mdt = getattr(mask, "dtype", None)
     if mdt is not D.bool:
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {mdt}")
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{c_type_name(mdt)}")
+    if _is_tensor(value) and len(value.shape):
+        raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {len(value.shape)} dimension(s).")
     return x.dtype, x.dtype
 
 
 def _masked_fill(x, mask, value):
+    if type(value) is int and x.dtype.kind in "iu":
+        value = _wrap_int(value, x.dtype)
     return np.where(mask, value, x)
 
 
 masked_fill = _elementwise(
-    "masked_fill", _masked_fill, _masked_fill_rule, cast_inputs=False, vjp=
-    (lambda ctx, g: (ctx.needs(0) and g.masked_fill(ctx.inputs[1], 0), None,
-                    ctx.needs(2) and g.masked_fill(~ctx.inputs[1], 0).sum())))
+    "masked_fill", _masked_fill, _masked_fill_rule, cast_inputs=False, vjp=(
+        lambda ctx, g: (ctx.needs(0) and g.masked_fill(ctx.inputs[1], 0), None,
+                        ctx.needs(2) and g.masked_fill(~ctx.inputs[1], 0).sum())),
+    grad_name=by_operands({(True, True, False): "MaskedFillBackward0",
+                           (True, True, True): "MaskedFillBackward1"}))
+
+
+def _lerp(a, b, w):
+    # torch's formula: exact at both ends and monotonic
+    small = np.abs(w) < 0.5
+    return np.where(small, a + w * (b - a), b - (b - a) * (1 - w))
+
+
+def _lerp_rule(a, b, w):
+    dt = a.dtype
+    if b.dtype is not dt:
+        raise RuntimeError(f"expected dtype {c_type_name(dt)} for `end` but got dtype "
+                           f"{c_type_name(b.dtype)}")
+    weight_tensor = _is_tensor(w)
+    if weight_tensor and len(w.shape) and w.dtype is not dt:
+        raise RuntimeError(f"expected dtype {c_type_name(dt)} for `weight` but got dtype "
+                           f"{c_type_name(w.dtype)}")
+    if not dt.is_floating_point:
+        raise not_implemented("lerp_kernel_tensor" if weight_tensor else "lerp_kernel_scalar", dt)
+    return _OPMATH.get(dt, dt), dt
+
+
+def _lerp_vjp(ctx, g):
+    a, b, w = ctx.inputs
+    return (ctx.needs(0) and g * (1 - w), ctx.needs(1) and g * w,
+            ctx.needs(2) and g * (b - a))
+
+
+lerp = _elementwise("lerp", _lerp, _lerp_rule, _lerp_vjp,
+                    grad_name=by_operands({(True, True, False): "LerpBackward0",
+                                           (True, True, True): "LerpBackward1"}))
+
+
+def _addcmul(x, t1, t2, value=1):
+    prod = np.multiply(t1, t2)
+    if value != 1:
+        prod = prod * _addc_value_np(x, value)
+    return np.add(x, prod)
+
+
+def _addc_value_np(x, value):
+    """addcmul's ``value`` is converted to the tensors' dtype (1.5 is 1 for integers)."""
+    if type(value) is float and x.dtype.kind in "iu":
+        return int(value)
+    return value
+
+
+def _addcmul_rule(x, t1, t2, value=1):
+    dt = result_type(x, t1, t2)
+    if dt is D.bool:
+        raise not_implemented("addcmul_cpu_out", dt)
+    return _OPMATH.get(dt, dt), dt
+
+
+ADDCDIV_INT_MESSAGE = (
+    "Integer division with addcdiv is no longer supported, and in a future  release addcdiv "
+    "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
+    "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer "
+    "inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv "
+    "behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all "
+    "dtypes.")
+
+
+def _addcdiv_rule(x, t1, t2, value=1):
+    if not t1.dtype.is_floating_point and not t2.dtype.is_floating_point:
+        raise RuntimeError(ADDCDIV_INT_MESSAGE)
+    return _addcmul_rule(x, t1, t2, value)
+
+
+def _addcdiv(x, t1, t2, value=1):
+    q = np.true_divide(t1, t2)
+    return np.add(x, q if value == 1 else q * value)
+
+
+def _addcmul_vjp(ctx, g):
+    _, t1, t2 = ctx.inputs
+    v = ctx.attrs.get("value", 1)
+    return (g, ctx.needs(1) and g * t2 * v, ctx.needs(2) and g * t1 * v)
+
+
+def _addcdiv_vjp(ctx, g):
+    _, t1, t2 = ctx.inputs
+    v = ctx.attrs.get("value", 1)
+    return (g, ctx.needs(1) and g * v / t2, ctx.needs(2) and -g * v * t1 / (t2 * t2))
+
+
+addcmul = _elementwise("addcmul", _addcmul, _addcmul_rule, _addcmul_vjp)
+addcdiv = _elementwise("addcdiv", _addcdiv, _addcdiv_rule, _addcdiv_vjp)

@@ -30,9 +30,9 @@ def _dependencies(roots):
             continue
         seen.add(id(node))
         for edge in node.next_functions:
-            if edge is None:
-                continue
             nxt = edge[0]
+            if nxt is None:
+                continue
             deps[nxt] = deps.get(nxt, 0) + 1
             if id(nxt) not in seen:
                 stack.append(nxt)
@@ -88,9 +88,9 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture):
         if not retain_graph:
             node.release()
         for i, edge in enumerate(node.next_functions):
-            if edge is None:
-                continue
             nxt, nr = edge
+            if nxt is None:
+                continue
             g = in_grads[i] if i < len(in_grads) else None
             if g is not None:
                 _add_grad(buffers, nxt, nr, g)
@@ -109,9 +109,9 @@ def _skip(node, deps, ready, buffers):
     while stack:
         n = stack.pop()
         for edge in n.next_functions:
-            if edge is None:
-                continue
             nxt = edge[0]
+            if nxt is None:
+                continue
             deps[nxt] -= 1
             if deps[nxt] == 0:
                 (ready.append(nxt) if nxt in buffers else stack.append(nxt))

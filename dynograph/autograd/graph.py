@@ -57,9 +57,13 @@ def accumulator(leaf):
     return acc
 
 
+# torch lists an input that gets no gradient (a constant, a Python scalar) as (None, 0)
+NO_EDGE = (None, 0)
+
+
 def edge_of(t):
     if not t.requires_grad:
-        return None
+        return NO_EDGE
     fn = t.grad_fn
     if fn is None:
         return (accumulator(t), 0)
@@ -76,23 +80,27 @@ class OpNode(Node):
         self._outputs = outputs                 # the output buffers, not the tensors (no cycle)
         self._versions = tuple(x._version if isinstance(x, Tensor) else None for x in inputs)
         self.next_functions = tuple(
-            edge_of(x) if isinstance(x, Tensor) else None for x in inputs)
+            edge_of(x) if isinstance(x, Tensor) else NO_EDGE for x in inputs)
         self._freed = False
 
     def name(self):
-        return self.op.grad_name
+        n = self.op.grad_name
+        if type(n) is str:
+            return n
+        # ops whose PyTorch overloads differ in name (x ** 2 vs x ** y) choose by operands
+        return n(tuple(v is not None for v in self._versions), self.attrs)
 
     @property
     def _name(self):
-        return self.op.grad_name
+        return self.name()
 
     def needs(self, i):
         """Whether input ``i`` needs a gradient (rules skip work for the others)."""
-        return self.next_functions[i] is not None
+        return self.next_functions[i][0] is not None
 
     @property
     def needs_input_grad(self):
-        return tuple(e is not None for e in self.next_functions)
+        return tuple(e[0] is not None for e in self.next_functions)
 
     @property
     def output(self):
