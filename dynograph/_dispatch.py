@@ -64,20 +64,38 @@ def _arrays(args, ct):
 
 def _run_elementwise(op, args, attrs):
     ct, odt = op.dtype_rule(*args, **attrs)
-    arrays = _arrays(args, ct.np if op.cast_inputs else None)
-    shapes = [a.shape for a in arrays if type(a) is _ndarray]
-    if len(shapes) > 1 and any(s != shapes[0] for s in shapes):
+    ctn = ct.np
+    cast = op.cast_inputs
+    # one pass over the operands: unwrap tensors, cast them to the compute dtype, and note
+    # whether the array shapes differ (then the meta rule checks they broadcast)
+    arrays = []
+    shape = None
+    broadcast = False
+    for a in args:
+        if type(a) is Tensor or isinstance(a, Tensor):
+            a = a._data
+            # ``is`` first: numpy's builtin dtypes are singletons, and ``!=`` costs more
+            if cast and a.dtype is not ctn and a.dtype != ctn:
+                a = a.astype(ctn)
+        if type(a) is _ndarray:
+            if shape is None:
+                shape = a.shape
+            elif a.shape != shape:
+                broadcast = True
+        arrays.append(a)
+    if broadcast:
         op.meta(*[_spec(a) for a in args], **attrs)     # raises PyTorch's broadcast error
     try:
         r = op.impl(*arrays, **attrs)
     except OverflowError:
         # a Python int that does not fit the dtype wraps around, as in torch
-        arrays = [np.array(a).astype(ct.np) if isinstance(a, int) else a for a in arrays]
+        arrays = [np.array(a).astype(ctn) if isinstance(a, int) else a for a in arrays]
         r = op.impl(*arrays, **attrs)
     if type(r) is not _ndarray:
         r = np.asarray(r)
-    if r.dtype != odt.np:
-        r = r.astype(odt.np)
+    odtn = odt.np
+    if r.dtype is not odtn and r.dtype != odtn:
+        r = r.astype(odtn)
     return r
 
 
