@@ -51,6 +51,11 @@ def test_measure_reports_median_min_iqr_for_every_system():
     assert calls["a"] >= 3 * stats["a"].number
 
 
+def test_cpu_clock():
+    stats = runner.measure({"s": lambda: sum(range(300))}, clock="cpu", **TINY)
+    assert 0 < stats["s"].min <= stats["s"].median < 1e-3
+
+
 def test_run_checks_agreement_and_skips_failing_systems():
     import numpy as np
     ok = _fake("ok", {"x": lambda: np.ones(3), "y": lambda: [1.0, 1.0, 1.0],
@@ -92,7 +97,7 @@ def test_cli_list_and_json(tmp_path):
     path = tmp_path / "bench.json"
     r = subprocess.run([sys.executable, "-m", "tools.bench", "--filter", "^eager_overhead$",
                         "--repeats", "2", "--target-ms", "1", "--warmup-ms", "0",
-                        "--baseline", "numpy", "--json", str(path)],
+                        "--baseline", "numpy", "--timer", "cpu", "--json", str(path)],
                        cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert "vs numpy" in r.stdout
     doc = json.loads(path.read_text())
@@ -100,3 +105,4 @@ def test_cli_list_and_json(tmp_path):
     assert rec["workload"] == "eager_overhead" and rec["ratios"]["numpy"] == 1.0
     assert "dynograph" in rec["systems"]
     assert doc["settings"]["repeats"] == 2 and doc["settings"]["baseline"] == "numpy"
+    assert doc["settings"]["timer"] == "cpu" and doc["machine"]["cpu"]

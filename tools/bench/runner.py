@@ -86,19 +86,25 @@ class Stats:
                 "inner_loop": self.number, "repeats_s": self.samples}
 
 
-def _time(fn, number):
+# "wall": elapsed time.  "cpu": CPU time of this process, which leaves out the time the
+# process waits for a core, so it is steadier on a machine shared with other jobs (but
+# counts the work of every thread: keep torch at one thread when comparing with it).
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def _time(fn, number, clock=time.perf_counter):
     """Seconds per call over ``number`` calls."""
-    t0 = time.perf_counter()
+    t0 = clock()
     for _ in range(number):
         fn()
-    return (time.perf_counter() - t0) / number
+    return (clock() - t0) / number
 
 
-def calibrate(fn, target_s):
+def calibrate(fn, target_s, clock=time.perf_counter):
     """Calls per repeat so that one repeat lasts about ``target_s`` (at least one call)."""
     number = 1
     while True:
-        t = _time(fn, number) * number
+        t = _time(fn, number, clock) * number
         if t >= target_s / 10 or number >= 1 << 30:
             break
         number *= 10 if t < target_s / 100 else 2
@@ -120,18 +126,19 @@ def _quartiles(xs):
     return q[0], q[2]
 
 
-def measure(fns, *, repeats=11, target_s=0.05, warmup_s=0.05):
+def measure(fns, *, repeats=11, target_s=0.05, warmup_s=0.05, clock="wall"):
     """Time every callable of ``fns`` (dict system -> fn), interleaved; dict system -> Stats."""
+    clock = CLOCKS[clock]
     names = list(fns)
     for n in names:
         warm_up(fns[n], warmup_s)
-    numbers = {n: calibrate(fns[n], target_s) for n in names}
+    numbers = {n: calibrate(fns[n], target_s, clock) for n in names}
     samples = {n: [] for n in names}
     for r in range(repeats):
         k = r % len(names)
         for n in names[k:] + names[:k]:      # rotate who goes first
             gc.collect()
-            samples[n].append(_time(fns[n], numbers[n]))
+            samples[n].append(_time(fns[n], numbers[n], clock))
     out = {}
     for n in names:
         xs = samples[n]
@@ -198,6 +205,8 @@ def machine_info():
         "git_commit": _git("rev-parse", "HEAD"),
         "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        # other jobs on the machine make the numbers noisy: this says how busy it was
+        "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
     torch = optional_torch()
     if torch is not None:
@@ -228,8 +237,8 @@ def _git(*args):
 
 # ---------------------------------------------------------------- running and reporting
 
-def run(workloads, *, repeats=11, target_s=0.05, warmup_s=0.05, systems=None, check=True,
-        progress=None):
+def run(workloads, *, repeats=11, target_s=0.05, warmup_s=0.05, clock="wall", systems=None,
+        check=True, progress=None):
     """Measure ``workloads``; a list of ``{"workload", "description", "systems", "errors"}``.
 
     A system that raises on its first call is left out of the timing and its error is
@@ -249,7 +258,8 @@ def run(workloads, *, repeats=11, target_s=0.05, warmup_s=0.05, systems=None, ch
             del fns[name]
             if progress is not None:
                 progress(f"  {name} skipped: {err}")
-        stats = measure(fns, repeats=repeats, target_s=target_s, warmup_s=warmup_s) if fns else {}
+        stats = measure(fns, repeats=repeats, target_s=target_s, warmup_s=warmup_s,
+                        clock=clock) if fns else {}
         results.append({"workload": w.name, "description": w.description, "systems": stats,
                         "errors": errors})
     return results
@@ -317,6 +327,9 @@ def main(argv=None):
     p.add_argument("--target-ms", type=float, default=50.0,
                    help="length of one repeat; the inner loop is sized to it (default 50)")
     p.add_argument("--warmup-ms", type=float, default=50.0, help="warm-up per system (default 50)")
+    p.add_argument("--timer", choices=sorted(CLOCKS), default="wall",
+                   help="wall: elapsed time (default); cpu: this process's CPU time, steadier "
+                        "on a busy machine")
     p.add_argument("--torch-threads", type=int, default=1, metavar="N",
                    help="torch intra-op threads (default 1: numpy's elementwise kernels are "
                         "single-threaded too; 0 keeps torch's default)")
@@ -339,10 +352,12 @@ def main(argv=None):
     if torch is not None and args.torch_threads > 0:
         torch.set_num_threads(args.torch_threads)
     settings = {"repeats": args.repeats, "target_ms": args.target_ms, "warmup_ms": args.warmup_ms,
+                "timer": args.timer,
                 "filter": args.filter,
                 "torch_threads": args.torch_threads, "systems": sorted(systems) if systems else None}
     results = run(chosen, repeats=args.repeats, target_s=args.target_ms / 1e3,
-                  warmup_s=args.warmup_ms / 1e3, systems=systems, check=not args.no_check,
+                  warmup_s=args.warmup_ms / 1e3, clock=args.timer, systems=systems,
+                  check=not args.no_check,
                   progress=lambda msg: print(msg, file=sys.stderr, flush=True))
     print(format_table(results, args.baseline))
     if args.json:
