@@ -6,6 +6,7 @@ dims, ``-1`` inference) and calls a primitive of ``compiler/ops/movement.py``; t
 so that ``grad_fn`` names match PyTorch's.
 """
 import builtins
+import math
 import operator
 import warnings
 
@@ -21,6 +22,7 @@ from ._tensor import Tensor, Size, tensor_method
 __all__ = []
 
 _int = builtins.int
+_prod = math.prod
 _seq_types = (tuple, list, Size)
 
 
@@ -89,6 +91,15 @@ def _bad_view_args(args):
 def view(self, *shape, size=None, dtype=None):
     """A tensor sharing this one's memory with a new shape (``-1`` inferred), or the same
     bytes reinterpreted as ``dtype`` (Tensor.view)."""
+    d = self._data
+    if shape and type(shape[0]) is _int and size is None and dtype is None:
+        for s in shape:                 # fast path: view(2, -1, 3)
+            if type(s) is not _int:
+                break
+        else:
+            if shape != d.shape:
+                shape = _infer(shape, d.size)
+            return call(M.view, self, shape=shape)
     if size is not None:
         shape = (size,)
     elif dtype is not None:
@@ -102,10 +113,16 @@ def view(self, *shape, size=None, dtype=None):
     elif not shape:
         raise _bad_view_args(shape)
     shape = _sizes(shape, "view")
-    d = self._data
     if shape != d.shape:
-        shape = M.infer_size(shape, d.size)
+        shape = _infer(shape, d.size)
     return call(M.view, self, shape=shape)
+
+
+def _infer(shape, numel):
+    """``shape`` checked against ``numel`` elements, with a ``-1`` resolved."""
+    if -1 not in shape and _prod(shape) == numel and min(shape, default=0) >= 0:
+        return shape
+    return M.infer_size(shape, numel)
 
 
 @tensor_method
@@ -117,8 +134,8 @@ def view_as(self, other):
 def _reshape(x, shape):
     d = x._data
     if shape != d.shape:
-        shape = M.infer_size(shape, d.size)
-    if d.flags.c_contiguous or M.compute_stride(d.shape, M.elem_strides(d), shape) is not None:
+        shape = _infer(shape, d.size)
+    if d.flags.c_contiguous or M.compute_stride(d.shape, d.strides, shape, 1) is not None:
         return call(M.view, x, shape=shape)
     return call(M.unsafe_view, x, shape=shape)
 
@@ -152,6 +169,8 @@ def flatten(input, start_dim=0, end_dim=-1):
     """Merge dimensions ``start_dim`` .. ``end_dim`` into one (torch.flatten)."""
     d = input._data
     nd = d.ndim
+    if start_dim == 0 and end_dim == -1 and nd > 1:      # the common full flatten
+        return _reshape(input, (d.size,))
     start, end = _dim(start_dim, nd), _dim(end_dim, nd)
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
@@ -580,11 +599,12 @@ def tile(input, dims, *more):
 # ---------------------------------------------------------------- cat / stack
 
 def _tensor_list(tensors, fn):
-    if isinstance(tensors, Tensor) or not isinstance(tensors, (tuple, list)):
-        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, "
-                        f"not {type(tensors).__name__}")
+    if type(tensors) is not list and type(tensors) is not tuple:
+        if isinstance(tensors, Tensor) or not isinstance(tensors, (tuple, list)):
+            raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                            f"not {type(tensors).__name__}")
     for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
+        if type(t) is not Tensor and not isinstance(t, Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
                             f"{type(t).__name__}")
     return tuple(tensors)
@@ -604,8 +624,11 @@ def cat(tensors, dim=0, *, out=None):
     tensors = _tensor_list(tensors, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-    ref = next((t for t in tensors if not M.cat_skipped(t._data.shape)), tensors[0])
-    d = _dim(dim, ref._data.ndim)
+    ref = tensors[0]._data
+    if ref.shape == (0,):
+        ref = next((t._data for t in tensors if t._data.shape != (0,)), ref)
+    nd = ref.ndim
+    d = dim if type(dim) is _int and 0 <= dim < nd else _dim(dim, nd)
     return _finish(call(M.cat, *tensors, dim=d, dtype=_promoted(tensors)), out)
 
 

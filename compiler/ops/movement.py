@@ -54,10 +54,12 @@ def infer_size(shape, numel):
     raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
 
 
-def compute_stride(oldshape, oldstride, newshape):
-    """Strides that view ``oldshape``/``oldstride`` as ``newshape``, or None (PyTorch's rule)."""
+def compute_stride(oldshape, oldstride, newshape, unit=1):
+    """Strides that view ``oldshape``/``oldstride`` as ``newshape``, or None (PyTorch's rule).
+
+    Strides are counted in elements, or in bytes with ``unit`` the item size."""
     if not oldshape:
-        return (1,) * len(newshape)
+        return (unit,) * len(newshape)
     numel = prod(oldshape)
     if numel == 0 and tuple(oldshape) == tuple(newshape):
         return tuple(oldstride)
@@ -65,7 +67,7 @@ def compute_stride(oldshape, oldstride, newshape):
     newstride = [0] * nd
     if numel == 0:
         for d in range(nd - 1, -1, -1):
-            newstride[d] = 1 if d == nd - 1 else max(newshape[d + 1], 1) * newstride[d + 1]
+            newstride[d] = unit if d == nd - 1 else max(newshape[d + 1], 1) * newstride[d + 1]
         return tuple(newstride)
     view_d = nd - 1
     chunk_base = oldstride[-1]
@@ -104,21 +106,27 @@ def storage_root(x):
 
 
 def strided(x, shape, strides, offset=0):
-    """A view of ``x``'s memory with ``shape``, element ``strides`` and ``offset`` elements
-    from x's first element.  The view's ``.base`` chain ends at x's owner (so storage offsets
-    stay meaningful) and it is read-only when ``x`` is."""
-    item = x.itemsize
-    bstrides = tuple(s * item for s in strides)
+    """A view of ``x``'s memory with ``shape``, byte ``strides`` and a byte ``offset`` from x's
+    first element.  The view's ``.base`` chain ends at x's owner (so storage offsets stay
+    meaningful) and it is read-only when ``x`` is."""
+    flags = x.flags
+    if flags.c_contiguous and offset >= 0:
+        try:                                    # fast: x itself exports its buffer
+            return _ndarray(shape, x.dtype, x, offset, strides)
+        except (TypeError, ValueError, BufferError):
+            pass
     root = storage_root(x)
-    start = x.__array_interface__["data"][0] - root.__array_interface__["data"][0] + offset * item
+    start = x.__array_interface__["data"][0] - root.__array_interface__["data"][0] + offset
     try:
-        out = _ndarray(shape, x.dtype, root, start, bstrides)
+        out = _ndarray(shape, x.dtype, root, start, strides)
     except (TypeError, ValueError, BufferError):
         # an owner without a plain buffer (e.g. made by numpy's as_strided): step from x
-        step = item if offset >= 0 else -item
-        first = _np_as_strided(x, (abs(offset) + 1,), (step,))[abs(offset):]
-        out = _np_as_strided(first, shape, bstrides)
-    if not x.flags.writeable and out.flags.writeable:
+        step = 1 if offset >= 0 else -1
+        first = _np_as_strided(x.view(np.uint8) if x.ndim else x.reshape(1).view(np.uint8),
+                               (abs(offset) + 1,), (step,))[abs(offset):]
+        out = _np_as_strided(first, (1,), (0,)).view(x.dtype)
+        out = _np_as_strided(out, shape, strides)
+    if not flags.writeable and out.flags.writeable:
         out.flags.writeable = False
     return out
 
@@ -140,7 +148,7 @@ VIEW_STRIDE_ERROR = ("view size is not compatible with input tensor's size and s
 def _view(x, shape):
     if x.flags.c_contiguous:
         return x.reshape(shape)
-    strides = compute_stride(x.shape, elem_strides(x), shape)
+    strides = compute_stride(x.shape, x.strides, shape, x.itemsize)
     if strides is None:
         if prod(shape) != x.size:
             raise ValueError("size")
@@ -247,7 +255,7 @@ def expand_shape(shape, size):
 def _expand(x, shape):
     lead = len(shape) - x.ndim
     strides = [0] * lead
-    for n, s, st in zip(x.shape, shape[lead:], elem_strides(x)):
+    for n, s, st in zip(x.shape, shape[lead:], x.strides):
         strides.append(st if n == s else 0)
     out = strided(x, shape, strides)
     out.flags.writeable = False      # many elements share one memory location
@@ -388,8 +396,8 @@ squeeze_dims = define("squeeze_dims", "movement", _squeeze_dims_impl, meta=_sque
                       doc="A view without those of ``dims`` whose size is 1.")
 
 
-def unsqueeze_strides(shape, strides, dim):
-    st = strides[dim] * shape[dim] if dim < len(shape) else 1
+def unsqueeze_strides(shape, strides, dim, unit=1):
+    st = strides[dim] * shape[dim] if dim < len(shape) else unit
     return strides[:dim] + (st,) + strides[dim:]
 
 
@@ -397,7 +405,11 @@ def _unsqueeze(x, dim):
     shape = x.shape[:dim] + (1,) + x.shape[dim:]
     if x.flags.c_contiguous:
         return x.reshape(shape)
-    return strided(x, shape, unsqueeze_strides(x.shape, elem_strides(x), dim))
+    strides = unsqueeze_strides(x.shape, x.strides, dim, x.itemsize)
+    out = x.reshape(shape)              # adding a unit dim never copies; numpy's strides
+    if out.strides == strides:          # usually agree with PyTorch's
+        return out
+    return strided(x, shape, strides)
 
 
 def _unsqueeze_meta(x, dim):
@@ -444,8 +456,10 @@ def check_geometry(size, stride, storage_offset, itemsize, storage_size):
 
 
 def _as_strided(x, size, stride, storage_offset):
-    check_geometry(size, stride, storage_offset, x.itemsize, storage_numel(x))
-    return strided(x, size, stride, storage_offset - storage_offset_of(x))
+    item = x.itemsize
+    check_geometry(size, stride, storage_offset, item, storage_numel(x))
+    return strided(x, size, tuple(s * item for s in stride),
+                   (storage_offset - storage_offset_of(x)) * item)
 
 
 def _as_strided_meta(x, size, stride, storage_offset):
@@ -462,22 +476,41 @@ def _flat_indices(shape, strides, offset):
     return idx.reshape(shape)
 
 
-def _as_strided_backward(g, in_shape, in_stride, in_offset, size, stride, storage_offset):
-    out_idx = _flat_indices(size, stride, storage_offset).ravel()
+def _as_strided_backward(g, in_shape, in_stride, in_offset, size, stride, storage_offset,
+                         transpose=False):
+    out_idx = _flat_indices(size, stride, storage_offset)
     in_idx = _flat_indices(in_shape, in_stride, in_offset)
     n = int(max(out_idx.max(initial=-1), in_idx.max(initial=-1))) + 1
-    acc = np.bincount(out_idx, weights=g.ravel().astype(np.float64), minlength=n)
-    res = acc[in_idx]
     count = np.bincount(in_idx.ravel(), minlength=n)
-    if count.size and count.max() > 1:
-        res = res / count[in_idx]          # an overlapping input shares each gradient
+    overlap = count.size and count.max() > 1
+    if transpose:           # the adjoint map: input-shaped values to the output's geometry
+        src, dst = in_idx, out_idx
+        g = g / count[in_idx] if overlap else g
+    else:
+        src, dst = out_idx, in_idx
+    acc = np.bincount(src.ravel(), weights=g.ravel().astype(np.float64), minlength=n)
+    res = acc[dst]
+    if overlap and not transpose:
+        res = res / count[in_idx]           # an overlapping input shares each gradient
     return res.astype(g.dtype)
 
 
+def _as_strided_backward_meta(g, in_shape, in_stride, in_offset, size, stride, storage_offset,
+                              transpose=False):
+    return _same_spec(g, size if transpose else in_shape)
+
+
+def _as_strided_backward_vjp(ctx, h):
+    a = dict(ctx.attrs)
+    a["transpose"] = not a.get("transpose", False)
+    return (_call(as_strided_backward, h, **a),)
+
+
 as_strided_backward = define(
-    "as_strided_backward", "movement", _as_strided_backward,
-    meta=lambda g, in_shape, **_: _same_spec(g, in_shape), differentiable=False,
-    doc="Gradient of as_strided: scatter-add into storage, gather the input's geometry.")
+    "as_strided_backward", "movement", _as_strided_backward, meta=_as_strided_backward_meta,
+    vjp=_as_strided_backward_vjp,
+    doc="Gradient of as_strided: scatter-add into storage, gather the input's geometry "
+        "(``transpose``: the adjoint of that map, for double backward).")
 
 
 def _as_strided_vjp(ctx, g):
@@ -524,7 +557,7 @@ def _unfold(x, dimension, size, step):
     shape = unfold_shape(x.shape, dimension, size, step)
     if x.ndim == 0:
         return x.reshape(shape)
-    st = elem_strides(x)
+    st = x.strides
     strides = st[:dimension] + (st[dimension] * step,) + st[dimension + 1:] + (st[dimension],)
     return strided(x, shape, strides)
 
@@ -583,7 +616,7 @@ def check_diagonal_dims(ndim, dim1, dim2):
 
 
 def _diagonal(x, offset, dim1, dim2):
-    shape, strides, start = diagonal_geometry(x.shape, elem_strides(x), offset, dim1, dim2)
+    shape, strides, start = diagonal_geometry(x.shape, x.strides, offset, dim1, dim2)
     return strided(x, shape, strides, start)
 
 
@@ -769,8 +802,13 @@ def cat_skipped(shape):
 
 
 def _cat(*xs, dim, dtype):
-    keep = [x for x in xs if not cat_skipped(x.shape)] or xs[:1]
     npdt = dtype.np
+    for x in xs:
+        if x.dtype != npdt or x.shape == (0,):
+            break
+    else:
+        return np.concatenate(xs, axis=dim)
+    keep = [x for x in xs if not cat_skipped(x.shape)] or xs[:1]
     return np.concatenate([x if x.dtype == npdt else x.astype(npdt) for x in keep], axis=dim)
 
 
