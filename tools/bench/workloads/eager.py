@@ -40,6 +40,20 @@ def eager_scalar():
     return fns
 
 
+@workload("eager_record", "a * b on 4-element tensors requiring grad (records a backward node)")
+def eager_record():
+    a, b = _inputs((4,))
+    da = dynograph.from_numpy(a.copy()).requires_grad_()
+    db = dynograph.from_numpy(b.copy()).requires_grad_()
+    fns = {"dynograph": lambda: da * db}
+    torch = optional_torch()
+    if torch is not None:
+        ta = torch.from_numpy(a.copy()).requires_grad_()
+        tb = torch.from_numpy(b.copy()).requires_grad_()
+        fns["torch"] = lambda: ta * tb
+    return fns
+
+
 def chain(x, y, sigmoid):
     """Ten elementwise ops; ``sigmoid`` is a function because numpy has no method for it."""
     return (((x * y + 1).exp() - x).tanh() * 0.5 + sigmoid(y)) * x - y
