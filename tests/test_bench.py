@@ -89,6 +89,14 @@ def test_eager_workloads_agree_across_systems():
         assert runner.check_agreement(w, fns) == {}
 
 
+def test_autograd_workloads_agree_with_torch():
+    pytest.importorskip("torch")
+    for w in runner.select("^autograd_"):
+        fns = w.setup()
+        assert set(fns) == {"dynograph", "torch"}
+        assert runner.check_agreement(w, fns) == {}
+
+
 def test_cli_list_and_json(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT)
     out = subprocess.run([sys.executable, "-m", "tools.bench", "--list"], cwd=ROOT, env=env,
