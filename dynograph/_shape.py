@@ -426,7 +426,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     return call(M.diagonal, input, offset=offset, dim1=d1, dim2=d2)
 
 
-@_public
+@_function
 def diagonal_copy(input, offset=0, dim1=0, dim2=1, *, out=None):
     """A copy of ``diagonal(input, offset, dim1, dim2)``."""
     nd = input._data.ndim
@@ -618,7 +618,7 @@ def _promoted(tensors):
     return dt
 
 
-@_public
+@_function
 def cat(tensors, dim=0, *, out=None):
     """Join tensors along ``dim``; dtypes are promoted; 1-D empty tensors are skipped."""
     tensors = _tensor_list(tensors, "cat")
@@ -633,11 +633,10 @@ def cat(tensors, dim=0, *, out=None):
 
 
 concat = concatenate = cat
-Tensor.concat = Tensor.concatenate = cat
 __all__ += ["concat", "concatenate"]
 
 
-@_public
+@_function
 def stack(tensors, dim=0, *, out=None):
     """Join same-shaped tensors along a new dimension ``dim``."""
     tensors = _tensor_list(tensors, "stack")
@@ -912,6 +911,12 @@ def _slice(x, dim, start, end, step=1):
 @_public
 def narrow(input, dim, start, length):
     """A view of ``length`` elements of ``dim`` from ``start`` (negative counts from the end)."""
+    d, start = _narrow_args(input, dim, start, length)
+    return _slice(input, d, start, start + length)
+
+
+def _narrow_args(input, dim, start, length):
+    """(dim, start) of a narrow, both made non-negative, with PyTorch's errors."""
     nd = input._data.ndim
     if nd == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -927,7 +932,7 @@ def narrow(input, dim, start, length):
         start += n
     if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    return _slice(input, d, start, start + length)
+    return d, start
 
 
 @_public
@@ -1018,3 +1023,44 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     shape = x._data.shape
     wide = expand(unsqueeze(x, d + 1), shape[:d + 1] + (repeats,) + shape[d + 1:])
     return flatten(wide.clone(), d, d + 1)
+
+
+@_public
+def narrow_copy(input, dim, start, length):
+    """A copy of ``narrow(input, dim, start, length)``."""
+    d, start = _narrow_args(input, dim, start, length)
+    return call(M.narrow_copy, input, dim=d, start=start, length=length)
+
+
+@_public
+def ravel(input):
+    """The elements as a 1-D tensor: a view when contiguous, otherwise a contiguous copy's view."""
+    return view(input.contiguous(), -1)
+
+
+def _split_family(name, dim_of, min_dims):
+    def fn(input, indices_or_sections):
+        nd = input._data.ndim
+        if nd < min_dims:
+            raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, "
+                               f"but got a tensor with {nd} dimensions!")
+        d = dim_of(nd)
+        ios = indices_or_sections
+        if not isinstance(ios, (Tensor,) + _seq_types):
+            n = input._data.shape[d]
+            ios = operator.index(ios)
+            if ios == 0 or n % ios:
+                raise RuntimeError(f"torch.{name} attempted to split along dimension {d}, but the "
+                                   f"size of the dimension {n} is not divisible by the split_size "
+                                   f"{ios}!")
+        return tensor_split(input, ios, d)
+    fn.__name__ = name
+    return _public(fn)
+
+
+hsplit = _split_family("hsplit", lambda nd: 0 if nd == 1 else 1, 1)
+vsplit = _split_family("vsplit", lambda nd: 0, 2)
+dsplit = _split_family("dsplit", lambda nd: 2, 3)
+hsplit.__doc__ = "tensor_split along dim 1 (dim 0 for 1-D input); sections must divide evenly."
+vsplit.__doc__ = "tensor_split along dim 0 of an at least 2-D tensor."
+dsplit.__doc__ = "tensor_split along dim 2 of an at least 3-D tensor."

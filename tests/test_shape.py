@@ -446,6 +446,11 @@ GRAD_CASES = {
     "slice_scatter": lambda m, x: m.slice_scatter(x, x.narrow(2, 0, 2) * 2, 2, 1, None, 2),
     "repeat_interleave": lambda m, x: x.repeat_interleave(2, 1),
     "repeat_interleave_flat": lambda m, x: m.repeat_interleave(x, 3),
+    "narrow_copy": lambda m, x: x.narrow_copy(1, 1, 2),
+    "ravel": lambda m, x: x.ravel(),
+    "hsplit": lambda m, x: x.hsplit(3),
+    "vsplit": lambda m, x: m.vsplit(x, [1]),
+    "dsplit": lambda m, x: x.dsplit([1, 3]),
 }
 
 
@@ -761,3 +766,27 @@ def test_repeat_interleave_tensor(torch):
         assert_same(dd.repeat_interleave(dynograph.tensor(reps), dim),
                     tt.repeat_interleave(torch.tensor(reps), dim))
     check_grad(torch, lambda m, x: x.repeat_interleave(m.tensor([1, 0, 2]), 1), (2, 3, 4))
+
+
+def test_split_family_errors(torch):
+    cases = [
+        (lambda m: m.zeros(2, 4).hsplit(3), "torch.hsplit attempted to split along dimension 1, but "
+         "the size of the dimension 4 is not divisible by the split_size 3!"),
+        (lambda m: m.zeros(4).vsplit(2), "torch.vsplit requires a tensor with at least 2 "
+         "dimension, but got a tensor with 1 dimensions!"),
+        (lambda m: m.zeros(2, 4).dsplit(2), "torch.dsplit requires a tensor with at least 3 "
+         "dimension, but got a tensor with 2 dimensions!"),
+        (lambda m: m.zeros(()).hsplit(1), "torch.hsplit requires a tensor with at least 1 "
+         "dimension, but got a tensor with 0 dimensions!"),
+    ]
+    for call, msg in cases:
+        for m in (torch, dynograph):
+            with pytest.raises(RuntimeError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+                call(m)
+
+
+def test_methods_exist_only_where_torch_has_them(torch):
+    import dynograph._shape as S
+    for name in S.__all__:
+        assert hasattr(torch, name), name
+        assert hasattr(dynograph.Tensor, name) == hasattr(torch.Tensor, name), name

@@ -1020,3 +1020,18 @@ def _slice_scatter_vjp(ctx, g):
 slice_scatter = define("slice_scatter", "movement", _slice_scatter, meta=_slice_scatter_meta,
                        vjp=_slice_scatter_vjp,
                        doc="A copy of input with the slice [start:end:step] along dim replaced by src.")
+
+
+def _narrow_copy_vjp(ctx, g):
+    a = ctx.attrs
+    zeros = g.new_zeros(tuple(ctx.inputs[0].shape))
+    return (_call(slice_scatter, zeros, g, dim=a["dim"], start=a["start"],
+                  end=a["start"] + a["length"], step=1),)
+
+
+narrow_copy = define(
+    "narrow_copy", "movement",
+    lambda x, dim, start, length: _slice(x, dim, start, start + length, 1).copy(),
+    meta=lambda x, dim, start, length: _same_spec(
+        x, slice_shape(x.shape, dim, start, start + length, 1)),
+    vjp=_narrow_copy_vjp, doc="A copy of length elements of dim from start.")
