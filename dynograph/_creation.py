@@ -14,7 +14,7 @@ import numpy as np
 from dynograph.compiler.ops import creation as C
 from dynograph.compiler.ops.core import type_name
 from dynograph.runtime import dtypes as D
-from dynograph.runtime.device import as_device
+from dynograph.runtime.device import as_device, device as _device
 from ._dispatch import call
 from ._inplace import write_out
 from ._tensor import Size, Tensor, tensor_method
@@ -31,7 +31,12 @@ _PLAIN = frozenset((builtins.float, builtins.int, builtins.bool))
 
 
 def _tname(x):
-    return "Tensor" if isinstance(x, Tensor) else type(x).__name__
+    """A value's type as PyTorch's argument errors name it."""
+    if isinstance(x, Tensor):
+        return "Tensor"
+    if isinstance(x, (D.dtype, _device)):
+        return f"dynograph.{type(x).__name__}"
+    return type(x).__name__
 
 
 def _finish(t, requires_grad, out=None):
@@ -231,8 +236,9 @@ def _like_perm(input, memory_format):
     if name == "preserve_format":
         if a.flags.c_contiguous or a.ndim < 2 or not C.is_dense(a):
             return None
-        # outermost dimension first: larger strides outside, ties keep the natural order
-        return tuple(sorted(range(a.ndim), key=lambda d: (-a.strides[d], d)))
+        # outermost dimension first: larger strides outside
+        # size-1 dimensions go inside their equal-stride neighbour, so they keep its stride
+        return tuple(sorted(range(a.ndim), key=lambda d: (-a.strides[d], a.shape[d] == 1, d)))
     if name == "contiguous_format":
         return None
     return _memory_perm(memory_format, a.ndim)
@@ -300,7 +306,10 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
     the default dtype otherwise."""
     if end is None:
         if start is None:
-            raise TypeError("arange() missing 1 required positional arguments: \"end\"")
+            raise TypeError("arange() received an invalid combination of arguments - got (), but "
+                            "expected one of:\n * (Number end, *, Tensor out = None, ...)\n"
+                            " * (Number start, Number end, *, ...)\n"
+                            " * (Number start, Number end, Number step = 1, *, ...)\n")
         start, end = 0, _number(start, "arange", "end", 1)
     else:
         start = 0 if start is None else _number(start, "arange", "start", 1)
@@ -389,11 +398,11 @@ def _scalar_dtype(x):
     if isinstance(x, Tensor):
         return x.dtype
     if isinstance(x, np.ndarray):
-        return D.from_numpy_dtype(x.dtype)
+        return _np_dtype(x)
     if isinstance(x, np.generic):
         if isinstance(x, (np.str_, np.bytes_)):
             raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
-        return D.from_numpy_dtype(x.dtype)
+        return _np_dtype(x)
     if isinstance(x, builtins.bool):
         return D.bool
     if isinstance(x, builtins.int):
@@ -496,14 +505,18 @@ def _check_fits(arr, dtype):
         raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
 
 
+_warned_arrays = []
+
+
 def _from_data(data, dtype):
     """A new numpy array from nested Python data, with torch's inference and errors."""
+    shape = _sizes(data)
     found = set()
     inferred = _infer(data, found)
     if dtype is None:
         dtype = inferred
-    shape = _sizes(data)
-    if "array" in found:
+    if "array" in found and not _warned_arrays:
+        _warned_arrays.append(True)            # PyTorch says it once per process
         warnings.warn(
             "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider "
             "converting the list to a single numpy.ndarray with numpy.array() before converting "
@@ -530,6 +543,17 @@ def _from_data(data, dtype):
     return arr if arr.dtype == dtype.np else C.cast(arr, dtype.np)
 
 
+def _np_dtype(arr):
+    """The dtype of numpy array ``arr``, or PyTorch's error for an unsupported one."""
+    try:
+        return D.from_numpy_dtype(arr.dtype)
+    except TypeError:
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{arr.dtype.type.__name__}. The only "
+            "supported types are: float64, float32, float16, bfloat16, int64, int32, int16, "
+            "int8, uint8, and bool.") from None
+
+
 def _no_negative_strides(arr):
     if any(s < 0 for s in arr.strides):
         raise ValueError(
@@ -538,21 +562,21 @@ def _no_negative_strides(arr):
             "copy of your array  with array.copy().) ")
 
 
-def _copy_warning():
+def _copy_warning(fn):
     warnings.warn(
         "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
         "or sourceTensor.detach().clone().requires_grad_(True), rather than "
-        "torch.tensor(sourceTensor).", UserWarning, stacklevel=3)
+        f"{fn}(sourceTensor).", UserWarning, stacklevel=4)
 
 
-def _array_of(data, dtype):
+def _array_of(data, dtype, fn="dynograph.tensor"):
     """A new numpy array (never shared with ``data``) holding ``data`` as ``dtype``."""
     if isinstance(data, Tensor):
-        _copy_warning()
+        _copy_warning(fn)
         src = data._data
         return C.cast(src, (dtype or data.dtype).np, order="K" if C.is_dense(src) else "C")
     if isinstance(data, np.ndarray):
-        D.from_numpy_dtype(data.dtype)
+        _np_dtype(data)
         _no_negative_strides(data)
         dt = dtype.np if dtype is not None else data.dtype
         return C.cast(data, dt, order="K" if C.is_dense(data) else "C")
@@ -569,22 +593,21 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     """A tensor that owns a copy of ``data`` (nested lists, numbers, numpy arrays, tensors)."""
     if device is not None:
         as_device(device)
-    kind = type(data)
-    if kind is builtins.float and dtype is None:           # the common scalar case
+    if type(data) is builtins.float and dtype is None:      # the common scalar case
         t = Tensor._wrap(np.array(data, dtype=D.get_default_dtype().np))
     else:
         t = Tensor._wrap(_array_of(data, dtype))
     return _finish(t, requires_grad)
 
 
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(data, *, dtype=None, device=None):
     """Like ``tensor`` but shares memory with a tensor or numpy array of the requested dtype."""
     if device is not None:
         as_device(device)
     if isinstance(data, Tensor):
         return data if dtype is None or data.dtype is dtype else data.to(dtype)
     if isinstance(data, np.ndarray):
-        src = D.from_numpy_dtype(data.dtype)
+        src = _np_dtype(data)
         _no_negative_strides(data)
         if dtype is None or dtype is src:
             return Tensor._wrap(data)
@@ -614,7 +637,7 @@ def from_numpy(ndarray):
         kind = type(ndarray)
         name = f"numpy.{kind.__name__}" if isinstance(ndarray, np.generic) else kind.__name__
         raise TypeError(f"expected np.ndarray (got {name})")
-    D.from_numpy_dtype(ndarray.dtype)
+    _np_dtype(ndarray)
     _no_negative_strides(ndarray)
     return Tensor._wrap(ndarray)
 
@@ -625,7 +648,10 @@ def from_numpy(ndarray):
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
                pin_memory=False):
     """A new tensor from ``data`` with this tensor's dtype unless told otherwise."""
-    return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+    if device is not None:
+        as_device(device)
+    return _finish(Tensor._wrap(_array_of(data, dtype or self.dtype, "tensor.new_tensor")),
+                   requires_grad)
 
 
 @tensor_method

@@ -134,6 +134,13 @@ def set_rng_state(new_state):
 
 # ---------------------------------------------------------------- factories
 
+def _into(t, out):
+    """``out=`` for samplers: the sample is converted to out's dtype, like PyTorch's kernels."""
+    if out is not None and out.dtype is not t.dtype:
+        t = t.to(out.dtype)
+    return _finish(t, False, out)
+
+
 def _create(op, shape, dtype, out, device, requires_grad, generator, **attrs):
     if device is not None:
         as_device(device)
@@ -235,7 +242,7 @@ def normal(mean, std=None, size=None, *, generator=None, out=None, dtype=None, l
         got = ", ".join(_tname(x) for x in (mean, std, size) if x is not None)
         raise TypeError("normal() received an invalid combination of arguments - got "
                         f"({got}), but expected one of:\n" + _NORMAL_SIGNATURES)
-    return _finish(t, False, out)
+    return _into(t, out)
 
 
 @tensor_method
@@ -248,7 +255,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     else:
         t = call(C.bernoulli_scalar, shape=tuple(input._data.shape), p=builtins.float(p),
                  dtype=input.dtype, generator=gen)
-    return _finish(t, False, out)
+    return _into(t, out)
 
 
 @tensor_method
