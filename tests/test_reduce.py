@@ -788,3 +788,23 @@ def test_nanmean_grad(torch):
 def test_logcumsumexp_grad(torch):
     grad_check(torch, lambda m, x: x.logcumsumexp(1), _make(torch, (3, 4), "float64") * 50)
     grad_check(torch, lambda m, x: x.logcumsumexp(0), _make(torch, (3, 4), "float64"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int16", "int8", "uint8", "bool", "int64",
+                                   "float64"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_large_with_ties(torch, dtype, descending):
+    """Big enough for the packed-key sort; many ties, NaN, -0.0 and infinities."""
+    t = _make(torch, (12, 40), dtype)
+    if t.is_floating_point():
+        t[0, :7] = NAN
+        t[1, ::3] = -0.0
+        t[1, 1::3] = 0.0
+        t[2, 5], t[2, 9] = float("inf"), -float("inf")
+    for dim in (0, 1):
+        check(torch, lambda m, x: m.sort(x, dim=dim, descending=descending, stable=True), t)
+        check(torch, lambda m, x: m.sort(x, dim=dim, descending=descending, stable=True), t.t())
+    # torch's default (unstable) sort orders big runs of ties its own way: compare values only
+    check(torch, lambda m, x: x.sort(0, descending).values, t.reshape(-1))
+    d = _distinct(torch, (12, 40), dtype if dtype in ("float32", "float64", "int32", "int64") else "float32")
+    check(torch, lambda m, x: (x.topk(3), x.topk(5, 0, largest=False), x.median(1)), d)

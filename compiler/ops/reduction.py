@@ -780,8 +780,40 @@ def _is_float(a):
     return a.dtype.kind == "f" or a.dtype == D.bfloat16.np
 
 
+_U32 = np.dtype(np.uint32)
+_SIGN = np.uint32(0x80000000)
+
+
+def _sort_keys32(x):
+    """uint32 keys whose unsigned order is x's order (NaN largest, -0 == +0)."""
+    kind = x.dtype.kind
+    if kind in "bu":
+        return x.astype(_U32)
+    if kind == "i":
+        return x.astype(np.int32).view(_U32) ^ _SIGN
+    f = x if x.dtype == _F32 else x.astype(_F32)
+    f = np.where(np.isnan(f), np.float32(np.nan), f + np.float32(0))    # one NaN; -0 -> +0
+    bits = f.view(_U32)
+    return np.where(bits >> 31, ~bits, bits | _SIGN)
+
+
+def _packed_argsort(x, axis, descending):
+    """Stable argsort via one SIMD sort of (key << 32 | position): numpy's indirect sorts are
+    several times slower than its sort of plain integers."""
+    keys = _sort_keys32(x)
+    if descending:
+        keys = ~keys                       # positions stay ascending: ties keep their order
+    pos = np.arange(x.shape[axis], dtype=np.uint64).reshape(
+        [-1 if i == axis else 1 for i in range(x.ndim)])
+    packed = (keys.astype(np.uint64) << np.uint64(32)) | pos
+    packed.sort(axis=axis)
+    return (packed & np.uint64(0xFFFFFFFF)).astype(_I64)
+
+
 def argsort_np(x, axis, descending=False):
     """Stable argsort; NaN sorts as the largest value (last ascending, first descending)."""
+    if x.dtype.itemsize <= 4 and x.size >= 256 and x.shape[axis] < 2 ** 32:
+        return _packed_argsort(x, axis, descending)
     if not descending:
         return np.argsort(x, axis=axis, kind="stable")
     # a stable ascending sort of the reversed array, reversed back, keeps ties in order
@@ -824,8 +856,18 @@ def _topk_impl(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     _topk_check(x.shape, k, dim)
     if x.ndim == 0:
         return x.copy(), np.zeros((), _I64)
-    idx = argsort_np(x, dim, largest)
-    idx = np.take(idx, np.arange(k), axis=dim)
+    n = x.shape[dim]
+    if 0 < k <= n // 4:
+        # select the k candidates in linear time, then sort only them (in index order first,
+        # so that ties come out by position like the full stable sort)
+        kth = n - k if largest else k - 1
+        cand = np.argpartition(x, kth, axis=dim)
+        cand = np.sort(np.take(cand, np.arange(n - k, n) if largest else np.arange(k), axis=dim),
+                       axis=dim)
+        order = argsort_np(np.take_along_axis(x, cand, axis=dim), dim, largest)
+        idx = np.take_along_axis(cand, order, axis=dim)
+    else:
+        idx = np.take(argsort_np(x, dim, largest), np.arange(k), axis=dim)
     return np.take_along_axis(x, idx, axis=dim), idx
 
 
@@ -895,15 +937,17 @@ def _median_dim(ignore_nan, name):
         n = x.shape[dim]
         if n == 0:
             _check_nonempty(name, x.shape, dim)
+        if not _is_float(x) or not np.isnan(x).any():
+            # the lower median is the ((n-1)//2)-th smallest: a linear-time selection
+            k = (n - 1) // 2
+            idx = np.take(np.argpartition(x, k, axis=dim), [k], axis=dim)
+            return _select_along(x, idx, dim, keepdim)
         order = np.argsort(x, axis=dim, kind="stable")       # NaNs last, in order
-        if _is_float(x):
-            valid = n - np.count_nonzero(np.isnan(x), axis=dim, keepdims=True)
-            if ignore_nan:
-                k = np.maximum(valid - 1, 0) // 2
-            else:
-                k = np.where(valid < n, valid, (n - 1) // 2)  # a NaN row gives its first NaN
+        valid = n - np.count_nonzero(np.isnan(x), axis=dim, keepdims=True)
+        if ignore_nan:
+            k = np.maximum(valid - 1, 0) // 2
         else:
-            k = np.full([1 if i == dim else s for i, s in enumerate(x.shape)], (n - 1) // 2)
+            k = np.where(valid < n, valid, (n - 1) // 2)      # a NaN row gives its first NaN
         idx = np.take_along_axis(order, k, axis=dim)
         return _select_along(x, idx, dim, keepdim)
 
