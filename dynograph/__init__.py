@@ -31,3 +31,4 @@ from ._shape import *  # noqa: F401,F403
 from ._printing import *  # noqa: F401,F403
 from ._convert import *  # noqa: F401,F403
 from ._random import *  # noqa: F401,F403
+from ._indexing import *  # noqa: F401,F403

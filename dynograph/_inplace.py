@@ -6,9 +6,14 @@ from .autograd.grad_mode import STATE
 
 
 def check_inplace_leaf(self):
-    if self.requires_grad and self.grad_fn is None and STATE.grad_enabled:
-        raise RuntimeError(
-            "a leaf Variable that requires grad is being used in an in-place operation.")
+    if self.requires_grad and STATE.grad_enabled:
+        if self.grad_fn is None:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation.")
+        base = self._base
+        if base is not None and base.requires_grad and base.grad_fn is None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
 
 
 def assign(self, result):
@@ -23,11 +28,141 @@ def assign(self, result):
             raise RuntimeError(
                 f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
                 f"{list(np.broadcast_shapes(result._data.shape, self._data.shape))}")
-    self._data[...] = result._data
-    self._bump_version()
-    if result.requires_grad:
-        _rebase_history(self, result)
+    commit(self, result)
     return self
+
+
+def commit(self, src):
+    """Write ``src`` into ``self``'s memory (broadcast and cast as ``copy_`` does), bump the
+    version, and record the write for autograd.
+
+    A tensor that is a view of a base records the write on the base (``CopySlices``: the
+    base's new value is its old one with the view's elements replaced), and the view's own
+    history is re-derived from the base's, as PyTorch does."""
+    record = STATE.grad_enabled and (src.requires_grad or self.requires_grad)
+    if record and src.grad_fn is not None:
+        _preserve_inputs(src.grad_fn, self)
+    write(self._data, src._data)
+    self._bump_version()
+    if record:
+        _rebase(self, src)
+    return self
+
+
+def _preserve_inputs(node, self):
+    """``node`` (which computed the new value) may have read ``self``: give it a copy of the
+    values about to be overwritten, so its derivative still sees them."""
+    inputs = getattr(node, "inputs", None)
+    if not inputs or not any(x is self for x in inputs):
+        return
+    snap = alias_of(self)
+    snap._data = self._data.copy()
+    node.inputs = tuple(snap if x is self else x for x in inputs)
+    node._versions = tuple(0 if x is self else v for x, v in zip(inputs, node._versions))
+
+
+def _rebase(self, src):
+    base = self._base
+    if base is not None and (self.requires_grad or not base.requires_grad):
+        _rebase_view(self, base, src)
+    elif (src.grad_fn is not None and src._data.shape == self._data.shape
+          and src._data.dtype == self._data.dtype):
+        _rebase_history(self, src)
+    elif base is None:
+        _rebase_view(self, self, src)       # broadcast, cast or constant source: a copy into self
+
+
+def _rebase_view(view, root, src):
+    from dynograph.compiler.ops import indexing
+    from ._dispatch import call
+    from ._tensor import Tensor
+    ids = view_positions(view._data, root._data)
+    if ids is None:                         # a view with another element type: no gradient
+        return
+    new = call(indexing.copy_slices, alias_of(root), src, Tensor._wrap(ids))
+    root.requires_grad = True
+    root.grad_fn = new.grad_fn
+    root._output_nr = 0
+    if view is not root:
+        refresh_view(view, root, ids)
+
+
+def refresh_view(view, root, ids=None):
+    """Re-derive the history of ``view`` from its base ``root`` (after the base's changed)."""
+    from dynograph.compiler.ops import REGISTRY, indexing
+    from ._dispatch import call
+    from ._tensor import Tensor
+    op = REGISTRY.get("as_strided")
+    if op is not None:
+        v = call(op, alias_of(root), size=tuple(view._data.shape), stride=view.stride(),
+                 storage_offset=view.storage_offset())
+    else:
+        if ids is None:
+            ids = view_positions(view._data, root._data)
+        v = call(indexing.take, alias_of(root), Tensor._wrap(ids))
+    view.requires_grad = True
+    view.grad_fn = v.grad_fn
+    view._output_nr = 0
+
+
+def alias_of(t):
+    """A tensor sharing ``t``'s memory and autograd identity but with its own version counter:
+    what an autograd node keeps of an input whose values its derivative does not read."""
+    from ._tensor import Tensor
+    a = Tensor._wrap(t._data)
+    if t.requires_grad:
+        a.requires_grad = True
+        if t.grad_fn is None:
+            from .autograd.graph import accumulator
+            a._accumulator = accumulator(t)     # gradients still reach t's .grad
+        else:
+            a.grad_fn = t.grad_fn
+            a._output_nr = t._output_nr
+    return a
+
+
+def view_positions(view, base):
+    """The C-order positions in array ``base`` of every element of ``view`` (an array over
+    base's memory), shaped like ``view``; None when the element sizes differ."""
+    item = base.itemsize
+    if view.itemsize != item:
+        return None
+    off = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    addr = _addresses(view.shape, view.strides, off)
+    if base.flags.c_contiguous:
+        return addr // item
+    baddr = _addresses(base.shape, base.strides, 0).ravel()
+    order = np.argsort(baddr, kind="stable")
+    pos = np.searchsorted(baddr[order], addr).clip(0, max(baddr.size - 1, 0))
+    return order[pos]
+
+
+def _addresses(shape, strides, offset):
+    addr = np.full((), offset, np.int64)
+    for n, s in zip(shape, strides):
+        addr = addr[..., None] + np.arange(n, dtype=np.int64) * s
+    return addr
+
+
+def write(dst, src):
+    """``dst[...] = src`` for numpy arrays, also into read-only views of writable memory
+    (an expanded tensor's elements share memory: PyTorch writes them anyway)."""
+    if not dst.flags.writeable:
+        dst = writable(dst)
+    dst[...] = src
+
+
+def writable(a):
+    """A writable array over ``a``'s memory (``a`` itself when it already is writable)."""
+    if a.flags.writeable:
+        return a
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not root.flags.writeable:
+        return a
+    off = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return np.ndarray(a.shape, a.dtype, root, off, a.strides)
 
 
 def _rebase_history(self, result):

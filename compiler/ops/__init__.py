@@ -3,3 +3,4 @@ from .core import REGISTRY, OpDef, TensorSpec, define  # noqa: F401
 from . import elementwise  # noqa: F401
 from . import movement  # noqa: F401
 from . import creation  # noqa: F401
+from . import indexing  # noqa: F401
