@@ -86,6 +86,13 @@ def _as_dtype(x):
     return None
 
 
+def _pyname(x):
+    """A value's type as PyTorch's argument errors print it: 'int', 'numpy.ndarray'."""
+    kind = type(x)
+    module = kind.__module__.split(".")[0]
+    return kind.__name__ if module == "builtins" else f"{module}.{kind.__name__}"
+
+
 def _type_label(x):
     if isinstance(x, Tensor):
         return "Tensor"
@@ -93,7 +100,7 @@ def _type_label(x):
         return "dynograph.dtype"
     if isinstance(x, _device):
         return "dynograph.device"
-    return type(x).__name__
+    return _pyname(x)
 
 
 _TO_SIGNATURES = (
@@ -143,7 +150,10 @@ def _parse_to(args, kwargs):
             dtype = _as_dtype(dtype)
             if dtype is None:
                 raise _bad_to(args, kwargs)
-    return device, dtype, builtins.bool(vals.get("copy", False)), _format_key(fmt)
+    for flag in ("non_blocking", "copy"):
+        if not isinstance(vals.get(flag, False), builtins.bool):
+            raise _bad_to(args, kwargs)
+    return device, dtype, vals.get("copy", False), _format_key(fmt)
 
 
 @tensor_method
@@ -162,7 +172,7 @@ def to(self, *args, **kwargs):
         as_device(device)                   # raises the one clear error for CUDA
     if dtype is None:
         dtype = self.dtype
-    if not copy and dtype is self.dtype and _in_format(self._data, key):
+    if not copy and dtype is self.dtype:         # nothing to convert: no copy, whatever the layout
         return self
     return call(C.to_copy, self, dtype=dtype, **_format_attrs(key))
 
@@ -213,7 +223,7 @@ def type_as(self, other):
 def _dtype_method(name, dt):
     def method(self, memory_format=preserve_format):
         key = _format_key(memory_format)
-        if dt is _FROM_NP[self._data.dtype] and _in_format(self._data, key):
+        if dt is _FROM_NP[self._data.dtype]:
             return self
         return call(C.to_copy, self, dtype=dt, **_format_attrs(key))
     method.__name__ = name
@@ -243,8 +253,10 @@ def cuda(self, device=None, non_blocking=False, memory_format=preserve_format):
 # ---------------------------------------------------------------- copies
 
 @tensor_method
-def clone(self, *, memory_format=preserve_format):
+def clone(self, *args, memory_format=preserve_format):
     """A copy with its own memory (strides kept for dense tensors, as in PyTorch)."""
+    if args:
+        raise TypeError(f"clone() takes 0 positional arguments but {len(args)} was given")
     return call(C.clone, self, **_format_attrs(_format_key(memory_format)))
 
 
@@ -252,10 +264,10 @@ def clone(self, *, memory_format=preserve_format):
 def contiguous(self, memory_format=contiguous_format):
     """``self`` if already laid out in ``memory_format``, else a copy that is."""
     key = _format_key(memory_format)
+    if _in_format(self._data, "contiguous" if key == "preserve" else key):
+        return self
     if key == "preserve":
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
-    if _in_format(self._data, key):
-        return self
     return call(C.clone, self, memory_format=key)
 
 
@@ -309,8 +321,10 @@ def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
         if isinstance(src, _NUMBER):
             return fill_(self, src)
-        raise TypeError(
-            f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {_pyname(src)}")
+    if not isinstance(non_blocking, builtins.bool):
+        raise TypeError("copy_(): argument 'non_blocking' (position 2) must be bool, "
+                        f"not {_pyname(non_blocking)}")
     check_inplace_leaf(self)
     if _records(self, src):
         return _copy_recorded(self, src)

@@ -45,11 +45,15 @@ def cast(a, np_dtype, order="K"):
     and floats become narrow integers through int32 (as the CPU kernels convert).
     """
     src = a.dtype
-    if np_dtype in _HALVES and src != _F32 and src not in _HALVES:
-        a = a.astype(_F32, order=order)
-    elif np_dtype in _NARROW_INTS and (src.kind == "f" or src in _HALVES):
-        a = a.astype(np.int32, order=order)
-    return a.astype(np_dtype, order=order)
+    if src.kind not in "fV" and np_dtype not in _HALVES:
+        return a.astype(np_dtype, order=order)
+    # out-of-range values convert as the C++ casts do, without numpy's warnings
+    with np.errstate(invalid="ignore", over="ignore"):
+        if np_dtype in _HALVES and src != _F32 and src not in _HALVES:
+            a = a.astype(_F32, order=order)
+        elif np_dtype in _NARROW_INTS and (src.kind == "f" or src in _HALVES):
+            a = a.astype(np.int32, order=order)
+        return a.astype(np_dtype, order=order)
 
 
 def _alloc(shape, dtype, make):
