@@ -81,7 +81,7 @@ def broadcast_shapes(*shapes):
                 continue
             raise RuntimeError(
                 f"The size of tensor a ({out[j]}) must match the size of tensor b ({n}) "
-                f"at non-singleton dimension {i}")
+                f"at non-singleton dimension {j}")
     return tuple(out)
 
 
@@ -157,11 +157,20 @@ def _combine_categories(higher, lower):
 
 def result_type(*operands):
     """torch.result_type over tensors (with dims or zero-dim) and Python scalars."""
-    if len(operands) == 2:                      # fast path: two tensors of one dtype
+    # fast paths for the common eager cases; each gives what the general rule below gives
+    if len(operands) == 1:
+        return _category_type(operands[0])[1]
+    if len(operands) == 2:
         a, b = operands
         da = getattr(a, "dtype", None)
-        if da is not None and da is getattr(b, "dtype", None):
-            return da
+        if isinstance(da, D.dtype):
+            if da is getattr(b, "dtype", None):             # two tensors of one dtype
+                return da
+            tb = type(b)
+            if tb is float:                                 # tensor op Python float
+                return da if da.is_floating_point else _combine_categories(da, D.get_default_dtype())
+            if tb is int or tb is bool:                     # tensor op Python int / bool
+                return _combine_categories(da, D.int64 if tb is int else D.bool)
     state = {"dim": None, "zero": None, "wrapped": None}
     for x in operands:
         kind, dt = _category_type(x)

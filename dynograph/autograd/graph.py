@@ -78,9 +78,16 @@ class OpNode(Node):
         self.inputs = inputs
         self.attrs = attrs
         self._outputs = outputs                 # the output buffers, not the tensors (no cycle)
-        self._versions = tuple(x._version if isinstance(x, Tensor) else None for x in inputs)
-        self.next_functions = tuple(
-            edge_of(x) if isinstance(x, Tensor) else NO_EDGE for x in inputs)
+        versions, edges = [], []
+        for x in inputs:
+            if isinstance(x, Tensor):
+                versions.append(x._version)
+                edges.append(edge_of(x))
+            else:
+                versions.append(None)
+                edges.append(NO_EDGE)
+        self._versions = tuple(versions)
+        self.next_functions = tuple(edges)
         self._freed = False
 
     def name(self):
