@@ -32,3 +32,5 @@ from ._printing import *  # noqa: F401,F403
 from ._convert import *  # noqa: F401,F403
 from ._random import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
+from ._linalg import *  # noqa: F401,F403
+from . import linalg  # noqa: F401

@@ -4,3 +4,4 @@ from . import elementwise  # noqa: F401
 from . import movement  # noqa: F401
 from . import creation  # noqa: F401
 from . import indexing  # noqa: F401
+from . import linalg  # noqa: F401

@@ -1,0 +1,743 @@
+"""Public linear algebra in the dynograph namespace: matmul (and ``@``), mm, bmm, mv, dot,
+the fused ``add*`` products, einsum, tensordot, inner/outer/kron, cross, trace and the
+top-level decomposition aliases (det, inverse, logdet, slogdet ...), with their Tensor methods.
+
+``matmul`` decomposes into the mm/mv/dot/bmm primitives plus views exactly as PyTorch's
+``_matmul_impl`` does (folding batch dims into mm when that needs no copy), so
+``(a @ b).grad_fn`` names the same node PyTorch's does.  ``dynograph.linalg`` (linalg.py)
+holds the ``torch.linalg`` namespace.
+"""
+import warnings
+
+from dynograph.compiler.ops import linalg as L
+from dynograph.compiler.ops import movement as M
+from dynograph.compiler.ops.core import check_broadcast, wrap_dim
+from ._dispatch import call
+from ._inplace import assign, write_out
+from ._math import where as _where
+from ._tensor import Tensor, tensor_method
+
+__all__ = []
+
+
+def _public(fn):
+    """Export ``fn`` as dynograph.<name> and Tensor.<name>."""
+    __all__.append(fn.__name__)
+    tensor_method(fn)
+    return fn
+
+
+def _function(fn):
+    """Export ``fn`` as dynograph.<name> only."""
+    __all__.append(fn.__name__)
+    return fn
+
+
+def _finish(result, out):
+    if out is None:
+        return result
+    if isinstance(result, tuple):          # several results: ``out`` is a tuple of tensors
+        for o, r in zip(out, result):
+            write_out(o, r)
+        return type(result)(out)
+    return write_out(out, result)
+
+
+def _need_tensor(x, fn, name, pos):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, "
+                        f"not {type(x).__name__}")
+
+
+def _inplace_of(fn):
+    """Tensor.<name>_: compute out of place, then write into self."""
+    def method(self, *args, **kwargs):
+        return assign(self, fn(self, *args, **kwargs))
+    method.__name__ = fn.__name__ + "_"
+    method.__doc__ = f"In-place {fn.__name__}."
+    tensor_method(method)
+    return method
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+# ---------------------------------------------------------------- products
+
+@_public
+def dot(input, other, *, out=None):
+    """Inner product of two 1-D tensors of one dtype (torch.dot)."""
+    _need_tensor(other, "dot", "tensor", 2)
+    return _finish(call(L.dot, input, other), out)
+
+
+@_public
+def vdot(input, other, *, out=None):
+    """dot with the first argument conjugated; equal to dot for real tensors (torch.vdot)."""
+    _need_tensor(other, "vdot", "other", 2)
+    return _finish(call(L.vdot, input, other), out)
+
+
+@_public
+def mv(input, vec, *, out=None):
+    """Matrix @ vector (torch.mv)."""
+    _need_tensor(vec, "mv", "vec", 2)
+    return _finish(call(L.mv, input, vec), out)
+
+
+@_public
+def mm(input, mat2, *, out=None):
+    """Matrix @ matrix, both 2-D and of one dtype (torch.mm)."""
+    _need_tensor(mat2, "mm", "mat2", 2)
+    return _finish(call(L.mm, input, mat2), out)
+
+
+@_public
+def bmm(input, mat2, *, out=None):
+    """Batched matrix @ matrix of two 3-D tensors with equal batch sizes (torch.bmm)."""
+    _need_tensor(mat2, "bmm", "mat2", 2)
+    return _finish(call(L.bmm, input, mat2), out)
+
+
+def _fused_fn(op, names):
+    a, b = names
+
+    def fn(input, x, y, *, beta=1, alpha=1, out=None):
+        _need_tensor(x, op.name, a, 2)
+        _need_tensor(y, op.name, b, 3)
+        if beta == 1 and alpha == 1:
+            return _finish(call(op, input, x, y), out)
+        return _finish(call(op, input, x, y, beta=beta, alpha=alpha), out)
+    fn.__name__ = op.name
+    return fn
+
+
+addmm = _public(_fused_fn(L.addmm, ("mat1", "mat2")))
+addmm.__doc__ = "beta * input + alpha * (mat1 @ mat2) (torch.addmm; nn.Linear's kernel)."
+addmv = _public(_fused_fn(L.addmv, ("mat", "vec")))
+addmv.__doc__ = "beta * input + alpha * (mat @ vec) (torch.addmv)."
+addbmm = _public(_fused_fn(L.addbmm, ("batch1", "batch2")))
+addbmm.__doc__ = "beta * input + alpha * sum_i batch1[i] @ batch2[i] (torch.addbmm)."
+baddbmm = _public(_fused_fn(L.baddbmm, ("batch1", "batch2")))
+baddbmm.__doc__ = "beta * input + alpha * bmm(batch1, batch2) (torch.baddbmm)."
+addr = _public(_fused_fn(L.addr, ("vec1", "vec2")))
+addr.__doc__ = "beta * input + alpha * outer(vec1, vec2) (torch.addr)."
+for _f in (addmm, addmv, addbmm, baddbmm, addr):
+    _inplace_of(_f)
+
+
+# ---------------------------------------------------------------- matmul
+
+def _should_fold(t1, t2, has_out):
+    """PyTorch's test for computing a >=3-D @ <=2-D product as one mm/mv on folded batch dims."""
+    d1, d2 = t1._data.ndim, t2._data.ndim
+    larger = d1 >= d2
+    if not (max(d1, d2) >= 3 and min(d1, d2) <= 2):
+        return False
+    if (t2 if larger else t1).requires_grad and not has_out:
+        return True                     # a grad for the small operand is one mm, not a bmm + sum
+    if d1 == 2:
+        return False
+    big = t1._data if larger else t2._data.swapaxes(-1, -2)
+    if big.size == 0:
+        return True
+    shape, strides = big.shape, big.strides
+    # folding needs the batch dims (and the row dim) to be one strided dimension
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(big.ndim - 2))
+
+
+def _matmul(t1, t2, has_out=False):
+    d1, d2 = t1._data.ndim, t2._data.ndim
+    if d1 == 0 or d2 == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{d1}D and {d2}D")
+    if d1 == 2 and d2 == 2:
+        return call(L.mm, t1, t2)
+    if d1 == 1 and d2 == 1:
+        return call(L.dot, t1, t2)
+    if d1 == 2 and d2 == 1:
+        return call(L.mv, t1, t2)
+    if d1 == 1 and d2 == 2:
+        return call(L.mm, t1.unsqueeze(0), t2).squeeze_(0)
+    if _should_fold(t1, t2, has_out):
+        return _matmul_folded(t1, t2)
+    return _matmul_batched(t1, t2, has_out)
+
+
+def _matmul_folded(t1, t2):
+    """(..., n, k) @ (k, p) as (N, k) @ (k, p); the transposed case for (k, p) @ (..., p, q)."""
+    d1, d2 = t1._data.ndim, t2._data.ndim
+    transpose = d2 > d1
+    if transpose:
+        a, b = t2.mT, (t1.t() if d1 == 2 else t1)
+    else:
+        a, b = t1, t2
+    sizes = tuple(a._data.shape)
+    out_shape = sizes[:-1]
+    folded = a.reshape(_prod(out_shape), sizes[-1])
+    if b._data.ndim == 2:
+        out_shape += (b._data.shape[1],)
+        r = call(M.unsafe_view, call(L.mm, folded, b), shape=out_shape)
+        return r.mT.contiguous() if transpose else r
+    return call(M.unsafe_view, call(L.mv, folded, b), shape=out_shape)
+
+
+def _matmul_batched(t1, t2, has_out):
+    """Broadcast the batch dims, flatten them, and run one bmm."""
+    s1, s2 = tuple(t1._data.shape), tuple(t2._data.shape)
+    d1, d2 = len(s1), len(s2)
+    n = s1[-2] if d1 > 1 else 1
+    m1 = s1[-1]
+    batch1 = s1[:max(d1 - 2, 0)]
+    m2 = s2[-2] if d2 > 1 else s2[0]
+    p = s2[-1] if d2 > 1 else 1
+    batch2 = s2[:max(d2 - 2, 0)]
+    if d1 == 3 and d2 == 3 and batch1[0] != batch2[0]:
+        # a batch of one that needs a gradient is squeezed, so its gradient is an mm
+        if batch1[0] == 1 and t1.requires_grad:
+            return _matmul(t1.squeeze(0), t2, has_out)
+        if batch2[0] == 1 and t2.requires_grad:
+            return _matmul(t1, t2.squeeze(0), has_out)
+    batch = check_broadcast(batch1, batch2)
+    nb = _prod(batch)
+    e1 = _expand_to(t1, batch + (n, m1), (nb, n, m1))
+    if d2 == 1:
+        e2 = _expand_to(t2, batch + (m2,), (nb, m2)).unsqueeze(2)
+    else:
+        e2 = _expand_to(t2, batch + (m2, p), (nb, m2, p))
+    out_shape = batch + ((n,) if d1 > 1 else ()) + ((p,) if d2 > 1 else ())
+    r = call(L.bmm, e1, e2)
+    if d2 == 1:
+        r = r.squeeze(-1)
+    return call(M.unsafe_view, r, shape=out_shape)
+
+
+def _expand_to(t, shape, flat):
+    """``t.expand(shape).reshape(flat)``, skipping the steps that would not change anything."""
+    if tuple(t._data.shape) != shape:
+        t = t.expand(shape)
+    if shape != flat:
+        t = t.reshape(flat)
+    return t
+
+
+@_public
+def matmul(input, other, *, out=None):
+    """Matrix product with PyTorch's rules for 1-D operands (dot, mv, prepended/removed dims)
+    and broadcast batch dims (torch.matmul)."""
+    _need_tensor(other, "matmul", "other", 2)
+    if out is None:
+        return _matmul(input, other)
+    if (input.requires_grad or other.requires_grad or out.requires_grad) and _grad_enabled():
+        raise RuntimeError("matmul(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    return write_out(out, _matmul(input, other, has_out=True))
+
+
+def _grad_enabled():
+    from .autograd.grad_mode import STATE
+    return STATE.grad_enabled
+
+
+def _matmul_op(self, other):
+    if not isinstance(other, Tensor):
+        return NotImplemented
+    return _matmul(self, other)
+
+
+def _rmatmul_op(self, other):
+    if not isinstance(other, Tensor):
+        return NotImplemented
+    return _matmul(other, self)
+
+
+Tensor.__matmul__ = _matmul_op
+Tensor.__rmatmul__ = _rmatmul_op
+
+
+@_function
+def chain_matmul(*matrices, out=None):
+    """Product of 2-D matrices left to right (deprecated in torch for linalg.multi_dot)."""
+    from .linalg import multi_dot
+    if len(matrices) == 1:
+        return _finish(matrices[0].clone(), out)
+    return _finish(multi_dot(list(matrices)), out)
+
+
+# ---------------------------------------------------------------- inner, outer, kron, tensordot
+
+@_public
+def outer(input, vec2, *, out=None):
+    """Outer product of two 1-D tensors, with type promotion (torch.outer)."""
+    _need_tensor(vec2, "outer", "vec2", 2)
+    for name, v in (("self", input), ("vec2", vec2)):
+        if v._data.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v._data.ndim}-D")
+    return _finish(input.reshape(input._data.shape[0], 1) * vec2, out)
+
+
+@_public
+def ger(input, vec2, *, out=None):
+    """Alias of outer (torch.ger)."""
+    return outer(input, vec2, out=out)
+
+
+def _dims_list(dims, what):
+    if isinstance(dims, int):
+        raise TypeError(f"tensordot(): argument '{what}' (position 3) must be tuple of ints, "
+                        "not int")
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    return [int(d) for d in dims]
+
+
+@_function
+def tensordot(a, b, dims=2, out=None):
+    """Sum of products over ``dims`` of ``a`` and ``b`` (an int: a's last and b's first dims;
+    a pair of lists: the dims to contract), as one mm of permuted, reshaped operands."""
+    if isinstance(dims, Tensor) and dims.numel() == 1:
+        dims = int(dims.item())
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > min(a._data.ndim, b._data.ndim):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        dims_a = list(range(-dims, 0))
+        dims_b = list(range(dims))
+    else:
+        if isinstance(dims, Tensor):
+            dims = dims.tolist()
+        dims_a, dims_b = dims
+        dims_a, dims_b = _dims_list(dims_a, "dims_self"), _dims_list(dims_b, "dims_other")
+    return _finish(_tensordot(a, b, dims_a, dims_b), out)
+
+
+def _tensordot(a, b, dims_a, dims_b):
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("both dimension lists should have same length")
+    if a.dtype is not b.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    sa, sb = a._data.shape, b._data.shape
+    dims_a = [wrap_dim(d, len(sa)) for d in dims_a]
+    dims_b = [wrap_dim(d, len(sb)) for d in dims_b]
+    csize = 1
+    for da, db in zip(dims_a, dims_b):
+        n1, n2 = sa[da], sb[db]
+        if n2 == 1:                        # a broadcast dimension is summed right away
+            a = a.sum(da, keepdim=True)
+        elif n1 == 1:
+            b = b.sum(db, keepdim=True)
+        else:
+            if n1 != n2:
+                raise RuntimeError(f"contracted dimensions need to match, but first has size {n1} "
+                                   f"in dim {da} and second has size {n2} in dim {db}")
+            csize *= n1
+    for ds in (dims_a, dims_b):
+        for d in ds:
+            if ds.count(d) > 1:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    free_a = [i for i in range(len(sa)) if i not in dims_a]
+    free_b = [i for i in range(len(sb)) if i not in dims_b]
+    size_a = _prod(sa[i] for i in free_a)
+    size_b = _prod(sb[i] for i in free_b)
+    out_shape = tuple(sa[i] for i in free_a) + tuple(sb[i] for i in free_b)
+    a2 = a.permute(free_a + dims_a).reshape(size_a, csize)
+    b2 = b.permute(dims_b + free_b).reshape(csize, size_b)
+    return call(L.mm, a2, b2).reshape(out_shape)
+
+
+@_public
+def inner(input, other, *, out=None):
+    """Sum of products over the last dims (a scalar factor when either is 0-d) (torch.inner)."""
+    _need_tensor(other, "inner", "other", 2)
+    if input._data.ndim == 0 or other._data.ndim == 0:
+        return _finish(input * other, out)
+    sa, sb = input._data.shape, other._data.shape
+    if sa[-1] != sb[-1]:
+        raise RuntimeError("inner() the last dimension must match on both input tensors but got "
+                           f"shapes {list(sa)} and {list(sb)}")
+    return _finish(_tensordot(input, other, [-1], [-1]), out)
+
+
+@_public
+def kron(input, other, *, out=None):
+    """Kronecker product: every element of input times the whole of other (torch.kron)."""
+    _need_tensor(other, "kron", "other", 2)
+    sa, sb = input._data.shape, other._data.shape
+    nd = max(len(sa), len(sb))
+    sa = (1,) * (nd - len(sa)) + tuple(sa)
+    sb = (1,) * (nd - len(sb)) + tuple(sb)
+    # interleave: a as (a0, 1, a1, 1, ...), b as (1, b0, 1, b1, ...); their product is the result
+    ra = tuple(x for n in sa for x in (n, 1))
+    rb = tuple(x for n in sb for x in (1, n))
+    prod = input.reshape(ra) * other.reshape(rb)
+    return _finish(call(M.unsafe_view, prod, shape=tuple(x * y for x, y in zip(sa, sb))), out)
+
+
+# ---------------------------------------------------------------- cross, trace
+
+_cross_warned = []
+
+
+@_public
+def cross(input, other, dim=None, *, out=None):
+    """Cross product along ``dim`` (default: the first dim of size 3, deprecated) (torch.cross)."""
+    _need_tensor(other, "cross", "other", 2)
+    if dim is None:
+        if not _cross_warned:
+            _cross_warned.append(True)
+            warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                          "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
+                          "The default value of dim will change to agree with that of linalg.cross "
+                          "in a future release.", UserWarning, stacklevel=2)
+        sizes = input._data.shape
+        dim = next((i for i, n in enumerate(sizes) if n == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    return _finish(call(L.linalg_cross, input, other, dim=dim), out)
+
+
+@_public
+def trace(input):
+    """Sum of the main diagonal of a 2-D tensor (integers sum to int64) (torch.trace)."""
+    return call(L.trace, input)
+
+
+# ---------------------------------------------------------------- einsum
+
+def _label_index(c):
+    # uppercase letters sort before lowercase, as in PyTorch (and ASCII)
+    return ord(c) - ord("A") if c <= "Z" else 26 + ord(c) - ord("a")
+
+
+_ELL = "..."
+
+
+def _sublist_equation(args):
+    """einsum(op0, sublist0, op1, sublist1, ..., [out]) as an equation and operands."""
+    def letters(sub):
+        out = []
+        for s in sub:
+            if s is Ellipsis:
+                out.append(_ELL)
+            elif isinstance(s, int) and 0 <= s < 52:
+                out.append(chr(ord("A") + s) if s < 26 else chr(ord("a") + s - 26))
+            else:
+                raise ValueError("einsum(): subscript in subscript list is not within the valid "
+                                 "range [0, 52)")
+        return "".join(out)
+    ops = list(args[0::2])
+    subs = list(args[1::2])
+    out = None
+    if len(ops) > len(subs):           # the trailing output sublist
+        out = ops.pop()
+        if isinstance(out, Tensor):
+            raise ValueError("einsum(): must specify the equation string and at least one "
+                             "operand, or at least one operand and its subscripts list")
+    eq = ",".join(letters(s) for s in subs)
+    if out is not None:
+        eq += "->" + letters(out)
+    return eq, ops
+
+
+def _parse_operand(term, pos, index):
+    """Labels of one operand's subscripts, with ``_ELL`` for an ellipsis."""
+    labels = []
+    i = 0
+    while i < len(term):
+        c = term[i]
+        if c == ".":
+            if _ELL in labels:
+                raise RuntimeError(f"einsum(): found '.' for operand {index} for which an "
+                                   "ellipsis was already found")
+            if term[i:i + 3] != _ELL:
+                raise RuntimeError(f"einsum(): found '.' for operand {index} that is not part "
+                                   "of any ellipsis")
+            labels.append(_ELL)
+            i += 3
+            continue
+        if c == " ":
+            i += 1
+            continue
+        if not ("a" <= c <= "z" or "A" <= c <= "Z"):
+            raise RuntimeError(f"einsum(): invalid subscript given at index {pos + i} in the "
+                               "equation string, subscripts must be in [a-zA-Z]")
+        labels.append(c)
+        i += 1
+    return labels
+
+
+def _parse_equation(eq, nops):
+    arrow = eq.find("->")
+    lhs = eq if arrow < 0 else eq[:arrow]
+    terms, pos = [], 0
+    for index, term in enumerate(lhs.split(",")):
+        terms.append(_parse_operand(term, pos, index))
+        pos += len(term) + 1
+    if len(terms) < nops:
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    if len(terms) > nops:
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the "
+                           "equation")
+    if arrow < 0:
+        return terms, None
+    out = _parse_operand(eq[arrow + 2:], arrow + 2, 0)
+    seen = set()
+    for c in out:
+        if c != _ELL and c in seen:
+            raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the "
+                               "output")
+        seen.add(c)
+    return terms, out
+
+
+@_function
+def einsum(*args):
+    """Einstein summation: ``einsum('ij,jk->ik', a, b)``, with implicit output, ellipsis,
+    repeated subscripts (diagonals), a list of operands, or the sublist form.  Computed as
+    PyTorch does: diagonals and sums per operand, then pairwise bmm contractions."""
+    if len(args) < 2:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, "
+                         "or at least one operand and its subscripts list")
+    if isinstance(args[0], str):
+        eq, ops = args[0], list(args[1:])
+        if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+            ops = list(ops[0])
+    else:
+        eq, ops = _sublist_equation(args)
+    for i, op in enumerate(ops):
+        if not isinstance(op, Tensor):
+            raise TypeError(f"einsum(): argument 'operands' (position 2) must be tuple of "
+                            f"Tensors, not {type(op).__name__}")
+    terms, out = _parse_equation(eq, len(ops))
+    return _einsum(terms, out, ops)
+
+
+def _einsum(terms, out, ops):
+    # ellipsis dims per operand, right-aligned into ``ell`` shared dims
+    ell = 0
+    for i, (t, op) in enumerate(zip(terms, ops)):
+        nlab = len([c for c in t if c != _ELL])
+        nd = op._data.ndim
+        if _ELL in t:
+            if nlab > nd:
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation ({nlab}) is "
+                                   f"more than the number of dimensions ({nd}) for operand {i}")
+            ell = max(ell, nd - nlab)
+        elif nlab != nd:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({nlab}) does "
+                               f"not match the number of dimensions ({nd}) for operand {i} and no "
+                               "ellipsis was given")
+    counts = {}
+    for t in terms:
+        for c in t:
+            if c != _ELL:
+                counts[c] = counts.get(c, 0) + 1
+    ell_labels = [("...", k) for k in range(ell)]
+    if out is None:                    # implicit: ellipsis dims, then labels seen once, sorted
+        out_labels = ell_labels + sorted((c for c, n in counts.items() if n == 1),
+                                         key=_label_index)
+    else:
+        out_labels = []
+        for c in out:
+            if c == _ELL:
+                out_labels += ell_labels
+            elif c not in counts:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   "equation for any input operand")
+            else:
+                out_labels.append(c)
+    contracted = sorted((c for c in counts if c not in out_labels), key=_label_index)
+    if out is not None and _ELL not in out:
+        contracted = ell_labels + contracted
+    order = out_labels + contracted
+    axis = {lab: i for i, lab in enumerate(order)}
+    sizes = {}
+    aligned = [_align(op, t, ell, axis, sizes, i) for i, (t, op) in enumerate(zip(terms, ops))]
+    nout = len(out_labels)
+    ndim = len(order)
+    # a dim is summed as soon as no later operand uses it
+    last_use = {}
+    for i, a in enumerate(aligned):
+        for d in range(nout, ndim):
+            if a._data.shape[d] != 1:
+                last_use[d] = i
+    result = None
+    for i, a in enumerate(aligned):
+        done = [d for d in range(nout, ndim) if last_use.get(d, -1) == i]
+        if result is None:
+            if done and len(aligned) == 1 and len(done) == ndim - nout:
+                result = a.sum(done)            # the whole contraction of a single operand
+            else:
+                result = a.sum(done, keepdim=True) if done else a
+        else:
+            result = _sumproduct_pair(result, a, done)
+    shape = tuple(result._data.shape)
+    # dims contracted away are size 1 now; the output's broadcast dims take their full size
+    if shape[nout:] and len(shape) > nout:
+        result = result.reshape(shape[:nout])
+    target = tuple(sizes.get(lab, 1) for lab in out_labels)
+    if tuple(result._data.shape) != target:
+        result = result.expand(target)
+    return result
+
+
+def _align(op, labels, ell, axis, sizes, index):
+    """Take diagonals of repeated subscripts, then permute and reshape ``op`` so that each of its
+    labels sits at its global axis (size 1 where the operand lacks a label)."""
+    nd = op._data.ndim
+    dims = []                          # the global label of each of op's dims
+    for c in labels:
+        if c == _ELL:
+            k = nd - (len(labels) - 1)
+            dims += [("...", ell - k + j) for j in range(k)]
+        else:
+            dims.append(c)
+    first = {}
+    for c, n in zip(dims, op._data.shape):
+        if c in first and n != first[c]:
+            raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {index} but the "
+                               f"sizes don't match, {n} != {first[c]}")
+        first.setdefault(c, n)
+    # repeated subscripts: keep the diagonal (the diagonal's dim moves to the end)
+    while len(first) != len(dims):
+        dup = next(c for i, c in enumerate(dims) if c in dims[:i])
+        i = dims.index(dup)
+        j = dims.index(dup, i + 1)
+        op = op.diagonal(0, i, j)
+        dims = [c for k, c in enumerate(dims) if k not in (i, j)] + [dup]
+    shape = op._data.shape
+    for c, n in zip(dims, shape):
+        prev = sizes.get(c)
+        if prev is None or prev == 1:
+            sizes[c] = n
+        elif n != 1 and n != prev:
+            if c[0] == "...":
+                raise RuntimeError(f"einsum(): dimension {c[1]} covered by ellipsis in operand "
+                                   f"{index}has size {n} which does not broadcast with previously "
+                                   f"seen ellipsis with size {prev} for the respective dimension")
+            raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {index} which "
+                               f"does not broadcast with previously seen size {prev}")
+    perm = sorted(range(len(dims)), key=lambda k: axis[dims[k]])
+    if perm != list(range(len(dims))):
+        op = op.permute(perm)
+    full = [1] * len(axis)
+    for k in perm:
+        full[axis[dims[k]]] = shape[k]
+    if len(full) != len(dims):
+        op = op.reshape(full)
+    return op
+
+
+def _sumproduct_pair(left, right, sum_dims):
+    """Multiply two aligned operands and sum ``sum_dims`` (kept as size 1), as one bmm."""
+    if not sum_dims:
+        return left * right
+    ls, rs = left._data.shape, right._data.shape
+    lro, lo, ro, summed = [], [], [], []
+    for d in range(len(ls)):
+        sl, sr = ls[d] != 1, rs[d] != 1
+        if d in sum_dims:
+            if sl and sr:
+                summed.append(d)
+            elif sl:
+                left = left.sum(d, keepdim=True)
+            elif sr:
+                right = right.sum(d, keepdim=True)
+        elif sl and sr:
+            lro.append(d)
+        elif sl:
+            lo.append(d)
+        elif sr:
+            ro.append(d)
+    rest = [d for d in range(len(ls)) if d not in lro + lo + ro + summed]
+    size = lambda dims, s: _prod(s[d] for d in dims)  # noqa: E731
+    nb, nl, nr, ns = size(lro, ls), size(lo, ls), size(ro, rs), size(summed, ls)
+    lp = left.permute(lro + lo + summed + ro + rest).reshape(nb, nl, ns)
+    rp = right.permute(lro + summed + ro + lo + rest).reshape(nb, ns, nr)
+    r = call(L.bmm, lp, rp)
+    order = lro + lo + ro + summed + rest
+    r = r.reshape([ls[d] for d in lro + lo] + [rs[d] for d in ro] + [1] * len(summed + rest))
+    inv = [0] * len(order)
+    for i, d in enumerate(order):
+        inv[d] = i
+    return r.permute(inv)
+
+
+# ---------------------------------------------------------------- decompositions (aliases)
+
+@_public
+def det(input):
+    """Determinant of (batches of) square matrices (torch.det = linalg.det)."""
+    return call(L.linalg_det, input)
+
+
+@_public
+def inverse(input, *, out=None):
+    """Inverse of (batches of) square matrices (torch.inverse = linalg.inv)."""
+    return _finish(call(L.linalg_inv, input), out)
+
+
+@_public
+def slogdet(input):
+    """(sign, log|det|) of (batches of) square matrices (torch.slogdet)."""
+    from .linalg import _named
+    return _named["slogdet"](call(L.linalg_slogdet, input))
+
+
+@_public
+def logdet(input):
+    """log(det) of (batches of) square matrices: nan for a negative determinant (torch.logdet)."""
+    if not input.dtype.is_floating_point:
+        from dynograph.compiler.ops.core import type_name
+        raise RuntimeError("logdet: Expected a floating point or complex tensor as input. "
+                           f"Got {type_name(input.dtype)}")
+    sign, logabs = call(L.linalg_slogdet, input)
+    return _where(sign == -1, float("nan"), logabs)
+
+
+_cholesky_warned = []
+
+
+@_public
+def cholesky(input, upper=False, *, out=None):
+    """Cholesky factor (deprecated in torch for linalg.cholesky) (torch.cholesky)."""
+    if not _cholesky_warned:
+        _cholesky_warned.append(True)
+        warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be "
+                      "removed in a future PyTorch release.", UserWarning, stacklevel=2)
+    return _finish(call(L.linalg_cholesky, input, upper=upper), out)
+
+
+@_public
+def qr(input, some=True, *, out=None):
+    """(Q, R) of the QR decomposition, reduced unless ``some=False`` (torch.qr)."""
+    from .linalg import _named
+    QR = call(L.linalg_qr, input, mode="reduced" if some else "complete")
+    return _finish(_named["qr"](QR), out)
+
+
+@_public
+def svd(input, some=True, compute_uv=True, *, out=None):
+    """(U, S, V) with input = U diag(S) V^T (torch.svd; note V, not linalg.svd's Vh)."""
+    from .linalg import _named, svd as lsvd, svdvals
+    if not compute_uv:
+        S = svdvals(input)
+        m, n = input._data.shape[-2:]
+        batch = tuple(input._data.shape[:-2])
+        U = input.new_zeros(batch + (m, m))
+        V = input.new_zeros(batch + (n, n))
+        return _finish(_named["svd"]((U, S, V)), out)
+    U, S, Vh = lsvd(input, full_matrices=not some)
+    return _finish(_named["svd"]((U, S, Vh.mH)), out)
+
+
+@_public
+def pinverse(input, rcond=1e-15):
+    """Pseudo-inverse, singular values below rcond * max discarded (torch.pinverse)."""
+    from .linalg import pinv
+    return pinv(input, rtol=rcond)
