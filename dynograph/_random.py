@@ -176,7 +176,7 @@ def _int_arg(x, fn, name, pos):
 def randint(*args, low=None, high=None, size=None, generator=None, out=None, dtype=None,
             layout=None, device=None, pin_memory=False, requires_grad=False):
     """Integers uniform in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
-    names = {1: ("high",), 2: ("high", "size"), 3: ("low", "high", "size")}.get(len(args))
+    names = {0: (), 1: ("high",), 2: ("high", "size"), 3: ("low", "high", "size")}.get(len(args))
     if names is None:
         raise TypeError(f"randint() takes from 2 to 3 positional arguments but {len(args)} were given")
     given = dict(zip(names, args))
@@ -250,6 +250,11 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     """0/1 draws: with the probabilities in ``input``, or with one probability ``p``."""
     _check_input(input, "bernoulli")
     gen = _bits(generator)
+    if p is not None and not isinstance(p, _REAL):
+        raise TypeError(
+            f"bernoulli() received an invalid combination of arguments - got (Tensor, p={_tname(p)}), "
+            "but expected one of:\n * (Tensor input, *, dynograph.Generator generator = None, "
+            "Tensor out = None)\n * (Tensor input, float p, *, dynograph.Generator generator = None)\n")
     if p is None:
         t = call(C.bernoulli, input, generator=gen)
     else:
