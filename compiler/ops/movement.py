@@ -121,11 +121,10 @@ def strided(x, shape, strides, offset=0):
         out = _ndarray(shape, x.dtype, root, start, strides)
     except (TypeError, ValueError, BufferError):
         # an owner without a plain buffer (e.g. made by numpy's as_strided): step from x
-        step = 1 if offset >= 0 else -1
-        first = _np_as_strided(x.view(np.uint8) if x.ndim else x.reshape(1).view(np.uint8),
-                               (abs(offset) + 1,), (step,))[abs(offset):]
-        out = _np_as_strided(first, (1,), (0,)).view(x.dtype)
-        out = _np_as_strided(out, shape, strides)
+        k = abs(offset) // x.itemsize
+        step = x.itemsize if offset >= 0 else -x.itemsize
+        first = _np_as_strided(x, (k + 1,), (step,))[k:]
+        out = _np_as_strided(first, shape, strides)
     if not flags.writeable and out.flags.writeable:
         out.flags.writeable = False
     return out
