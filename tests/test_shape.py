@@ -790,3 +790,17 @@ def test_methods_exist_only_where_torch_has_them(torch):
     for name in S.__all__:
         assert hasattr(torch, name), name
         assert hasattr(dynograph.Tensor, name) == hasattr(torch.Tensor, name), name
+
+
+def test_views_of_memory_without_an_owner_buffer():
+    base = np.arange(20.0)
+    a = np.lib.stride_tricks.as_strided(base, (4, 4), (32, 8))     # owner: not an ndarray
+    t = dynograph.from_numpy(a)
+    d = t.t().diagonal(1)
+    assert d.tolist() == np.diagonal(a.T, 1).tolist()
+    d.add_(100)
+    assert base[[4, 9, 14]].tolist() == [104.0, 109.0, 114.0]
+    e = t.t().unsqueeze(0).expand(2, 4, 4)
+    assert (e._data == np.broadcast_to(a.T, (2, 4, 4))).all()
+    u = t.t().unfold(0, 2, 1)
+    assert u._data.tolist() == np.lib.stride_tricks.sliding_window_view(a.T, 2, 0).tolist()
