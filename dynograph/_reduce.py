@@ -5,6 +5,8 @@ negative) once, and calls one primitive of ``compiler/ops/reduction.py``; the re
 (``argsort``, ``quantile``, ``nanmean`` ...) are compositions of those.
 """
 import builtins
+import functools
+import inspect
 import operator
 import sys
 import types
@@ -26,9 +28,27 @@ _int = builtins.int
 
 def _public(fn):
     """Export ``fn`` as dynograph.<name> and Tensor.<name>."""
+    if "dim" in inspect.signature(fn).parameters:
+        fn = _numpy_names(fn)
     __all__.append(fn.__name__)
     tensor_method(fn)
     return fn
+
+
+def _numpy_names(fn):
+    """Accept numpy's ``axis=`` and ``keepdims=`` for ``dim=`` and ``keepdim=``, like torch."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if kwargs and ("axis" in kwargs or "keepdims" in kwargs):
+            for alias, real in (("axis", "dim"), ("keepdims", "keepdim")):
+                if alias in kwargs:
+                    if real in kwargs:
+                        raise TypeError(f"{name}() got multiple values for argument '{real}'")
+                    kwargs[real] = kwargs.pop(alias)
+        return fn(*args, **kwargs)
+    return wrapper
 
 
 def _finish(result, out):
@@ -309,9 +329,9 @@ var = _public(_moment(R.var, "var"))
 var.__doc__ = "Variance over ``dim`` with ``correction`` (1: Bessel's; ``unbiased=False``: 0)."
 std = _public(_moment(R.std, "std"))
 std.__doc__ = "Standard deviation over ``dim`` with ``correction`` (see ``var``)."
-var_mean = _moment(R.var_mean, "var_mean")
+var_mean = _numpy_names(_moment(R.var_mean, "var_mean"))
 var_mean.__doc__ = "(var, mean) over ``dim`` (torch.var_mean)."
-std_mean = _moment(R.std_mean, "std_mean")
+std_mean = _numpy_names(_moment(R.std_mean, "std_mean"))
 std_mean.__doc__ = "(std, mean) over ``dim`` (torch.std_mean)."
 __all__ += ["var_mean", "std_mean"]
 

@@ -808,3 +808,33 @@ def test_sort_large_with_ties(torch, dtype, descending):
     check(torch, lambda m, x: x.sort(0, descending).values, t.reshape(-1))
     d = _distinct(torch, (12, 40), dtype if dtype in ("float32", "float64", "int32", "int64") else "float32")
     check(torch, lambda m, x: (x.topk(3), x.topk(5, 0, largest=False), x.median(1)), d)
+
+
+def test_numpy_argument_names(torch):
+    t = _make(torch, (3, 4), "float32")
+    check(torch, lambda m, x: (x.sum(axis=0), m.mean(x, axis=1, keepdims=True), x.max(axis=1),
+                               x.amax(axis=0), x.argmax(axis=1), x.cumsum(axis=0), x.sort(axis=0),
+                               x.std(axis=0, keepdims=True), m.var_mean(x, axis=1), x.all(axis=0),
+                               x.topk(2, axis=0), x.logsumexp(axis=1)), t)
+    with pytest.raises(TypeError, match="multiple values for argument 'dim'"):
+        from_torch(t).sum(axis=0, dim=1)
+
+
+@needs_movement
+def test_double_backward(torch):
+    """Derivative rules are written with differentiable ops: second derivatives match torch."""
+    t = _make(torch, (3, 4), "float64")
+    t[1, 2] = 0
+    fns = (lambda m, x: x.var(1), lambda m, x: x.std(), lambda m, x: x.prod(1), lambda m, x: x.norm(3, 0),
+           lambda m, x: x.logsumexp(1), lambda m, x: x.mean(0), lambda m, x: (x * x).amax(1),
+           lambda m, x: x.norm())
+    for fn in fns:
+        tt = t.clone().requires_grad_(True)
+        ours = from_torch(t, requires_grad=True)
+        results = []
+        for lib, x in ((torch, tt), (dynograph, ours)):
+            y = fn(lib, x)
+            (g,) = lib.autograd.grad((y * y).sum(), x, create_graph=True)
+            (g * g).sum().backward()
+            results.append(x.grad)
+        assert_same(results[1], results[0], rtol=1e-6, atol=1e-8)

@@ -193,7 +193,8 @@ def _prod_vjp(ctx, g):
         nz = zero.sum(dim, keepdim=True)
         others = x.masked_fill(zero, 1).prod(dim[0], keepdim=True)
     at_zero = others.masked_fill(nz != 1, 0).expand(x.shape).masked_fill(~zero, 0)
-    elsewhere = (others / x).masked_fill(zero | (nz != 0), 0)
+    # divide by a safe x: an inf at a zero would turn into NaN in the second derivative
+    elsewhere = (others / x.masked_fill(zero, 1)).masked_fill(zero | (nz != 0), 0)
     return (g * (at_zero + elsewhere),)
 
 
