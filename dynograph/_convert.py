@@ -14,7 +14,7 @@ import numpy as np
 from dynograph.compiler.ops import core
 from dynograph.compiler.ops import creation as C
 from dynograph.runtime import dtypes as D
-from dynograph.runtime.device import as_device, device as _device
+from dynograph.runtime.device import CPU, as_device, device as _device
 from ._dispatch import call
 from ._inplace import check_inplace_leaf
 from ._tensor import Tensor, tensor_method
@@ -162,11 +162,14 @@ def to(self, *args, **kwargs):
 
     Returns ``self`` when nothing changes and ``copy`` is False.
     """
-    if len(args) == 1 and not kwargs and type(args[0]) is D.dtype:     # the common case
-        dtype = args[0]
-        if dtype is _FROM_NP[self._data.dtype]:
+    if len(args) == 1 and not kwargs:
+        arg = args[0]
+        if type(arg) is D.dtype:                    # the common case
+            if arg is _FROM_NP[self._data.dtype]:
+                return self
+            return call(C.to_copy, self, dtype=arg)
+        if arg == "cpu" or arg is CPU:
             return self
-        return call(C.to_copy, self, dtype=dtype)
     device, dtype, copy, key = _parse_to(args, kwargs)
     if device is not None:
         as_device(device)                   # raises the one clear error for CUDA
@@ -379,7 +382,12 @@ def fill_(self, value):
 @tensor_method
 def zero_(self):
     """Fill with zeros."""
-    return fill_(self, 0)
+    check_inplace_leaf(self)
+    if _records(self, None):
+        return fill_(self, 0)
+    self._data.fill(0)
+    self._bump_version()
+    return self
 
 
 # ---------------------------------------------------------------- dtype queries

@@ -493,14 +493,13 @@ def _check_fits(arr, dtype):
     """torch.tensor's overflow check when Python numbers become integers."""
     if dtype is D.bool or dtype.is_floating_point or arr.size == 0:
         return
-    info = D.iinfo(dtype)
-    lo = info.min if dtype.is_signed else -info.max
+    low, high = C.LIMITS[dtype]
     if arr.dtype.kind == "f":
-        bad = ~np.isfinite(arr) | (arr < info.min) | (arr > info.max)
+        bad = ~np.isfinite(arr) | (arr < low) | (arr > high)
     else:
         if dtype is D.int64:
             return
-        bad = (arr < lo) | (arr > info.max)
+        bad = (arr < (low if dtype.is_signed else -high)) | (arr > high)
     if bad.any():
         raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
 

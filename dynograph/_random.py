@@ -359,7 +359,7 @@ def _random_range(dtype):
         return 2
     if dtype.is_floating_point:
         return 2 ** C.MANTISSA_DIGITS[dtype] + 1
-    return D.iinfo(dtype).max + 1
+    return C.LIMITS[dtype][1] + 1
 
 
 _RANDOM_SIGNATURES = (" * (*, dynograph.Generator generator = None)\n"

@@ -30,6 +30,19 @@ RANDOM_CPP_NAMES = {D.uint8: "unsigned char", D.int8: "signed char", D.int16: "s
                     D.bool: "bool"}
 MANTISSA_DIGITS = {D.float16: 11, D.bfloat16: 8, D.float32: 24, D.float64: 53}
 
+def _limits(dt):
+    if dt is D.bool:
+        return 0, 1
+    if dt.is_floating_point:
+        hi = D.finfo(dt).max
+        return -hi, hi
+    info = D.iinfo(dt)
+    return info.min, info.max
+
+
+# (lowest, max) of every dtype as Python numbers; finfo/iinfo are too slow to ask per call
+LIMITS = {dt: _limits(dt) for dt in D.ALL_DTYPES}
+
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _NARROW_INTS = {np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.uint8)}
@@ -45,13 +58,15 @@ def cast(a, np_dtype, order="K"):
     and floats become narrow integers through int32 (as the CPU kernels convert).
     """
     src = a.dtype
-    if src.kind not in "fV" and np_dtype not in _HALVES:
+    to_half = np_dtype in _HALVES and src != _F32 and src not in _HALVES
+    from_float = src.kind == "f" or src in _HALVES
+    if not to_half and not (from_float and np_dtype.kind in "iu"):
         return a.astype(np_dtype, order=order)
     # out-of-range values convert as the C++ casts do, without numpy's warnings
     with np.errstate(invalid="ignore", over="ignore"):
-        if np_dtype in _HALVES and src != _F32 and src not in _HALVES:
+        if to_half:
             a = a.astype(_F32, order=order)
-        elif np_dtype in _NARROW_INTS and (src.kind == "f" or src in _HALVES):
+        elif np_dtype in _NARROW_INTS:
             a = a.astype(np.int32, order=order)
         return a.astype(np_dtype, order=order)
 
@@ -76,27 +91,30 @@ def _alloc(shape, dtype, make):
 
 
 def _np_full(shape, value, np_dtype):
+    if value == 0 and (type(value) is not float or math.copysign(1.0, value) > 0):
+        return np.zeros(shape, np_dtype)
+    out = np.empty(shape, np_dtype)
     try:
-        return np.full(shape, value, np_dtype)
-    except OverflowError:               # a value numpy will not wrap (-1 for uint8); torch does
-        return np.full(shape, np.array(value).astype(np_dtype), np_dtype)
+        out.fill(value)
+    except (OverflowError, ValueError):     # numpy will not wrap -1 into uint8; torch does
+        out.fill(np.array(value).astype(np_dtype))
+    return out
 
 
 def scalar_overflows(value, dtype):
     """c10's ``overflows<T>(value)``: whether a Python number does not fit ``dtype``."""
     if dtype is D.bool or isinstance(value, bool):
         return False
+    lo, hi = LIMITS[dtype]
     if dtype.is_floating_point:
         if isinstance(value, float) and not math.isfinite(value):
             return False
-        hi = D.finfo(dtype).max
-        return value > hi or value < -hi
-    info = D.iinfo(dtype)
+        return value > hi or value < lo
     if isinstance(value, float):
-        return value != value or value < info.min or value > info.max
+        return value != value or value < lo or value > hi
     if not dtype.is_signed:                 # unsigned types take negatives down to -max
-        return value > info.max or value < -info.max
-    return value < info.min or value > info.max
+        return value > hi or value < -hi
+    return value < lo or value > hi
 
 
 def check_scalar(value, dtype):
@@ -199,13 +217,21 @@ def _to_int(x):
 def _arange(*, start, end, step, dtype):
     n = arange_size(start, end, step, dtype)
     if dtype.is_floating_point:
+        # start + i * step in the accumulation type (double, float for half types)
         acc = _F64 if dtype is D.float64 or dtype is D.float32 else _F32
-        idx = _alloc((n,), dtype, lambda: np.arange(n, dtype=acc))
-        values = idx * acc.type(step) + acc.type(start)
+        values = _alloc((n,), dtype, lambda: np.arange(n, dtype=acc))
+        if step != 1:
+            values *= acc.type(step)
+        if start != 0:
+            values += acc.type(start)
     else:
         # integer results accumulate in int64 (wrapping) and are then narrowed
-        idx = _alloc((n,), dtype, lambda: np.arange(n, dtype=np.int64))
-        values = idx * np.int64(_to_int(step)) + np.int64(_to_int(start))
+        s0, st = _to_int(start), _to_int(step)
+        if -2 ** 62 < s0 < 2 ** 62 and -2 ** 62 < s0 + n * st < 2 ** 62:
+            values = _alloc((n,), dtype, lambda: np.arange(s0, s0 + n * st, st, dtype=np.int64)[:n])
+        else:
+            values = _alloc((n,), dtype, lambda: np.arange(n, dtype=np.int64))
+            values = values * np.int64(st) + np.int64(s0)
     return values if values.dtype == dtype.np else cast(values, dtype.np)
 
 
@@ -422,9 +448,9 @@ def _finish(values, dtype):
 
 def check_uniform(low, high, dtype):
     _float_only("check_uniform_bounds", dtype)
-    hi = D.finfo(dtype).max
+    lo, hi = LIMITS[dtype]
     for name, v in (("from", low), ("to", high)):
-        if not -hi <= v <= hi:
+        if not lo <= v <= hi:
             raise RuntimeError(f"{name} is out of bounds for {RANDOM_CPP_NAMES[dtype]}")
     if low > high:
         raise RuntimeError(
@@ -526,13 +552,7 @@ def random_bounds(low, high, dtype, op="random_"):
     if low >= high:
         raise RuntimeError(
             f"{op} expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    if dtype is D.bool:
-        lo, hi = 0, 1
-    elif dtype.is_floating_point:
-        lo, hi = -D.finfo(dtype).max, D.finfo(dtype).max
-    else:
-        info = D.iinfo(dtype)
-        lo, hi = info.min, info.max
+    lo, hi = LIMITS[dtype]
     name = RANDOM_CPP_NAMES[dtype]
     if not lo <= low <= hi:
         raise RuntimeError(f"from is out of bounds for {name}")
@@ -552,8 +572,10 @@ def random_bounds(low, high, dtype, op="random_"):
 
 def _randint(*, shape, low, high, dtype, generator):
     random_bounds(low, high, dtype)
-    values = generator.integers(low, high, shape, dtype=np.int64)
-    return _finish(values, dtype)
+    # PyTorch's scheme: a 64-bit random word modulo the range, plus low (mod 2**64)
+    raw = generator.bit_generator.random_raw(math.prod(shape))
+    values = (raw % np.uint64(high - low)) + np.uint64(low % 2 ** 64)
+    return _finish(values.view(np.int64).reshape(shape), dtype)
 
 
 randint = define("randint", "random", _randint,
