@@ -34,20 +34,9 @@ def _set_grad(self, value):
 Tensor.grad = property(_get_grad, _set_grad)
 
 
-def _get_requires_grad(self):
-    return self.__dict__.get("requires_grad", False)
-
-
 @tensor_method
 def requires_grad_(self, requires_grad=True):
-    if requires_grad and not self.is_floating_point():
-        raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-    if not requires_grad and self.grad_fn is not None:
-        raise RuntimeError(
-            "you can only change requires_grad flags of leaf variables. If you want to use a "
-            "computed variable in a subgraph that doesn't require differentiation use "
-            "var_no_grad = var.detach().")
-    self.requires_grad = requires_grad
+    self.requires_grad = requires_grad         # the property checks dtype and leafness
     return self
 
 

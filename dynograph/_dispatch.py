@@ -39,7 +39,7 @@ def call(op, *args, **attrs):
     if STATE.grad_enabled and op.differentiable:
         for a in args:
             if type(a) is Tensor or isinstance(a, Tensor):
-                if a.requires_grad:
+                if a._rg:
                     return _record(op, args, attrs, result)
     if type(result) is tuple:
         return tuple(_wrap(r) for r in result)
@@ -122,14 +122,14 @@ def _record(op, args, attrs, result):
         for i, r in enumerate(result):
             t = _wrap(r)
             if r.dtype.kind == "f" or r.dtype == D.bfloat16.np:
-                t.requires_grad = True
+                t._rg = True
                 t.grad_fn = node
                 t._output_nr = i
             outs.append(t)
         return tuple(outs)
     out = _wrap(result)
     if result.dtype.kind == "f" or result.dtype == D.bfloat16.np:
-        out.requires_grad = True
+        out._rg = True
         out.grad_fn = node
     if op.view:
         _mark_view(out, args[0])

@@ -44,7 +44,7 @@ class Tensor:
     """
 
     __array_priority__ = 1000        # numpy defers ``array + tensor`` to Tensor.__radd__
-    requires_grad = False
+    _rg = False                      # requires_grad (the property below validates writes)
     grad_fn = None
     _grad = None
     _base = None                     # the tensor this one is a view of
@@ -153,6 +153,23 @@ class Tensor:
 
     def get_device(self):
         return -1
+
+    @property
+    def requires_grad(self):
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if value:
+            if not self.is_floating_point():
+                raise RuntimeError(
+                    "only Tensors of floating point and complex dtype can require gradients")
+        elif self.grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        self._rg = bool(value)
 
     @property
     def is_leaf(self):
