@@ -261,13 +261,13 @@ for _op in (E.eq, E.ne, E.lt, E.le, E.gt, E.ge, E.fmod, E.copysign):
     globals()[_op.name] = _f
     _inplace_of(_f)
 
-for _op in (E.mul, E.remainder, E.xlogy, E.bitwise_and, E.bitwise_or, E.bitwise_xor,
+for _op in (E.remainder, E.xlogy, E.bitwise_and, E.bitwise_or, E.bitwise_xor,
             E.bitwise_left_shift, E.bitwise_right_shift):
     _f = _public(_tensor_scalar_fn(_op, scalar_first=True))
     globals()[_op.name] = _f
     _inplace_of(_f)
 
-for _alias, _target in (("multiply", "mul"), ("arctan2", "atan2"), ("greater", "gt"),
+for _alias, _target in (("arctan2", "atan2"), ("greater", "gt"),
                         ("greater_equal", "ge"), ("less", "lt"), ("less_equal", "le"),
                         ("not_equal", "ne")):
     _alias_of(_alias, _target)
@@ -307,6 +307,16 @@ def sub(input, other, *, alpha=1, out=None):
     else:
         r = call(E.sub, input, other, alpha=alpha)
     return r if out is None else _finish("sub", r, out)
+
+
+@_public
+def mul(input, other, *, out=None):
+    """``input * other`` with broadcasting and type promotion."""
+    r = call(E.mul, input, other)
+    return r if out is None else _finish("mul", r, out)
+
+
+_inplace_of(mul)
 
 
 @_public
@@ -350,7 +360,7 @@ def pow(input, exponent, *, out=None):  # noqa: A001
 for _f in (add, sub, div, true_divide, floor_divide, pow):
     _inplace_of(_f)
 
-for _alias, _target in (("subtract", "sub"), ("divide", "div")):
+for _alias, _target in (("subtract", "sub"), ("divide", "div"), ("multiply", "mul")):
     _alias_of(_alias, _target)
 
 
@@ -397,6 +407,9 @@ def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     _need_tensor(condition, "where", "condition", 1)
+    if out is not None:                 # only the all-tensor overload has out=
+        _need_tensor(input, "where", "input", 2)
+        _need_tensor(other, "where", "other", 3)
     return _finish("where", call(E.where, condition, input, other), out)
 
 

@@ -131,6 +131,13 @@ RAD_TO_DEG = 180.0 / math.pi
 # ---------------------------------------------------------------- unary
 
 
+_BF16 = D.bfloat16.np
+
+
+def _is_float_array(x):
+    return x.dtype.kind == "f" or x.dtype == _BF16
+
+
 def _unary(name, fn, rule, vjp, **kw):
     return _elementwise(name, fn, rule, vjp, **kw)
 
@@ -163,7 +170,16 @@ def _relu_rule(x, **_):
 
 
 def _sign(x):
-    return x.copy() if x.dtype == np.bool_ else np.sign(x)
+    if x.dtype == np.bool_:
+        return x.copy()
+    if _is_float_array(x):
+        return np.where(np.isnan(x), 0, np.sign(x))   # torch: sign(nan) is 0
+    return np.sign(x)
+
+
+def _lgamma(x):
+    # log|gamma(-inf)| is +inf in torch, -inf in scipy
+    return np.where(x == -np.inf, np.inf, _special.gammaln(x))
 
 
 neg = _unary("neg", np.negative, _neg_rule, lambda ctx, g: (-g,))
@@ -209,7 +225,7 @@ erfc = _unary("erfc", _special.erfc, promote_float,
               lambda ctx, g: (g * -TWO_OVER_SQRT_PI * (-ctx.inputs[0] * ctx.inputs[0]).exp(),))
 erfinv = _unary("erfinv", _special.erfinv, promote_float,
                 lambda ctx, g: (g * SQRT_PI_OVER_TWO * (ctx.output * ctx.output).exp(),))
-lgamma = _unary("lgamma", _special.gammaln, promote_float,
+lgamma = _unary("lgamma", _lgamma, promote_float,
                 lambda ctx, g: (g * ctx.inputs[0].digamma(),))
 digamma = _unary("digamma", _special.psi, promote_float,
                  lambda ctx, g: (g * ctx.inputs[0].polygamma(1),))
@@ -294,25 +310,22 @@ polygamma = _unary("polygamma", _polygamma, _polygamma_rule,
                    lambda ctx, g: (g * ctx.inputs[0].polygamma(ctx.attrs["n"] + 1),))
 
 
-def _nan_to_num(x, nan=0.0, posinf=None, neginf=None, dtype=None):
-    if x.dtype.kind != "f":
+def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    if not _is_float_array(x):
         return x.copy()
-    info = np.finfo(dtype) if dtype is not None else np.finfo(x.dtype)
+    info = D.finfo(D.from_numpy_dtype(x.dtype))      # the limits of x's own dtype
     hi = info.max if posinf is None else posinf
     lo = info.min if neginf is None else neginf
     return np.where(np.isnan(x), nan, np.where(x == np.inf, hi, np.where(x == -np.inf, lo, x)))
 
 
-def _nan_to_num_rule(x, **_):
-    dt = result_type(x)
-    return _OPMATH.get(dt, dt), dt
-
-
-nan_to_num = _unary("nan_to_num", _nan_to_num, _nan_to_num_rule,
+nan_to_num = _unary("nan_to_num", _nan_to_num, exact,
                     lambda ctx, g: (g.masked_fill(~ctx.inputs[0].isfinite(), 0),))
 
 
 def _signbit(x):
+    if x.dtype == _BF16:
+        x = x.astype(np.float32)
     if x.dtype.kind == "f":
         return np.signbit(x)
     return x < 0
@@ -351,12 +364,19 @@ def _check_alpha(dt, alpha):
             "For integral input tensors, argument alpha must not be a floating point number.")
 
 
+def _scaled(b, alpha):
+    """``alpha * b`` with alpha converted to b's dtype first (integers wrap, as in torch)."""
+    if type(alpha) is int and type(b) is np.ndarray and b.dtype.kind in "iu":
+        alpha = _wrap_int(alpha, b.dtype)
+    return b * alpha
+
+
 def _add(a, b, alpha=1):
-    return np.add(a, b if alpha == 1 else b * alpha)
+    return np.add(a, b if alpha == 1 else _scaled(b, alpha))
 
 
 def _sub(a, b, alpha=1):
-    return np.subtract(a, b if alpha == 1 else b * alpha)
+    return np.subtract(a, b if alpha == 1 else _scaled(b, alpha))
 
 
 def _add_rule(a, b, alpha=1):
@@ -492,15 +512,42 @@ def _int_pow(a, b):
     return np.where(neg, at_neg.astype(safe.dtype), safe)
 
 
+# torch computes these scalar exponents with cheaper exact formulas (sqrt(-0.) is -0.)
+_POW_SHORTCUTS = {
+    2: lambda x: x * x, 3: lambda x: x * x * x, 0.5: np.sqrt, -0.5: lambda x: 1 / np.sqrt(x),
+    -1: lambda x: 1 / x, -2: lambda x: 1 / (x * x)}
+
+
+def _opmath(x):
+    """float16/bfloat16 arrays widened to float32 (torch's compute type for them)."""
+    if type(x) is np.ndarray and x.itemsize == 2 and x.dtype.kind != "i":
+        return x.astype(np.float32)
+    return x
+
+
 def _pow(a, b):
-    if _is_int_array(a) or (type(a) is int and _is_int_array(b)):
-        if type(b) is int:
-            if b < 0:
+    # pow keeps half types in the impl (the rule does not widen them): torch computes
+    # float16 with pow in float32, and the other float types with exact shortcuts
+    if type(b) is not np.ndarray:                    # tensor ** Python number
+        if b == 1 or b == 0:
+            return a.copy() if b == 1 else np.ones_like(a)
+        if _is_int_array(a):
+            if b < 0 and isinstance(b, int):
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
             return np.power(a, b)
-        if type(b) is np.ndarray and b.dtype.kind in "iu":
-            return _int_pow(a, b)
-    return np.power(a, b)
+        f = _POW_SHORTCUTS.get(b) if a.dtype != np.float16 else None
+        return f(_opmath(a)) if f is not None else np.power(_opmath(a), b)
+    if b.dtype.kind in "iu" and (_is_int_array(a) or isinstance(a, int)):
+        return _int_pow(a, b)
+    return np.power(_opmath(a), _opmath(b))
+
+
+def _pow_rule(a, b):
+    ct, dt = exact(a, b)
+    # tensor ** 0 and tensor ** 1 never reach a kernel in torch, so even bool works
+    if dt is D.bool and (_is_tensor(b) or b not in (0, 1)):
+        raise not_implemented("pow", dt)
+    return ct, dt
 
 
 def _pow_vjp(ctx, g):
@@ -524,7 +571,7 @@ def _pow_vjp(ctx, g):
 
 
 pow = _elementwise(  # noqa: A001
-    "pow", _pow, rejecting(promote, "pow", BOOL), _pow_vjp,
+    "pow", _pow, _pow_rule, _pow_vjp,
     grad_name=by_operands({(True, True): "PowBackward1", (True, False): "PowBackward0",
                            (False, True): "PowBackward2"}))
 
@@ -602,7 +649,7 @@ def _xlogy_vjp(ctx, g):
         if _is_tensor(b):
             ga = g.xlogy(b).masked_fill((a == 0) & (b <= 0), 0)
         else:
-            ga = g * (a != 0).xlogy(b)
+            ga = g.xlogy(b) if b > 0 else g.xlogy(b).masked_fill(a == 0, 0)
     if ctx.needs(1):
         gb = g * a / b
     return ga, gb
@@ -720,7 +767,8 @@ def _where_vjp(ctx, g):
     return (None, ctx.needs(1) and g.masked_fill(~c, 0), ctx.needs(2) and g.masked_fill(c, 0))
 
 
-where = _elementwise("where", _where, _where_rule, _where_vjp, cast_inputs=False)
+# the condition is cast to the compute dtype too: its 0/1 values select the same elements
+where = _elementwise("where", _where, _where_rule, _where_vjp)
 
 _C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
                 "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
@@ -803,14 +851,19 @@ def _masked_fill_rule(x, mask, value, **_):
     if mdt is not D.bool:
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{c_type_name(mdt)}")
-    if _is_tensor(value) and len(value.shape):
-        raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
-                           f"tensor with {len(value.shape)} dimension(s).")
+    if _is_tensor(value):
+        if len(value.shape):
+            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {len(value.shape)} dimension(s).")
+    else:
+        _check_bound(value, x.dtype)
     return x.dtype, x.dtype
 
 
 def _masked_fill(x, mask, value):
-    if type(value) is int and x.dtype.kind in "iu":
+    if type(value) is np.ndarray:
+        value = value.astype(x.dtype)               # torch converts the value to x's dtype
+    elif type(value) is int and x.dtype.kind in "iu":
         value = _wrap_int(value, x.dtype)
     return np.where(mask, value, x)
 
