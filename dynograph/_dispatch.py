@@ -126,6 +126,8 @@ def _record(op, args, attrs, result):
                 t.grad_fn = node
                 t._output_nr = i
             outs.append(t)
+        # derivative rules may read the outputs: record their versions to detect overwrites
+        node._saved_out = tuple((t._version_box(), t._version) for t in outs)
         return tuple(outs)
     out = _wrap(result)
     if result.dtype.kind == "f" or result.dtype == D.bfloat16.np:
@@ -133,6 +135,10 @@ def _record(op, args, attrs, result):
         out.grad_fn = node
     if op.view:
         _mark_view(out, args[0])
+        node._saved_out = ((out._vc, out._vc[0]),)
+    else:
+        out._vc = box = [0]
+        node._saved_out = ((box, 0),)
     return out
 
 

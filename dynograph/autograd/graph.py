@@ -73,6 +73,8 @@ def edge_of(t):
 class OpNode(Node):
     """The backward of one recorded op.  Acts as the ``ctx`` its derivative rule reads."""
 
+    _saved_out = None        # per output: (version box, version when recorded)
+
     def __init__(self, op, inputs, attrs, outputs):
         self.op = op
         self.inputs = inputs
@@ -117,6 +119,11 @@ class OpNode(Node):
         return self._saved_output(out, 0)
 
     def _saved_output(self, array, nr):
+        saved = self._saved_out
+        if saved is not None:               # the output buffer must not have been overwritten
+            box, v = saved[nr]
+            if box[0] != v:
+                raise modified_error(array, self, nr, box[0], v)
         t = Tensor._wrap(array)
         from .grad_mode import STATE
         if STATE.grad_enabled:                  # create_graph: the output keeps its history
@@ -143,17 +150,27 @@ class OpNode(Node):
         return tuple(g if g is not False else None for g in grads)
 
     def _check_versions(self):
-        for i, (x, v) in enumerate(zip(self.inputs, self._versions)):
+        for x, v in zip(self.inputs, self._versions):
             if v is not None and x._version != v:
-                shape = "x".join(str(n) for n in x._data.shape)
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: [dynograph.{x.dtype.tensor_type} [{shape}]], which is "
-                    f"output {x._output_nr} of {x.grad_fn.name() if x.grad_fn else 'AccumulateGrad'}, "
-                    f"is at version {x._version}; expected version {v} instead. Hint: the "
-                    "backtrace further above can point to the operation that failed to compute "
-                    "its gradient. The variable in question was changed in there or anywhere later. "
-                    "Good luck!")
+                raise modified_error(x._data, x.grad_fn, x._output_nr, x._version, v)
+
+
+def modified_error(array, producer, output_nr, version, expected):
+    """PyTorch's error for a saved tensor that was overwritten by an in-place op."""
+    from dynograph.runtime.dtypes import from_numpy_dtype
+    shape = ", ".join(str(n) for n in array.shape)
+    which = ""
+    if producer is not None:
+        name = producer.name()
+        if name.endswith("Backward0") or name.endswith("Backward1"):
+            name = name[:-len("Backward0")]
+        which = f", which is output {output_nr} of {name},"
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [dynograph.{from_numpy_dtype(array.dtype).tensor_type} [{shape}]]{which} "
+        f"is at version {version}; expected version {expected} instead. Hint: enable anomaly "
+        "detection to find the operation that failed to compute its gradient, with "
+        "dynograph.autograd.set_detect_anomaly(True, check_nan=False).")
 
 
 Tensor._output_nr = 0
