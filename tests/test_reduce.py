@@ -838,3 +838,18 @@ def test_double_backward(torch):
             (g * g).sum().backward()
             results.append(x.grad)
         assert_same(results[1], results[0], rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_topk_selection_path(torch, dtype):
+    """Long rows with a small k take the linear-time selection path."""
+    t = _distinct(torch, (5, 130), dtype)
+    for k in (1, 4, 30):
+        check(torch, lambda m, x: (x.topk(k), x.topk(k, largest=False), x.topk(k, 0 if k < 5 else 1)), t)
+        check(torch, lambda m, x: x.t().topk(k, 0), t)
+    if dtype != "int64":
+        n = t.clone()
+        n[1, 5] = NAN
+        n[2, ::7] = NAN
+        check(torch, lambda m, x: (x.topk(3).values, x.topk(3, largest=False)), n)
+    grad_check(torch, lambda m, x: x.topk(4, 1), _distinct(torch, (5, 130)))

@@ -84,13 +84,26 @@ def sum_dtype(in_dt, dtype=None):
     return in_dt if in_dt.is_floating_point else D.int64
 
 
+# numpy dtype -> (accumulation dtype, result dtype) of sum/prod/cumsum without ``dtype=``
+_SUM_TYPES = {d.np: ((_F32 if d.np in _LOW else d.np), d.np) if d.is_floating_point else (_I64, _I64)
+              for d in D.ALL_DTYPES}
+# result numpy dtype -> accumulation dtype (half types accumulate in float32)
+_ACC = {d.np: (_F32 if d.np in _LOW else d.np) for d in D.ALL_DTYPES}
+
+
 def _sum_impl(x, dim=None, keepdim=False, dtype=None):
-    out = dtype.np if dtype is not None else (x.dtype if x.dtype.kind == "f" or
-                                              x.dtype == D.bfloat16.np else _I64)
-    acc = _F32 if out in _LOW else out
-    if dtype is not None and x.dtype != acc:
-        x = x.astype(acc)
-    return _arr(np.add.reduce(x, axis=_axis(x, dim), dtype=acc, keepdims=keepdim), out)
+    if dtype is None:
+        acc, out = _SUM_TYPES[x.dtype]
+    else:
+        out = dtype.np
+        acc = _ACC[out]
+        if x.dtype != acc:
+            x = x.astype(acc)
+    r = np.add.reduce(x, axis=None if dim is None or x.ndim == 0 else dim, dtype=acc,
+                      keepdims=keepdim)
+    if type(r) is np.ndarray and r.dtype == out:
+        return r
+    return np.asarray(r).astype(out)
 
 
 def _sum_meta(x, dim=None, keepdim=False, dtype=None):
@@ -124,11 +137,14 @@ def mean_dtype(in_dt, dtype=None, name="mean"):
 
 
 def _mean_impl(x, dim=None, keepdim=False, dtype=None):
-    out = mean_dtype(D._FROM_NP[x.dtype], dtype).np
-    acc = _F32 if out in _LOW else out
+    if dtype is None and x.dtype.kind == "f":
+        out = x.dtype
+    else:
+        out = mean_dtype(D._FROM_NP[x.dtype], dtype).np
+    acc = _ACC[out]
     if x.dtype != acc:
         x = x.astype(acc)
-    s = np.add.reduce(x, axis=_axis(x, dim), keepdims=keepdim)
+    s = np.add.reduce(x, axis=None if dim is None or x.ndim == 0 else dim, keepdims=keepdim)
     n = _numel_reduced(x.shape, dim)
     return _arr(s / n if n else s * np.nan, out)        # the mean of nothing is nan
 
@@ -858,17 +874,16 @@ def _topk_impl(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     if x.ndim == 0:
         return x.copy(), np.zeros((), _I64)
     n = x.shape[dim]
-    if 0 < k <= n // 4:
+    lead = (slice(None),) * dim
+    if 0 < k <= n // 4 and n >= 64:
         # select the k candidates in linear time, then sort only them (in index order first,
         # so that ties come out by position like the full stable sort)
-        kth = n - k if largest else k - 1
-        cand = np.argpartition(x, kth, axis=dim)
-        cand = np.sort(np.take(cand, np.arange(n - k, n) if largest else np.arange(k), axis=dim),
-                       axis=dim)
+        cand = np.argpartition(x, n - k if largest else k - 1, axis=dim)
+        cand = np.sort(cand[lead + (slice(n - k, n) if largest else slice(0, k),)], axis=dim)
         order = argsort_np(np.take_along_axis(x, cand, axis=dim), dim, largest)
         idx = np.take_along_axis(cand, order, axis=dim)
     else:
-        idx = np.take(argsort_np(x, dim, largest), np.arange(k), axis=dim)
+        idx = argsort_np(x, dim, largest)[lead + (slice(0, k),)]
     return np.take_along_axis(x, idx, axis=dim), idx
 
 
