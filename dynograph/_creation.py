@@ -337,12 +337,13 @@ _SPACE_SIGNATURES = (
 
 
 def _space_args(fn, start, end, steps, extra=""):
-    got = [_tname(start), _tname(end)] + ([] if steps is None else [_tname(steps)])
-    if steps is None or _as_int(steps) is None or isinstance(steps, Tensor):
+    n = _as_int(steps) if not isinstance(steps, Tensor) else None
+    if n is None:
+        got = [_tname(start), _tname(end)] + ([] if steps is None else [_tname(steps)])
         raise TypeError(f"{fn}() received an invalid combination of arguments - got "
                         f"({', '.join(got)}), but expected one of:\n"
                         + _SPACE_SIGNATURES.replace("int steps", "int steps" + extra))
-    return _number(start, fn, "start", 1), _number(end, fn, "end", 2), _as_int(steps)
+    return _number(start, fn, "start", 1), _number(end, fn, "end", 2), n
 
 
 def linspace(start, end, steps=None, *, out=None, dtype=None, layout=None, device=None,

@@ -176,6 +176,12 @@ def _int_arg(x, fn, name, pos):
 def randint(*args, low=None, high=None, size=None, generator=None, out=None, dtype=None,
             layout=None, device=None, pin_memory=False, requires_grad=False):
     """Integers uniform in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
+    if len(args) == 3 and low is None and high is None and size is None \
+            and type(args[0]) is builtins.int and type(args[1]) is builtins.int \
+            and type(args[2]) is builtins.tuple:                      # the common call
+        return _create(C.randint, parse_size((args[2],), None, "randint"),
+                       _out_dtype(dtype, out) or D.int64, out, device, requires_grad, generator,
+                       low=args[0], high=args[1])
     names = {0: (), 1: ("high",), 2: ("high", "size"), 3: ("low", "high", "size")}.get(len(args))
     if names is None:
         raise TypeError(f"randint() takes from 2 to 3 positional arguments but {len(args)} were given")

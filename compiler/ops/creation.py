@@ -266,9 +266,8 @@ def _spaced(start, end, steps, dtype):
         return np.array([s], dtype=ct)
     step = (e - s) / ct.type(steps - 1)
     idx = np.arange(steps, dtype=ct)
+    out = idx * step + s
     half = steps // 2
-    out = np.empty(steps, dtype=ct)
-    out[:half] = s + step * idx[:half]
     out[half:] = e - step * (ct.type(steps - 1) - idx[half:])
     return out
 
