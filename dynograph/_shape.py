@@ -374,6 +374,7 @@ def _inplace_view(fn, name):
     """Tensor.<name>_: change this tensor's shape/strides in place (same memory)."""
     def method(self, *args, **kwargs):
         check_inplace_leaf(self)
+        self._bump_version()            # first: the op's record of its input sees the new version
         alias = Tensor._wrap(self._data)
         alias.__dict__.update(self.__dict__)
         result = fn(alias, *args, **kwargs)
@@ -381,7 +382,6 @@ def _inplace_view(fn, name):
         if result.grad_fn is not None:
             self.grad_fn = result.grad_fn
             self._output_nr = result._output_nr
-        self._bump_version()
         return self
     method.__name__ = name
     tensor_method(method)
@@ -494,6 +494,8 @@ def _finish(result, out):
 # ---------------------------------------------------------------- flip / roll / rot90
 
 def _dims_arg(dims, nd, fn):
+    if type(dims) is _int and 0 <= dims < nd:
+        return (dims,)
     if isinstance(dims, _seq_types):
         out = tuple(_dim(d, nd) for d in dims)
     else:
@@ -743,6 +745,11 @@ def unbind(input, dim=0):
 def movedim(input, source, destination):
     """Move dims ``source`` to positions ``destination`` (others keep their order)."""
     nd = input._data.ndim
+    if type(source) is _int and type(destination) is _int:          # one dim: a quick order
+        s, d = _dim(source, nd), _dim(destination, nd)
+        order = [i for i in range(nd) if i != s]
+        order.insert(d, s)
+        return call(M.permute, input, dims=tuple(order))
     src = tuple(source) if isinstance(source, _seq_types) else (source,)
     dst = tuple(destination) if isinstance(destination, _seq_types) else (destination,)
     if len(src) != len(dst):

@@ -728,7 +728,15 @@ triu = define("triu", "movement", _tri_impl(np.triu), meta=_tri_meta("triu"),
 
 # ---------------------------------------------------------------- flip / roll / rot90
 
-flip = define("flip", "movement", lambda x, dims: np.flip(x, dims).copy(),
+_REVERSE = _pyslice(None, None, -1)
+_ALL = _pyslice(None)
+
+
+def _flip(x, dims):
+    return x[tuple(_REVERSE if i in dims else _ALL for i in range(x.ndim))].copy()
+
+
+flip = define("flip", "movement", _flip,
               meta=lambda x, dims: _same_spec(x, x.shape),
               vjp=lambda ctx, g: (g.flip(ctx.attrs["dims"]),),
               doc="A copy with the order of elements reversed along ``dims``.")
@@ -851,7 +859,14 @@ cat = define("cat", "movement", _cat, meta=cat_meta, vjp=_cat_vjp,
 
 def _stack(*xs, dim, dtype):
     npdt = dtype.np
-    return np.stack([x if x.dtype == npdt else x.astype(npdt) for x in xs], axis=dim)
+    shape = xs[0].shape
+    for x in xs:
+        if x.shape != shape:
+            raise ValueError("shape")
+    unit = shape[:dim] + (1,) + shape[dim:]
+    # reshape only adds a unit dim: a view for any layout
+    return np.concatenate([(x if x.dtype == npdt else x.astype(npdt)).reshape(unit) for x in xs],
+                          axis=dim)
 
 
 def stack_meta(*xs, dim, dtype):
