@@ -18,6 +18,7 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, define, type_name, wrap_dim, wrap_dims
+from .indexing import DATA_DEPENDENT
 
 _F32 = np.dtype(np.float32)
 _I64 = np.dtype(np.int64)
@@ -1026,7 +1027,7 @@ mode = define("mode", "reduction", _mode_impl, meta=_mode_meta, vjp=_value_index
 
 
 # ---------------------------------------------------------------- unique, bincount, histc
-# Their output sizes depend on the data: meta rules report those sizes as None.
+# Their output sizes depend on the data: meta rules report those sizes as DATA_DEPENDENT.
 
 
 def _unique_impl(x, dim=None):
@@ -1042,12 +1043,12 @@ def _unique_impl(x, dim=None):
 def _unique_meta(x, dim=None):
     shape = tuple(x.shape)
     if dim is None:
-        return (TensorSpec((None,), x.dtype), TensorSpec(shape, D.int64),
-                TensorSpec((None,), D.int64))
+        return (TensorSpec((DATA_DEPENDENT,), x.dtype), TensorSpec(shape, D.int64),
+                TensorSpec((DATA_DEPENDENT,), D.int64))
     d = wrap_dim(dim, len(shape))
-    vals = shape[:d] + (None,) + shape[d + 1:]
+    vals = shape[:d] + (DATA_DEPENDENT,) + shape[d + 1:]
     return (TensorSpec(vals, x.dtype), TensorSpec((shape[d],), D.int64),
-            TensorSpec((None,), D.int64))
+            TensorSpec((DATA_DEPENDENT,), D.int64))
 
 
 unique = define("unique", "other", _unique_impl, meta=_unique_meta, differentiable=False,
@@ -1109,7 +1110,7 @@ def _bincount_impl(x, weights=None, minlength=0):
 
 def _bincount_meta(x, weights=None, minlength=0):
     _bincount_check(x, weights, minlength)
-    return TensorSpec((None,), _bincount_dtype(weights))
+    return TensorSpec((DATA_DEPENDENT,), _bincount_dtype(weights))
 
 
 bincount = define("bincount", "other", _bincount_impl, meta=_bincount_meta,
