@@ -21,9 +21,9 @@ class dtype:
     """A tensor element type; compares by identity like torch.dtype."""
 
     __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "category",
-                 "_rank", "tensor_type")
+                 "_rank", "tensor_type", "abbr")
 
-    def __init__(self, name, np_dtype, category, rank, tensor_type):
+    def __init__(self, name, np_dtype, category, rank, tensor_type, abbr):
         self.name = name
         self.np = np.dtype(np_dtype)
         self.category = category            # 0 bool, 1 integer, 2 floating
@@ -32,6 +32,7 @@ class dtype:
         self.itemsize = self.np.itemsize
         self._rank = rank                   # order inside the category
         self.tensor_type = tensor_type      # legacy name: "FloatTensor"
+        self.abbr = abbr                    # short name: "f32"
 
     @property
     def is_complex(self):
@@ -44,24 +45,20 @@ class dtype:
         return f"{_MODULE}.{self.name}"
 
     def __reduce__(self):
-        return (getattr, (_dtype_module(), self.name))
+        # pickled by name: unpickling yields the same singleton (this module's global)
+        return self.name
 
 
-def _dtype_module():
-    import importlib
-    return importlib.import_module(_MODULE)
-
-
-bool = dtype("bool", np.bool_, 0, 0, "BoolTensor")  # noqa: A001 - torch's name
-uint8 = dtype("uint8", np.uint8, 1, 0, "ByteTensor")
-int8 = dtype("int8", np.int8, 1, 0, "CharTensor")
-int16 = dtype("int16", np.int16, 1, 1, "ShortTensor")
-int32 = dtype("int32", np.int32, 1, 2, "IntTensor")
-int64 = dtype("int64", np.int64, 1, 3, "LongTensor")
-float16 = dtype("float16", np.float16, 2, 0, "HalfTensor")
-bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2, 0, "BFloat16Tensor")
-float32 = dtype("float32", np.float32, 2, 1, "FloatTensor")
-float64 = dtype("float64", np.float64, 2, 2, "DoubleTensor")
+bool = dtype("bool", np.bool_, 0, 0, "BoolTensor", "b8")  # noqa: A001 - torch's name
+uint8 = dtype("uint8", np.uint8, 1, 0, "ByteTensor", "u8")
+int8 = dtype("int8", np.int8, 1, 0, "CharTensor", "i8")
+int16 = dtype("int16", np.int16, 1, 1, "ShortTensor", "i16")
+int32 = dtype("int32", np.int32, 1, 2, "IntTensor", "i32")
+int64 = dtype("int64", np.int64, 1, 3, "LongTensor", "i64")
+float16 = dtype("float16", np.float16, 2, 0, "HalfTensor", "f16")
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2, 0, "BFloat16Tensor", "bf16")
+float32 = dtype("float32", np.float32, 2, 1, "FloatTensor", "f32")
+float64 = dtype("float64", np.float64, 2, 2, "DoubleTensor", "f64")
 
 ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64,
@@ -135,7 +132,8 @@ class finfo:
     def __init__(self, type=None):
         type = _default[0] if type is None else type
         if not type.is_floating_point:
-            raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle '{type}'")
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo "
+                            "to handle 'torch.finfo'")
         info = ml_dtypes.finfo(type.np) if type is bfloat16 else np.finfo(type.np)
         self.bits = type.itemsize * 8
         self.eps = float(info.eps)
@@ -156,12 +154,12 @@ class iinfo:
 
     def __init__(self, type):
         if type.is_floating_point:
-            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo to handle '{type}'")
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo "
+                            "to handle 'torch.iinfo'")
         if type is bool:
-            self.bits, self.min, self.max = 8, 0, 1
-        else:
-            info = np.iinfo(type.np)
-            self.bits, self.min, self.max = info.bits, int(info.min), int(info.max)
+            raise TypeError(f"{type} is not supported by torch.iinfo")
+        info = np.iinfo(type.np)
+        self.bits, self.min, self.max = info.bits, int(info.min), int(info.max)
         self.dtype = type.name
 
     def __repr__(self):
