@@ -340,10 +340,11 @@ def _value_of(self, value):
     """The assigned value: a Tensor, or a Python number as a 0-d array of self's dtype."""
     if isinstance(value, Tensor):
         return value
-    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+    if isinstance(value, (int, float, np.integer)):      # not numpy's float32 or bool_
         return scalar_array(value, self.dtype)
-    raise TypeError(f"can't assign a {type(value).__name__} to a dynograph."
-                    f"{self.dtype.tensor_type}")
+    t = type(value)
+    name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+    raise TypeError(f"can't assign a {name} to a dynograph.{self.dtype.tensor_type}")
 
 
 def _strip_shape(shape):
@@ -357,7 +358,12 @@ def _check_copy_shape(vshape, tshape, dtype):
     """copy_to's rule: a value of another shape loses its leading 1s, then expands."""
     if vshape == tshape or not vshape:
         return
-    M.expand.meta(TensorSpec(_strip_shape(vshape), dtype), tuple(tshape))
+    vshape = _strip_shape(vshape)
+    if M.expand_shape(vshape, tuple(tshape)) is None:
+        raise RuntimeError(
+            f"expand(dynograph.{dtype.tensor_type}{{{list(vshape)}}}, size={list(tshape)}): the "
+            f"number of sizes provided ({len(tshape)}) must be greater or equal to the number of "
+            f"dimensions in the tensor ({len(vshape)})")
 
 
 def _only_mask(adv):
@@ -410,7 +416,7 @@ def _setitem(self, key, value):
         _value_of(self, value)
         return
     v = _value_of(self, value)
-    steps, adv, shape = _plan(self._data.shape, _items(key), type(key) is _pyslice)
+    steps, adv, shape = _plan(self._data.shape, _items(key))
     if STATE.grad_enabled and (self.requires_grad or (isinstance(v, Tensor) and v.requires_grad)):
         _setitem_autograd(self, steps, adv, shape, v)
     else:
@@ -431,9 +437,11 @@ def _setitem_eager(self, steps, adv, shape, v):
         try:
             a[_numpy_key(adv)] = varr
         except IndexError:
-            for d, kind, m in adv:
+            k = 0
+            for d, kind, m in sorted(adv, key=lambda e: e[0]):
                 if kind == _TENSOR:
-                    I._check_bounds(m._data, shape[d], d, exc=IndexError)
+                    I._check_bounds(m._data, shape[d], k, exc=IndexError)
+                k += m._data.ndim if kind == _MASK else 1
             raise
         except ValueError:
             _put_shape_error(varr.shape, shape, adv)
@@ -461,17 +469,12 @@ def _cast(t, dtype):
 def _setitem_autograd(self, steps, adv, shape, v):
     """The write recorded for autograd: ``index_put`` into (a view of) self, committed as an
     in-place write (a view's base gets CopySlices)."""
-    if self.requires_grad:
-        base = self._base
-        if self.grad_fn is None or (base is not None and base.requires_grad
-                                    and base.grad_fn is None):
-            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
-                               "in-place operation.")
     if not isinstance(v, Tensor):
         v = Tensor._wrap(v)
     target = self
     for step in steps:
         target = _apply_step(target, step)
+    check_inplace_leaf(target)
     if adv:
         _check_masks(adv, shape)
         if _check_put_dtype(self, v, adv):
@@ -774,11 +777,6 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     return _finish(r, out)
 
 
-@tensor_method(name="searchsorted")
-def _searchsorted_method(self, input, *, out_int32=False, right=False, side=None, sorter=None):
-    return searchsorted(self, input, out_int32=out_int32, right=right, side=side, sorter=sorter)
-
-
 @_function
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """The index of the bucket of each value of ``input`` between sorted 1-D ``boundaries``."""
@@ -786,8 +784,3 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
                            f"{boundaries._data.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right, out=out)
-
-
-@tensor_method(name="bucketize")
-def _bucketize_method(self, boundaries, *, out_int32=False, right=False):
-    return bucketize(self, boundaries, out_int32=out_int32, right=right)

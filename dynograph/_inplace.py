@@ -7,11 +7,12 @@ from .autograd.grad_mode import STATE
 
 def check_inplace_leaf(self):
     if self.requires_grad and STATE.grad_enabled:
-        if self.grad_fn is None:
+        base = self._base
+        if self.grad_fn is None and base is None:
             raise RuntimeError(
                 "a leaf Variable that requires grad is being used in an in-place operation.")
-        base = self._base
-        if base is not None and base.requires_grad and base.grad_fn is None:
+        if self.grad_fn is None or (base is not None and base.requires_grad
+                                    and base.grad_fn is None):
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                                "in-place operation.")
 
@@ -53,12 +54,21 @@ def _preserve_inputs(node, self):
     """``node`` (which computed the new value) may have read ``self``: give it a copy of the
     values about to be overwritten, so its derivative still sees them."""
     inputs = getattr(node, "inputs", None)
-    if not inputs or not any(x is self for x in inputs):
+    vc = self._vc
+    if not inputs or not any(x is self or (vc is not None and getattr(x, "_vc", None) is vc)
+                             for x in inputs):
         return
-    snap = alias_of(self)
-    snap._data = self._data.copy()
-    node.inputs = tuple(snap if x is self else x for x in inputs)
-    node._versions = tuple(0 if x is self else v for x, v in zip(inputs, node._versions))
+    new = []
+    versions = []
+    for x, v in zip(inputs, node._versions):
+        if x is self or (vc is not None and getattr(x, "_vc", None) is vc):  # same memory
+            snap = alias_of(x)
+            snap._data = x._data.copy()
+            x, v = snap, 0
+        new.append(x)
+        versions.append(v)
+    node.inputs = tuple(new)
+    node._versions = tuple(versions)
 
 
 def _rebase(self, src):
@@ -68,8 +78,17 @@ def _rebase(self, src):
     elif (src.grad_fn is not None and src._data.shape == self._data.shape
           and src._data.dtype == self._data.dtype):
         _rebase_history(self, src)
-    elif base is None:
-        _rebase_view(self, self, src)       # broadcast, cast or constant source: a copy into self
+    elif base is None:                      # broadcast, cast or constant source: a copy
+        from dynograph.compiler.ops import REGISTRY
+        op = REGISTRY.get("copy")
+        if op is None:
+            _rebase_view(self, self, src)
+            return
+        from ._dispatch import call
+        r = call(op, alias_of(self), alias_of(src))
+        self.requires_grad = True
+        self.grad_fn = r.grad_fn
+        self._output_nr = 0
 
 
 def _rebase_view(view, root, src):

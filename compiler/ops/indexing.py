@@ -226,9 +226,12 @@ def index_result_shape(shape, indices):
 
 
 def _raise_index_bounds(shape, indices):
+    """PyTorch numbers the dimension by the position among the index tensors."""
+    k = 0
     for d, i in enumerate(indices):
         if i is not None:
-            _check_bounds(i, shape[d], d, exc=IndexOutOfRange)
+            _check_bounds(i, shape[d], k, exc=IndexOutOfRange)
+            k += 1
 
 
 def _index(x, *indices):
@@ -390,6 +393,7 @@ _LEGACY_REDUCE = {None: None, "add": np.add, "multiply": np.multiply}
 
 
 def _scatter_impl(x, index, src, dim, reduce=None):
+    _check_legacy_reduce(reduce)
     _scatter_check(x, index, src, dim)
     out, coords, s = _scatter_prepare(x, index, src, dim)
     ufunc = _LEGACY_REDUCE[reduce]
@@ -441,6 +445,7 @@ scatter = define("scatter", "index", _scatter_impl, meta=_scatter_meta, vjp=_sca
 
 
 def _scatter_value_impl(x, index, dim, value, reduce=None):
+    _check_legacy_reduce(reduce)
     _scatter_check(x, index, None, dim)
     out, coords, _ = _scatter_prepare(x, index, None, dim)
     v = np.asarray(value).astype(out.dtype)
@@ -790,8 +795,8 @@ def _index_fill_tensor_vjp(ctx, g):
     d = ctx.attrs["dim"]
     gx = ctx.needs(0) and _call(index_fill, g, idx, dim=d, value=0)
     gv = None
-    if ctx.needs(2):
-        gv = (_call(index_select, g, idx, dim=d) if g.ndim else g).sum()
+    if ctx.needs(2):                # every filled position once, also for repeated indices
+        gv = (g - _call(index_fill, g, idx, dim=d, value=0)).sum()
     return gx, None, gv
 
 
@@ -821,7 +826,7 @@ def _masked_select(x, mask):
 
 def _masked_select_meta(x, mask):
     _mask_dtype_check(mask, "masked_select: expected BoolTensor for mask")
-    _broadcast_pair(x.shape, mask.shape)
+    _broadcast_pair(mask.shape, x.shape)
     return _same(x, (DATA_DEPENDENT,))
 
 
