@@ -1,5 +1,6 @@
 """Tensor methods of autograd: backward, grad, detach, requires_grad_, hooks."""
 import warnings
+import weakref
 
 from . import autograd
 from ._tensor import Tensor, tensor_method
@@ -11,7 +12,7 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
 
 
 def _get_grad(self):
-    if self.grad_fn is not None and not self._retains_grad:
+    if self.grad_fn is not None and not self._retains_grad and self._grad is None:
         warnings.warn(
             "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
             ".grad attribute won't be populated during autograd.backward(). If you indeed want "
@@ -64,3 +65,51 @@ def _set_data(self, value):
 
 
 Tensor.data = property(_get_data, _set_data)
+
+
+class RemovableHandle:
+    """Returned by register_hook; ``remove()`` unregisters the hook."""
+
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+@tensor_method
+def register_hook(self, hook):
+    """Call ``hook(grad)`` whenever a gradient for this tensor is computed; a returned tensor
+    replaces the gradient."""
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is None:
+        if self._hooks is None:
+            self._hooks = []
+        hooks = self._hooks
+    else:
+        table = self.grad_fn.__dict__.setdefault("_tensor_hooks", {})
+        hooks = table.setdefault(self._output_nr, [])
+    hooks.append(hook)
+    return RemovableHandle(hooks, hook)
+
+
+@tensor_method
+def retain_grad(self):
+    """Keep ``.grad`` for a non-leaf tensor after backward (a no-op on leaves)."""
+    if not self.requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if self.grad_fn is None or self._retains_grad:
+        return
+    self.grad_fn.__dict__.setdefault("_retained", {})[self._output_nr] = weakref.ref(self)
+    self._retains_grad = True
+
+
+Tensor.retains_grad = property(lambda self: bool(self._retains_grad))

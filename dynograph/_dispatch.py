@@ -13,7 +13,9 @@ from dynograph.compiler.ops.core import TensorSpec
 from dynograph.runtime import dtypes as D
 from ._tensor import Tensor
 from .autograd.grad_mode import STATE
+from .autograd.anomaly_mode import ANOMALY, forward_trace
 from .autograd.graph import OpNode
+from .autograd.profiler import RECORDER
 
 _ndarray = np.ndarray
 _wrap = Tensor._wrap
@@ -30,6 +32,8 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"numpy\.")
 
 def call(op, *args, **attrs):
     """Run ``op`` on ``args`` (tensors, Python scalars, other attributes) eagerly."""
+    if RECORDER.active is not None:
+        return RECORDER.active.run(op.name, _call_profiled, op, args, attrs)
     if op.kind == "elementwise":
         result = _run_elementwise(op, args, attrs)
     else:
@@ -42,11 +46,25 @@ def call(op, *args, **attrs):
                 if a._rg:
                     return _record(op, args, attrs, result)
     if type(result) is tuple:
-        return tuple(_wrap(r) for r in result)
+        outs = tuple(_wrap(r) for r in result)
+        if op.view:
+            for o in outs:
+                _mark_view(o, args[0])
+        return outs
     out = _wrap(result)
     if op.view:
         _mark_view(out, args[0])
     return out
+
+
+def _call_profiled(op, args, attrs):
+    """``call`` with the profiler switched off for the op's own body (an op's impl is numpy
+    and runs no nested ops, so nothing is missed) and back on afterwards."""
+    prof, RECORDER.active = RECORDER.active, None
+    try:
+        return call(op, *args, **attrs)
+    finally:
+        RECORDER.active = prof
 
 
 def _arrays(args, ct):
@@ -117,6 +135,8 @@ def _spec(a):
 
 def _record(op, args, attrs, result):
     node = OpNode(op, args, attrs, result)
+    if ANOMALY.enabled:
+        node._forward_trace = forward_trace()
     if type(result) is tuple:
         outs = []
         for i, r in enumerate(result):
@@ -125,6 +145,8 @@ def _record(op, args, attrs, result):
                 t._rg = True
                 t.grad_fn = node
                 t._output_nr = i
+            if op.view:
+                _mark_view(t, args[0])
             outs.append(t)
         # derivative rules may read the outputs: record their versions to detect overwrites
         node._saved_out = tuple((t._version_box(), t._version) for t in outs)

@@ -6,6 +6,9 @@ from .engine import run_backward
 from . import functional  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
+from . import profiler  # noqa: F401
+from .anomaly_mode import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,  # noqa: F401
+                           is_anomaly_check_nan_enabled)
 from .._tensor import Tensor
 
 
@@ -46,15 +49,34 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if retain_graph is None:
         retain_graph = create_graph
     grads = _make_grads(tensors, grad_tensors)
-    inputs = _as_tuple(inputs) or None
-    run_backward(tensors, grads, retain_graph=retain_graph, create_graph=create_graph,
-                 inputs=inputs)
+    inputs = _as_tuple(inputs)
+    if not inputs:
+        run_backward(tensors, grads, retain_graph=retain_graph, create_graph=create_graph)
+        return
+    # only the given inputs (leaves or not) accumulate: capture their gradients, then add them
+    from .engine import _accumulate
+    edges = [_edge(x) for x in inputs]
+    results = run_backward(tensors, grads, retain_graph=retain_graph, create_graph=create_graph,
+                           capture={node: None for node, _ in edges})
+    for x, (node, nr) in zip(inputs, edges):
+        g = results.get(node)
+        if g is not None and not isinstance(g, Tensor):
+            g = g[nr]
+        if g is not None:
+            _accumulate(x, g, create_graph)
+
+
+def _edge(x):
+    """The graph edge that carries ``x``'s gradient."""
+    from .graph import accumulator
+    if not x.requires_grad:
+        raise RuntimeError("One of the differentiated Tensors does not require grad")
+    return (accumulator(x), 0) if x.grad_fn is None else (x.grad_fn, x._output_nr)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Return the gradients of ``outputs`` with respect to ``inputs`` (no ``.grad`` is touched)."""
-    from .graph import accumulator
     outputs = _as_tuple(outputs)
     inputs_t = _as_tuple(inputs)
     grad_outputs = _as_tuple(grad_outputs) or (None,) * len(outputs)
@@ -66,11 +88,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 "element 0 of tensors does not require grad and does not have a grad_fn")
     if retain_graph is None:
         retain_graph = create_graph
-    edges = []
-    for x in inputs_t:
-        if not x.requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-        edges.append((accumulator(x), 0) if x.grad_fn is None else (x.grad_fn, x._output_nr))
+    edges = [_edge(x) for x in inputs_t]
     capture = {e[0]: None for e in edges}
     results = run_backward(outputs, _make_grads(outputs, grad_outputs), retain_graph=retain_graph,
                            create_graph=create_graph, capture=capture)

@@ -2,6 +2,8 @@
 from .._tensor import Tensor
 from .graph import AccumulateGrad, OpNode
 from .grad_mode import STATE
+from .anomaly_mode import ANOMALY, check_node
+from .profiler import RECORDER
 
 
 def _sum_to(g, shape):
@@ -39,8 +41,7 @@ def _dependencies(roots):
     return deps
 
 
-def run_backward(roots, grads, *, retain_graph=False, create_graph=False, inputs=None,
-                 capture=None):
+def run_backward(roots, grads, *, retain_graph=False, create_graph=False, capture=None):
     """Propagate ``grads`` from ``roots`` (tensors) to the leaves.
 
     With ``capture`` (a dict node-edge -> None) gradients for those edges are returned
@@ -49,12 +50,12 @@ def run_backward(roots, grads, *, retain_graph=False, create_graph=False, inputs
     prev = STATE.grad_enabled
     STATE.grad_enabled = bool(create_graph)
     try:
-        return _run(roots, grads, retain_graph, create_graph, inputs, capture)
+        return _run(roots, grads, retain_graph, create_graph, capture)
     finally:
         STATE.grad_enabled = prev
 
 
-def _run(roots, grads, retain_graph, create_graph, inputs, capture):
+def _run(roots, grads, retain_graph, create_graph, capture):
     buffers = {}                 # node -> list of output grads
     root_nodes = []
     for t, g in zip(roots, grads):
@@ -69,22 +70,30 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture):
     deps = _dependencies(root_nodes)
     ready = [n for n in root_nodes if deps.get(n, 0) == 0]
     results = {}
-    order = 0
+    prof = RECORDER.active
     while ready:
         node = ready.pop()
-        order += 1
         node_grads = buffers.pop(node, None)
         if isinstance(node, AccumulateGrad):
-            g = node_grads[0]
+            g = _leaf_hooks(node.variable, node_grads[0])
             if capture is not None:
                 if node in capture:
                     results[node] = g
-            elif inputs is None or node.variable in inputs:
+            else:
                 _accumulate(node.variable, g, create_graph)
             continue
+        if "_tensor_hooks" in node.__dict__ or "_pre_hooks" in node.__dict__:
+            node_grads = _node_pre_hooks(node, node_grads)
         if capture is not None and node in capture:
             results[node] = node_grads
-        in_grads = _apply(node, node_grads)
+        if prof is None:
+            in_grads = _apply(node, node_grads)
+        else:
+            in_grads = prof.run(node.name(), _apply, node, node_grads)
+        if "_post_hooks" in node.__dict__:
+            in_grads = _node_post_hooks(node, in_grads, node_grads)
+        if ANOMALY.enabled and ANOMALY.check_nan:
+            check_node(node, in_grads)
         if not retain_graph:
             node.release()
         for i, edge in enumerate(node.next_functions):
@@ -155,11 +164,45 @@ def _add_grad(buffers, node, nr, g):
     slot[nr] = g if slot[nr] is None else slot[nr] + g
 
 
-def _accumulate(leaf, g, create_graph):
+def _leaf_hooks(leaf, g):
     for hook in leaf._hooks or ():
         r = hook(g)
         if r is not None:
             g = r
+    return g
+
+
+def _node_pre_hooks(node, grads):
+    """Hooks of the tensors this node produced (register_hook, retain_grad), then the node's
+    own pre-hooks; each may replace the gradient."""
+    grads = list(grads)
+    for nr, hooks in node.__dict__.get("_tensor_hooks", {}).items():
+        for hook in hooks:
+            if grads[nr] is not None:
+                r = hook(grads[nr])
+                if r is not None:
+                    grads[nr] = r
+    for nr, ref in node.__dict__.get("_retained", {}).items():
+        t = ref()
+        if t is not None and grads[nr] is not None:
+            g = grads[nr]
+            t._grad = g.detach().clone() if t._grad is None else t._grad + g.detach()
+    for hook in node.__dict__.get("_pre_hooks", ()):
+        r = hook(tuple(grads))
+        if r is not None:
+            grads = list(r)
+    return grads
+
+
+def _node_post_hooks(node, grad_inputs, grad_outputs):
+    for hook in node._post_hooks:
+        r = hook(tuple(grad_inputs), tuple(grad_outputs))
+        if r is not None:
+            grad_inputs = list(r)
+    return grad_inputs
+
+
+def _accumulate(leaf, g, create_graph):
     if leaf._grad is None:
         # the incoming buffer may be shared with other gradients: the leaf gets its own
         leaf._grad = g if create_graph else Tensor._wrap(g._data.copy())
