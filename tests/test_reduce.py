@@ -848,3 +848,23 @@ def test_topk_selection_path(torch, dtype):
         n[2, ::7] = NAN
         check(torch, lambda m, x: (x.topk(3).values, x.topk(3, largest=False)), n)
     grad_check(torch, lambda m, x: x.topk(4, 1), _distinct(torch, (5, 130)))
+
+
+def test_dtype_support_errors():
+    b = dynograph.ones(2, 3, dtype=dynograph.bool)
+    i = dynograph.ones(3, dtype=dynograph.int64)
+    cases = [
+        (lambda: b.median(), NotImplementedError, "\"median_cpu\" not implemented for 'Bool'"),
+        (lambda: b.nanmedian(), NotImplementedError, "\"median_cpu\" not implemented for 'Bool'"),
+        (lambda: b.median(0), NotImplementedError, "\"median_out\" not implemented for 'Bool'"),
+        (lambda: b.kthvalue(1, 0), NotImplementedError, "\"kthvalue_cpu\" not implemented for 'Bool'"),
+        (lambda: b.topk(1), RuntimeError, "topk does not support bool dtypes on CPU"),
+        (lambda: i.logcumsumexp(0), NotImplementedError,
+         "\"logcumsumexp_out_cpu\" not implemented for 'Long'"),
+        (lambda: dynograph.var_mean(i), RuntimeError, "var_mean only support floating point and complex"),
+        (lambda: dynograph.std_mean(i), RuntimeError, "std_mean only support floating point and complex"),
+        (lambda: i.var(), RuntimeError, "std and var only support floating point and complex dtypes"),
+    ]
+    for fn, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            fn()

@@ -429,15 +429,15 @@ argmin = define("argmin", "reduction", _impl, meta=_meta, differentiable=False,
 # ---------------------------------------------------------------- var, std
 
 
-def _float_only(dt):
+def _float_only(dt, name="std and var"):
     if not dt.is_floating_point:
-        raise RuntimeError("std and var only support floating point and complex dtypes")
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
 
 
-def _moments(x, dim, correction, keepdim):
+def _moments(x, dim, correction, keepdim, name="std and var"):
     """(var, mean) by two passes, in float32 for the half types."""
     out = x.dtype
-    _float_only(D._FROM_NP[out])
+    _float_only(D._FROM_NP[out], name)
     if out in _LOW:
         x = x.astype(_F32)
     ax = _axis(x, dim)
@@ -461,11 +461,11 @@ def _std_impl(x, dim=None, correction=1, keepdim=False):
 
 
 def _var_mean_impl(x, dim=None, correction=1, keepdim=False):
-    return _moments(x, dim, correction, keepdim)
+    return _moments(x, dim, correction, keepdim, "var_mean")
 
 
 def _std_mean_impl(x, dim=None, correction=1, keepdim=False):
-    var, mean = _moments(x, dim, correction, keepdim)
+    var, mean = _moments(x, dim, correction, keepdim, "std_mean")
     return _arr(np.sqrt(var)), mean
 
 
@@ -474,9 +474,12 @@ def _var_meta(x, dim=None, correction=1, keepdim=False):
     return _spec_reduce(x, dim, keepdim, x.dtype)
 
 
-def _pair_meta(x, dim=None, correction=1, keepdim=False):
-    spec = _var_meta(x, dim, correction, keepdim)
-    return spec, spec
+def _pair_meta(name):
+    def meta(x, dim=None, correction=1, keepdim=False):
+        _float_only(x.dtype, name)
+        spec = _spec_reduce(x, dim, keepdim, x.dtype)
+        return spec, spec
+    return meta
 
 
 def _centered(ctx):
@@ -516,9 +519,9 @@ var = define("var", "reduction", _var_impl, meta=_var_meta, vjp=_var_vjp,
              doc="Variance with Bessel's correction (``correction``).")
 std = define("std", "reduction", _std_impl, meta=_var_meta, vjp=_std_vjp,
              doc="Standard deviation with ``correction``.")
-var_mean = define("var_mean", "reduction", _var_mean_impl, meta=_pair_meta,
+var_mean = define("var_mean", "reduction", _var_mean_impl, meta=_pair_meta("var_mean"),
                   vjp=_moment_pair_vjp("var"), doc="(var, mean) in one pass.")
-std_mean = define("std_mean", "reduction", _std_mean_impl, meta=_pair_meta,
+std_mean = define("std_mean", "reduction", _std_mean_impl, meta=_pair_meta("std_mean"),
                   vjp=_moment_pair_vjp("std"), doc="(std, mean) in one pass.")
 
 
@@ -687,7 +690,7 @@ cumprod = define("cumprod", "reduction", _impl, meta=_meta, vjp=_cumprod_vjp,
 
 
 def _logcumsumexp_impl(x, dim):
-    out = _float_of(D._FROM_NP[x.dtype]).np
+    out = _logcumsumexp_meta(TensorSpec(x.shape, D._FROM_NP[x.dtype]), dim).dtype.np
     acc = _F32 if out in _LOW else out
     if x.dtype != acc:
         x = x.astype(acc)
@@ -698,7 +701,14 @@ def _logcumsumexp_impl(x, dim):
 
 def _logcumsumexp_meta(x, dim):
     wrap_dim(dim, len(x.shape))
-    return TensorSpec(tuple(x.shape), _float_of(x.dtype))
+    _not_implemented(x.dtype, "logcumsumexp_out_cpu", floating_only=True)
+    return TensorSpec(tuple(x.shape), x.dtype)
+
+
+def _not_implemented(dt, kernel, floating_only=False):
+    """torch's error for a dtype its CPU kernel does not handle."""
+    if dt is D.bool or (floating_only and not dt.is_floating_point):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(dt)}'")
 
 
 def _logcumsumexp_vjp(ctx, g):
@@ -864,14 +874,16 @@ sort = define("sort", "reduction", _sort_impl, meta=_same_shape_pair, vjp=_scatt
               doc="Sorted values and their indices (stable).")
 
 
-def _topk_check(shape, k, dim):
+def _topk_check(shape, k, dim, dtype):
+    if dtype is D.bool:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     n = shape[dim] if len(shape) else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
 
 
 def _topk_impl(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002
-    _topk_check(x.shape, k, dim)
+    _topk_check(x.shape, k, dim, D._FROM_NP[x.dtype])
     if x.ndim == 0:
         return x.copy(), np.zeros((), _I64)
     n = x.shape[dim]
@@ -891,7 +903,7 @@ def _topk_impl(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002
 def _topk_meta(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     shape = tuple(x.shape)
     d = wrap_dim(dim, len(shape))
-    _topk_check(shape, k, d)
+    _topk_check(shape, k, d, x.dtype)
     out = shape[:d] + (k,) + shape[d + 1:] if shape else ()
     return TensorSpec(out, x.dtype), TensorSpec(out, D.int64)
 
@@ -900,14 +912,15 @@ topk = define("topk", "reduction", _topk_impl, meta=_topk_meta, vjp=_scatter_bac
               doc="The k largest (or smallest) values along a dim and their indices.")
 
 
-def _kth_check(shape, k, dim):
+def _kth_check(shape, k, dim, dtype):
+    _not_implemented(dtype, "kthvalue_cpu")
     n = shape[dim] if len(shape) else 1
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
 
 
 def _kthvalue_impl(x, k, dim=-1, keepdim=False):
-    _kth_check(x.shape, k, dim)
+    _kth_check(x.shape, k, dim, D._FROM_NP[x.dtype])
     if x.ndim == 0:
         return x.copy(), np.zeros((), _I64)
     idx = np.take(argsort_np(x, dim), [k - 1], axis=dim)
@@ -917,7 +930,7 @@ def _kthvalue_impl(x, k, dim=-1, keepdim=False):
 def _kthvalue_meta(x, k, dim=-1, keepdim=False):
     shape = tuple(x.shape)
     d = wrap_dim(dim, len(shape))
-    _kth_check(shape, k, d)
+    _kth_check(shape, k, d, x.dtype)
     out = reduced_shape(shape, (d,), keepdim)
     return TensorSpec(out, x.dtype), TensorSpec(out, D.int64)
 
@@ -931,6 +944,8 @@ kthvalue = define("kthvalue", "reduction", _kthvalue_impl, meta=_kthvalue_meta,
 
 def _median_full(ignore_nan):
     def impl(x):
+        if x.dtype == np.bool_:
+            meta(TensorSpec(x.shape, D.bool))
         flat = x.reshape(-1)
         if _is_float(flat):
             nan = np.isnan(flat)
@@ -943,12 +958,15 @@ def _median_full(ignore_nan):
         return _arr(np.partition(flat, (flat.size - 1) // 2)[(flat.size - 1) // 2])
 
     def meta(x):
+        _not_implemented(x.dtype, "median_cpu")
         return TensorSpec((), x.dtype)
     return impl, meta
 
 
 def _median_dim(ignore_nan, name):
     def impl(x, dim, keepdim=False):
+        if x.dtype == np.bool_:
+            meta(TensorSpec(x.shape, D.bool), dim, keepdim)
         if x.ndim == 0:
             return x.copy(), np.zeros((), _I64)
         n = x.shape[dim]
@@ -970,6 +988,7 @@ def _median_dim(ignore_nan, name):
 
     def meta(x, dim, keepdim=False):
         shape = tuple(x.shape)
+        _not_implemented(x.dtype, "median_out")
         _check_nonempty(name, shape, dim)
         out = reduced_shape(shape, (dim,), keepdim)
         return TensorSpec(out, x.dtype), TensorSpec(out, D.int64)
