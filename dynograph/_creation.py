@@ -20,6 +20,7 @@ from ._inplace import write_out
 from ._tensor import Size, Tensor, tensor_method
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "full", "empty",
+           "scalar_tensor",
            "empty_strided", "zeros_like", "ones_like", "full_like", "empty_like", "arange",
            "linspace", "logspace", "eye", "FloatTensor", "DoubleTensor", "HalfTensor",
            "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
@@ -51,8 +52,22 @@ def _finish(t, requires_grad, out=None):
     return t
 
 
+_PY_DTYPES = {builtins.float: D.float64, builtins.int: D.int64, builtins.bool: D.bool}
+
+
+def _dt(dtype):
+    """A ``dtype=`` argument: a dynograph dtype, None, or a Python type (float is float64)."""
+    if dtype is None or type(dtype) is D.dtype:
+        return dtype
+    if dtype in _PY_DTYPES:
+        return _PY_DTYPES[dtype]
+    raise TypeError(f"argument 'dtype' must be dynograph.dtype, not {_tname(dtype)}")
+
+
 def _out_dtype(dtype, out):
     """The result dtype of a factory called with ``out=``: out's own, unless told otherwise."""
+    if type(dtype) is not D.dtype:
+        dtype = _dt(dtype)
     if out is None:
         return dtype
     if dtype is None:
@@ -183,6 +198,20 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pi
     return _filled(shape, value, dtype, device, requires_grad, out)
 
 
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False,
+                  requires_grad=False):
+    """A 0-dim tensor holding the number ``s`` (in the default dtype unless told otherwise)."""
+    if isinstance(s, Tensor) and s._data.ndim == 0:
+        s = s.item()
+    elif isinstance(s, (np.number, np.bool_)):
+        s = s.item()
+    elif not isinstance(s, _NUMBERS):
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {_tname(s)}")
+    dtype = _dt(dtype) or D.get_default_dtype()
+    C.check_scalar(s, dtype)
+    return _filled((), s, dtype, device, requires_grad, None)
+
+
 def _memory_perm(memory_format, ndim):
     """The layout permutation (outermost first) of a channels-last memory format."""
     name = getattr(memory_format, "name", "contiguous_format")
@@ -252,7 +281,7 @@ def _check_input(input, fn):
 def _like(fn, input, value, dtype, device, requires_grad, memory_format):
     _check_input(input, fn)
     perm = _like_perm(input, memory_format)
-    dtype = dtype or input.dtype
+    dtype = _dt(dtype) or input.dtype
     if value is None:
         return _empty(tuple(input._data.shape), dtype, device, requires_grad, None, perm)
     return _filled(tuple(input._data.shape), value, dtype, device, requires_grad, None, perm)
@@ -281,7 +310,7 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     """``fill_value`` everywhere, with ``input``'s shape and dtype."""
     _check_input(input, "full_like")
     value = _fill_scalar(fill_value, "full_like")
-    C.check_scalar(value, dtype or input.dtype)
+    C.check_scalar(value, _dt(dtype) or input.dtype)
     return _like("full_like", input, value, dtype, device, requires_grad, memory_format)
 
 
@@ -596,7 +625,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if type(data) is builtins.float and dtype is None:      # the common scalar case
         t = Tensor._wrap(np.array(data, dtype=D.get_default_dtype().np))
     else:
-        t = Tensor._wrap(_array_of(data, dtype))
+        t = Tensor._wrap(_array_of(data, _dt(dtype)))
     return _finish(t, requires_grad)
 
 
@@ -604,6 +633,7 @@ def as_tensor(data, *, dtype=None, device=None):
     """Like ``tensor`` but shares memory with a tensor or numpy array of the requested dtype."""
     if device is not None:
         as_device(device)
+    dtype = _dt(dtype)
     if isinstance(data, Tensor):
         return data if dtype is None or data.dtype is dtype else data.to(dtype)
     if isinstance(data, np.ndarray):
@@ -650,7 +680,7 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
     """A new tensor from ``data`` with this tensor's dtype unless told otherwise."""
     if device is not None:
         as_device(device)
-    return _finish(Tensor._wrap(_array_of(data, dtype or self.dtype, "tensor.new_tensor")),
+    return _finish(Tensor._wrap(_array_of(data, _dt(dtype) or self.dtype, "tensor.new_tensor")),
                    requires_grad)
 
 
@@ -658,7 +688,7 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
 def new_empty(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None,
               pin_memory=False):
     """An uninitialized tensor with this tensor's dtype."""
-    return _empty(parse_size(args, size, "new_empty"), dtype or self.dtype, device,
+    return _empty(parse_size(args, size, "new_empty"), _dt(dtype) or self.dtype, device,
                   requires_grad, None)
 
 
@@ -666,7 +696,7 @@ def new_empty(self, *args, size=None, dtype=None, device=None, requires_grad=Fal
 def new_zeros(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None,
               pin_memory=False):
     """Zeros with this tensor's dtype."""
-    return _filled(parse_size(args, size, "new_zeros"), 0, dtype or self.dtype, device,
+    return _filled(parse_size(args, size, "new_zeros"), 0, _dt(dtype) or self.dtype, device,
                    requires_grad, None)
 
 
@@ -674,7 +704,7 @@ def new_zeros(self, *args, size=None, dtype=None, device=None, requires_grad=Fal
 def new_ones(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False):
     """Ones with this tensor's dtype."""
-    return _filled(parse_size(args, size, "new_ones"), 1, dtype or self.dtype, device,
+    return _filled(parse_size(args, size, "new_ones"), 1, _dt(dtype) or self.dtype, device,
                    requires_grad, None)
 
 
@@ -684,7 +714,7 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
     """``fill_value`` everywhere, with this tensor's dtype unless told otherwise."""
     shape = _sequence_size(size, "new_full")
     value = _fill_scalar(fill_value, "new_full")
-    dtype = dtype or self.dtype
+    dtype = _dt(dtype) or self.dtype
     C.check_scalar(value, dtype)
     return _filled(shape, value, dtype, device, requires_grad, None)
 
@@ -693,7 +723,7 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
                       layout=None, pin_memory=False):
     """An uninitialized tensor with the given strides and this tensor's dtype."""
-    return empty_strided(size, stride, dtype=dtype or self.dtype, device=device,
+    return empty_strided(size, stride, dtype=_dt(dtype) or self.dtype, device=device,
                          requires_grad=requires_grad)
 
 

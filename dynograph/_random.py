@@ -17,7 +17,8 @@ from dynograph.compiler.ops import creation as C
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import as_device
 from ._convert import _copy_recorded, _records
-from ._creation import parse_size, _finish, _out_dtype, _as_int, _tname, _check_input, _sequence_size
+from ._creation import (parse_size, _finish, _out_dtype, _as_int, _tname, _check_input, _sequence_size,
+                        _dt)
 from ._dispatch import call
 from ._inplace import check_inplace_leaf
 from ._tensor import Tensor, tensor_method
@@ -289,7 +290,7 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
               requires_grad=False, memory_format=None):
     """Uniform [0, 1) values with ``input``'s shape and dtype."""
     _check_input(input, "rand_like")
-    return _create(C.uniform, tuple(input._data.shape), dtype or input.dtype, None, device,
+    return _create(C.uniform, tuple(input._data.shape), _dt(dtype) or input.dtype, None, device,
                    requires_grad, generator, low=0.0, high=1.0)
 
 
@@ -297,7 +298,7 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
                requires_grad=False, memory_format=None):
     """Standard normal values with ``input``'s shape and dtype."""
     _check_input(input, "randn_like")
-    return _create(C.normal, tuple(input._data.shape), dtype or input.dtype, None, device,
+    return _create(C.normal, tuple(input._data.shape), _dt(dtype) or input.dtype, None, device,
                    requires_grad, generator, mean=0.0, std=1.0)
 
 
@@ -310,7 +311,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
         low, high = 0, low
     lo = _int_arg(low, "randint_like", "low", 2)
     hi = _int_arg(high, "randint_like", "high", 3)
-    return _create(C.randint, tuple(input._data.shape), dtype or input.dtype, None, device,
+    return _create(C.randint, tuple(input._data.shape), _dt(dtype) or input.dtype, None, device,
                    requires_grad, generator, low=lo, high=hi)
 
 

@@ -217,7 +217,15 @@ FACTORIES = [
     "T.full((2,), 1e300, dtype=T.bool)", "T.full((2,), 7, dtype=T.float16, requires_grad=True)",
 ]
 
+FACTORIES += [
+    "T.scalar_tensor(3)", "T.scalar_tensor(True)", "T.scalar_tensor(2.5, dtype=T.int64)",
+    "T.scalar_tensor(T.tensor(2.))", "T.scalar_tensor(1.5, requires_grad=True)",
+    "T.zeros(2, dtype=float)", "T.ones(2, dtype=int)", "T.tensor([1], dtype=bool)",
+    "x.new_zeros(2, dtype=float)",
+]
+
 FACTORY_ERRORS = [
+    "T.scalar_tensor(1e300)", "T.scalar_tensor('a')", "T.scalar_tensor(300, dtype=T.uint8)",
     "T.zeros()", "T.zeros(size=2)", "T.zeros(2, (3,))", "T.zeros((2,), 3)", "T.zeros(2.5)",
     "T.zeros((2.5,))", "T.zeros(2, 3.0)", "T.zeros(-1)", "T.zeros(2, -3)", "T.zeros('a')",
     "T.zeros(None)", "T.zeros(2, dtype=T.int64, requires_grad=True)", "T.ones(-1)", "T.empty(-1)",
