@@ -868,3 +868,14 @@ def test_dtype_support_errors():
     for fn, exc, msg in cases:
         with pytest.raises(exc, match=msg):
             fn()
+
+
+@needs("permute", "scatter", "flip", "scatter_add")
+def test_grads_through_noncontiguous_views(torch):
+    t = _distinct(torch, (4, 6, 3))
+    for f in (lambda m, x: x.permute(2, 0, 1)[:, ::2].sum(1), lambda m, x: x.permute(2, 0, 1).amax((0, 2)),
+              lambda m, x: x.transpose(0, 2).max(1), lambda m, x: x[:, 1::2].sort(0),
+              lambda m, x: x.permute(1, 2, 0).cumsum(1), lambda m, x: x[::2].cumprod(2),
+              lambda m, x: x.transpose(1, 2).var(1), lambda m, x: x.permute(2, 0, 1).cummax(2),
+              lambda m, x: x[..., ::2].logsumexp(0), lambda m, x: x.transpose(0, 1).norm(dim=1)):
+        grad_check(torch, f, t)
