@@ -60,7 +60,7 @@ def _bad_dim(name, dim):
 
 
 def _dims(dim, ndim, name):
-    """Normalize a ``dim`` argument to None (all dims) or a sorted-free tuple of ints >= 0."""
+    """Normalize a ``dim`` argument to None (all dims) or a tuple of ints >= 0, in given order."""
     if dim is None:
         return None
     if type(dim) is _int:
@@ -95,9 +95,6 @@ class _Omitted:
 
     def __repr__(self):
         return "None"
-
-    def __bool__(self):
-        return False
 
 
 _OMITTED = _Omitted()
@@ -314,7 +311,7 @@ def _moment(op, name):
         if n - corr <= 0:
             warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly "
                           "less than the reduction factor (input numel divided by output numel).",
-                          UserWarning, stacklevel=2)
+                          UserWarning, stacklevel=3)   # past the axis= wrapper
         r = call(op, input, dim=dims, correction=corr, keepdim=keepdim)
         if out is not None:
             if isinstance(r, tuple):
