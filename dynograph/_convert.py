@@ -16,7 +16,7 @@ from dynograph.compiler.ops import creation as C
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import CPU, as_device, device as _device
 from ._dispatch import call
-from ._inplace import check_inplace_leaf
+from ._inplace import check_inplace_leaf, commit
 from ._tensor import Tensor, tensor_method
 from .autograd.grad_mode import STATE
 
@@ -274,44 +274,20 @@ def contiguous(self, memory_format=contiguous_format):
     return call(C.clone, self, memory_format=key)
 
 
-def _alias(t):
-    """A tensor sharing ``t``'s data and history but not its version counter.
-
-    The ``copy`` rule never reads its inputs' values, so the version bump of the
-    in-place write must not invalidate the node that records it.
-    """
-    if not isinstance(t, Tensor):
-        return t
-    a = Tensor._wrap(t._data)
-    if t.requires_grad:
-        a.requires_grad = True
-        if t.grad_fn is not None:
-            a.grad_fn = t.grad_fn
-            a._output_nr = t._output_nr
-        else:
-            a.__dict__["_accumulator"] = _accumulator_of(t)
-    return a
-
-
-def _accumulator_of(leaf):
-    from .autograd.graph import accumulator
-    return accumulator(leaf)
-
-
 def _copy_recorded(self, src):
-    """``self.copy_(src)`` when autograd records it: history moves to a CopyBackwards node."""
-    result = call(C.copy, _alias(self), _alias(src))
-    self._data[...] = result._data
-    self._bump_version()
-    if result.requires_grad:
-        self.requires_grad = True
-        self.grad_fn = result.grad_fn
-        self._output_nr = 0
-    return self
+    """``self.copy_(src)`` when autograd records it.  ``commit`` gives ``self`` (or the base
+    it is a view of) a history in which src's values replace the old ones."""
+    return commit(self, src)
 
 
 def _records(self, src):
-    return STATE.grad_enabled and (self.requires_grad or (isinstance(src, Tensor) and src.requires_grad))
+    """Whether autograd records a write of ``src`` into ``self`` (integer results have no
+    gradient, whatever their source)."""
+    if not STATE.grad_enabled:
+        return False
+    if self.requires_grad:
+        return True
+    return isinstance(src, Tensor) and src.requires_grad and self.is_floating_point()
 
 
 def _spec(t):

@@ -340,3 +340,37 @@ def test_conversion_primitives():
     assert REGISTRY["to_copy"].grad_name == "ToCopyBackward0"
     assert REGISTRY["clone"].grad_name == "CloneBackward0"
     assert REGISTRY["copy"].grad_name == "torch::autograd::CopyBackwards"
+
+
+def _writes_through_views(T):
+    """Writes into views of a non-leaf tensor, then a backward pass; returns what torch shows."""
+    out = []
+    a = T.arange(6.0).reshape(2, 3).requires_grad_()
+    c = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = a * 2
+    b[0].copy_(c)
+    (b * T.arange(6.0).reshape(2, 3)).sum().backward()
+    out += [a.grad, c.grad, b]
+    a = T.arange(6.0).reshape(2, 3).requires_grad_()
+    b = a * 2
+    b.t()[1].fill_(5.0)
+    b[1].zero_()
+    (b * b).sum().backward()
+    out += [a.grad, b]
+    a = T.arange(6.0).reshape(2, 3).requires_grad_()
+    v = T.tensor(3.0, requires_grad=True)
+    b = a * 1
+    b[:, 1].fill_(v)
+    (b * T.arange(6.0).reshape(2, 3)).sum().backward()
+    out += [a.grad, v.grad, b]
+    a = T.ones(2, 3, requires_grad=True)
+    b = a * 1
+    b[0].copy_(T.tensor([1, 2, 3]))
+    (b * 3).sum().backward()
+    out += [a.grad, b]
+    return out
+
+
+def test_writes_through_views_with_autograd(torch):
+    for ours, theirs in zip(_writes_through_views(dynograph), _writes_through_views(torch)):
+        assert_same(ours.detach(), theirs.detach())

@@ -475,3 +475,15 @@ def test_random_primitives_take_the_generator():
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(dynograph.get_rng_state()._data, state._data)
     assert REGISTRY["normal_tensor_tensor"].grad_name == "NormalBackward3"
+
+
+def test_inplace_sampling_into_a_view_cuts_its_history(torch):
+    grads = []
+    for T in (torch, dynograph):
+        a = T.arange(6.0).reshape(2, 3).requires_grad_()
+        b = a * 2
+        b[1].uniform_()
+        b[:, 0].normal_()
+        b.sum().backward()
+        grads.append(to_numpy(a.grad))
+    np.testing.assert_array_equal(grads[1], grads[0])
