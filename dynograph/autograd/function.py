@@ -3,7 +3,7 @@ import functools
 
 from .._tensor import Tensor
 from .grad_mode import STATE, no_grad
-from .graph import Node, edge_of
+from .graph import Node, edge_of, modified_error
 
 
 class FunctionCtx:
@@ -39,11 +39,7 @@ class FunctionCtx:
                 "if you need to access saved tensors after calling backward.")
         for t, v in zip(self.to_save, self._saved_versions):
             if t is not None and t._version != v:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: [dynograph.{t.dtype.tensor_type} "
-                    f"[{', '.join(map(str, t.shape))}]] is at version {t._version}; expected "
-                    f"version {v} instead.")
+                raise modified_error(t._data, t.grad_fn, t._output_nr, t._version, v)
         return self.to_save
 
     def mark_non_differentiable(self, *tensors):

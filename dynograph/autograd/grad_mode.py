@@ -65,6 +65,11 @@ class set_grad_enabled(_DecoratorContextManager):
     def __exit__(self, *exc):
         STATE.grad_enabled = self.prev
 
+    def __call__(self, fn):
+        # constructing the decorator already switched the mode: undo that, apply per call
+        STATE.grad_enabled = self.prev
+        return super().__call__(fn)
+
     def clone(self):
         return self.__class__(self.mode)
 
