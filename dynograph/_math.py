@@ -6,12 +6,14 @@ with those functions.  Arguments that PyTorch only accepts as tensors are checke
 with PyTorch's TypeError, so that ``dynograph.exp(2.0)`` fails as ``torch.exp(2.0)`` does.
 """
 import builtins
+import math
 
 from dynograph.compiler.ops import elementwise as E
 from dynograph.compiler.ops.core import type_name
 from dynograph.runtime import dtypes as D
 from ._dispatch import call
 from ._inplace import assign, write_out
+from ._reduce import _structseq
 from ._tensor import Tensor, tensor_method
 from .autograd.grad_mode import STATE
 
@@ -106,7 +108,7 @@ _WITH_INPLACE = (E.neg, E.abs, E.sign, E.sgn, E.exp, E.exp2, E.expm1, E.log, E.l
                  E.lgamma, E.digamma, E.deg2rad, E.rad2deg, E.sinc, E.relu, E.reciprocal,
                  E.floor, E.ceil, E.trunc, E.frac, E.logical_not, E.bitwise_not)
 
-for _op in _WITH_INPLACE + (E.isnan, E.isinf, E.isfinite, E.signbit):
+for _op in _WITH_INPLACE + (E.isnan, E.isinf, E.isfinite, E.signbit, E.angle):
     _f = _public(_unary_fn(_op))
     globals()[_op.name] = _f
     if _op in _WITH_INPLACE:
@@ -205,6 +207,89 @@ def isneginf(input, *, out=None):
     """Whether each element is -inf."""
     _need_tensor(input, "isneginf")
     return _finish("isneginf", call(E.eq, input, -_INF), out)
+
+
+_frexp_result = _structseq("frexp", ("mantissa", "exponent"))
+
+
+@_public
+def frexp(input, *, out=None):
+    """Split into mantissa in [0.5, 1) and integer exponent: ``input = mantissa * 2 ** exponent``."""
+    _need_tensor(input, "frexp")
+    r = _frexp_result(call(E.frexp, input))
+    if out is None:
+        return r
+    return _frexp_result((_finish("frexp", r[0], out[0]), _finish("frexp", r[1], out[1])))
+
+
+@_public
+def mvlgamma(input, p):
+    """The multivariate log-gamma function of dimension ``p``."""
+    _need_tensor(input, "mvlgamma")
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    r = call(E.lgamma, input)
+    for j in range(1, p):
+        r = r + call(E.lgamma, input - j / 2)
+    return r + p * (p - 1) / 4 * math.log(math.pi)
+
+
+_inplace_of(mvlgamma)
+
+
+@_public
+def conj(input):
+    """The complex conjugate: for real tensors, ``input`` itself."""
+    _need_tensor(input, "conj")
+    return input
+
+
+@_public
+def conj_physical(input, *, out=None):
+    """The complex conjugate materialized: for real tensors, ``input`` itself."""
+    _need_tensor(input, "conj_physical")
+    return input if out is None else _finish("conj_physical", call(E.add, input, 0), out)
+
+
+@_public
+def resolve_conj(input):
+    """``input`` with a lazy conjugation applied: real tensors have none."""
+    return input
+
+
+@_public
+def resolve_neg(input):
+    """``input`` with a lazy negation applied: dynograph tensors have none."""
+    return input
+
+
+@tensor_method
+def is_conj(self):
+    """Whether the tensor is a lazily conjugated view (never, for real tensors)."""
+    return False
+
+
+@tensor_method
+def is_neg(self):
+    """Whether the tensor is a lazily negated view (never, in dynograph)."""
+    return False
+
+
+def real(input):
+    """The real part: ``input`` itself for real tensors."""
+    _need_tensor(input, "real")
+    return input
+
+
+def imag(input):
+    """The imaginary part, which real tensors do not have."""
+    _need_tensor(input, "imag")
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+__all__ += ["real", "imag"]
+Tensor.real = property(real)
+Tensor.imag = property(imag)
 
 
 @_public
@@ -560,6 +645,17 @@ def equal(input, other):
         return False
     return builtins.bool(call(E.eq, input, other).all())
 
+
+# torch also exposes these in-place variants as functions: torch.relu_(x)
+for _name in ("abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_",
+              "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_",
+              "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_", "erf_", "erfc_", "exp2_", "exp_",
+              "expm1_", "fix_", "floor_", "frac_", "ldexp_", "log10_", "log1p_", "log2_", "log_",
+              "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_",
+              "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_",
+              "tanh_", "trunc_", "xlogy_"):
+    globals()[_name] = getattr(Tensor, _name)
+    __all__.append(_name)
 
 # ---------------------------------------------------------------- operators
 

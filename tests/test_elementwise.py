@@ -66,6 +66,10 @@ def check(torch, fn, *args, tol=None):
     ours = fn(dynograph, *ours_args)
     if isinstance(theirs, torch.Tensor):
         assert_same(ours, theirs, **(tol or tolerance(theirs.dtype)))
+    elif isinstance(theirs, tuple):           # frexp's (mantissa, exponent)
+        assert type(ours).__name__ == type(theirs).__name__
+        for a, b in zip(ours, theirs):
+            assert_same(a, b, **(tol or tolerance(b.dtype)))
     else:
         assert ours == theirs and type(ours) is type(theirs), f"{ours!r} != {theirs!r}"
     return ours
@@ -1074,3 +1078,18 @@ def test_python_number_operand_kinds(torch):
     check(torch, lambda m, t: t * math.pi, x)
     check(torch, lambda m, t: t + 255, x)
     check(torch, lambda m, t: t + 2 ** 62, x)
+
+
+def test_frexp_angle_mvlgamma_and_real_tensor_complex_api(torch):
+    x = torch.tensor([1.5, -2.0, 0.0, float("inf"), float("nan"), -0.3])
+    for fn in (lambda m, t: m.frexp(t), lambda m, t: t.frexp().mantissa,
+               lambda m, t: m.frexp(t.half()), lambda m, t: m.frexp(t.bfloat16()).exponent,
+               lambda m, t: m.frexp(t.long()), lambda m, t: m.angle(t), lambda m, t: m.angle(t.long()),
+               lambda m, t: m.mvlgamma(t.abs() + 3, 3), lambda m, t: t.abs().add(2).mvlgamma(1),
+               lambda m, t: m.conj(t), lambda m, t: t.conj_physical(), lambda m, t: t.resolve_conj(),
+               lambda m, t: t.real, lambda m, t: t.imag, lambda m, t: t.is_conj(),
+               lambda m, t: m.relu_(t.clone()), lambda m, t: m.sigmoid_(t.clone()),
+               lambda m, t: m.clamp_(t.clone(), 0, 1)):
+        check(torch, fn, x)
+    grad_check(torch, lambda m, t: m.frexp(t)[0] * 3, _rand(torch, (2, 3), seed=1))
+    grad_check(torch, lambda m, t: m.angle(t) + t, _rand(torch, (2, 3), seed=2))

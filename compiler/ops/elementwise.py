@@ -790,7 +790,18 @@ def _check_bound(v, dt):
 
 
 
+_NUMBER_OR_NONE = (int, float, type(None))
+
+
 def _clamp_rule(x, lo=None, hi=None, fn="clamp"):
+    dt = x.dtype
+    if dt.is_floating_point and type(lo) in _NUMBER_OR_NONE and type(hi) in _NUMBER_OR_NONE:
+        # fast path: Python bounds never change a floating tensor's dtype
+        if dt.itemsize == 2:
+            for v in (lo, hi):
+                if v is not None:
+                    _check_bound(v, dt)
+        return dt, dt
     dt = result_type(*[v for v in (x, lo, hi) if v is not None])
     if dt is D.bool:
         raise not_implemented("clamp_min_scalar_cpu" if lo is not None else
@@ -962,3 +973,31 @@ def _addcdiv_vjp(ctx, g):
 
 addcmul = _elementwise("addcmul", _addcmul, _addcmul_rule, _addcmul_vjp)
 addcdiv = _elementwise("addcdiv", _addcdiv, _addcdiv_rule, _addcdiv_vjp)
+
+
+def _angle(x):
+    # the argument of a real number: 0, pi for negatives, NaN stays NaN
+    return np.where(x < 0, math.pi, np.where(np.isnan(x), x, 0))
+
+
+angle = _unary("angle", _angle, promote_float, _zero_grad)
+
+
+# ---------------------------------------------------------------- two outputs
+
+
+def _frexp(x):
+    if not _is_float_array(x):
+        raise TypeError("frexp needs a floating array")    # meta words the error
+    mantissa, exponent = np.frexp(_opmath(x))
+    return mantissa.astype(x.dtype), exponent.astype(np.int32)
+
+
+def _frexp_meta(x):
+    if not x.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    return TensorSpec(tuple(x.shape), x.dtype), TensorSpec(tuple(x.shape), D.int32)
+
+
+frexp = define("frexp", "other", _frexp, meta=_frexp_meta,
+               vjp=lambda ctx, g_mantissa, g_exponent: (g_mantissa / ctx.output[1].exp2(),))
