@@ -86,7 +86,7 @@ _BAD_INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tens
 def _items(key):
     """The items of ``key``; a short list holding slices, sequences or tensors counts as a
     tuple (PyTorch's legacy rule, with its deprecation warning)."""
-    if type(key) is tuple:
+    if type(key) is tuple or isinstance(key, tuple):
         return key
     if type(key) is list and len(key) < 32:
         for it in key:
@@ -167,17 +167,27 @@ def _slice_bound(v):
 
 def _plan(shape, items, keep_full_slices=False):
     """PyTorch's applySlicing on shapes only.  Returns (steps, advanced, final shape):
-    steps are ("select", dim, i) / ("slice", dim, start, end, step) / ("unsqueeze", dim)
-    to apply in order; advanced lists (dim, kind, tensor) for the dims of the stepped result
-    that tensors or masks index."""
-    entries = [_classify(it) for it in items]
-    ndim = len(shape)
+    steps are (op, attrs) of the view ops (select, slice, unsqueeze) to apply in order;
+    advanced lists (dim, kind, tensor) for the dims of the stepped result that tensors or
+    masks index."""
+    entries = []
     specified = 0
-    for kind, p in entries:
-        if kind == _INT or kind == _SLICE or kind == _TENSOR:
+    for it in items:
+        t = type(it)
+        if t is int:
+            entries.append((_INT, it))
             specified += 1
-        elif kind == _MASK:
-            specified += p._data.ndim
+        elif t is _pyslice:
+            entries.append((_SLICE, it))
+            specified += 1
+        else:
+            e = _classify(it)
+            entries.append(e)
+            if e[0] == _INT or e[0] == _TENSOR:
+                specified += 1
+            elif e[0] == _MASK:
+                specified += e[1]._data.ndim
+    ndim = len(shape)
     if specified > ndim:
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
     cur = list(shape)
@@ -189,24 +199,24 @@ def _plan(shape, items, keep_full_slices=False):
             n = cur[dim]
             if not -n <= p < n:
                 raise IndexError(f"index {p} is out of bounds for dimension {real_dim} with size {n}")
-            steps.append(("select", dim, p + n if p < 0 else p))
+            steps.append((I.select, {"dim": dim, "index": p + n if p < 0 else p}))
             del cur[dim]
         elif kind == _SLICE:
             n = cur[dim]
-            s, e, st = I.normalize_slice(_slice_bound(p.start), _slice_bound(p.stop),
-                                         1 if p.step is None else _slice_bound(p.step), n)
-            if keep_full_slices or s != 0 or e != n or st != 1:
-                steps.append(("slice", dim, s, e, st))
-                cur[dim] = I.slice_length(s, e, st)
+            st, e, step = I.normalize_slice(_slice_bound(p.start), _slice_bound(p.stop),
+                                            1 if p.step is None else _slice_bound(p.step), n)
+            if keep_full_slices or st != 0 or e != n or step != 1:
+                steps.append((M.slice, {"dim": dim, "start": st, "end": e, "step": step}))
+                cur[dim] = I.slice_length(st, e, step)
             dim += 1
         elif kind == _ELLIPSIS:
             dim += ndim - specified
         elif kind == _NONE:
-            steps.append(("unsqueeze", dim))
+            steps.append((M.unsqueeze, {"dim": dim}))
             cur.insert(dim, 1)
             dim += 1
         elif kind == _BOOL:
-            steps.append(("unsqueeze", dim))
+            steps.append((M.unsqueeze, {"dim": dim}))
             cur.insert(dim, 1)
             adv.append((dim, _TENSOR, Tensor._wrap(np.zeros(1 if p else 0, np.int64))))
             dim += 1
@@ -230,22 +240,14 @@ def _check_masks(adv, shape):
                         f"of the indexed tensor {list(shape)} at index {d + j}")
 
 
-def _apply_step(t, step):
-    kind = step[0]
-    if kind == "select":
-        return _view(I.select, t, dim=step[1], index=step[2])
-    if kind == "slice":
-        return _view(M.slice, t, dim=step[1], start=step[2], end=step[3], step=step[4])
-    return _view(M.unsqueeze, t, dim=step[1])
-
-
-def _np_step(a, step):
-    kind = step[0]
-    if kind == "select":
-        return a[(_pyslice(None),) * step[1] + (step[2], Ellipsis)]
-    if kind == "slice":
-        return a[(_pyslice(None),) * step[1] + (_pyslice(step[2], step[3], step[4]),)]
-    return np.expand_dims(a, step[1])
+def _np_step(a, op, attrs):
+    """The numpy view a step of a plan takes (for writes without autograd)."""
+    d = attrs["dim"]
+    if op is I.select:
+        return a[(_pyslice(None),) * d + (attrs["index"], Ellipsis)]
+    if op is M.slice:
+        return a[(_pyslice(None),) * d + (_pyslice(attrs["start"], attrs["end"], attrs["step"]),)]
+    return np.expand_dims(a, d)
 
 
 def _index_list(adv):
@@ -287,8 +289,8 @@ def _getitem(self, key):
         return _view(M.slice, self, dim=0, start=s, end=e, step=st)
     steps, adv, shape = _plan(self._data.shape, _items(key))
     result = self
-    for step in steps:
-        result = _apply_step(result, step)
+    for op, attrs in steps:
+        result = _view(op, result, **attrs)
     if adv:
         _check_masks(adv, shape)
         result = _checked(I.index, result, *_index_list(adv))
@@ -426,8 +428,8 @@ def _setitem(self, key, value):
 def _setitem_eager(self, steps, adv, shape, v):
     """The write without autograd: numpy assignment into the indexed view of self."""
     a = self._data
-    for step in steps:
-        a = _np_step(a, step)
+    for op, attrs in steps:
+        a = _np_step(a, op, attrs)
     a = writable(a)
     varr = v._data if isinstance(v, Tensor) else v
     if adv:
@@ -472,8 +474,8 @@ def _setitem_autograd(self, steps, adv, shape, v):
     if not isinstance(v, Tensor):
         v = Tensor._wrap(v)
     target = self
-    for step in steps:
-        target = _apply_step(target, step)
+    for op, attrs in steps:
+        target = _view(op, target, **attrs)
     check_inplace_leaf(target)
     if adv:
         _check_masks(adv, shape)
@@ -656,7 +658,8 @@ def index_put(input, indices, values, accumulate=False):
 _inplace_of(index_add)
 _inplace_of(index_copy)
 _inplace_of(index_fill)
-_inplace_of(index_put)
+index_put_ = _inplace_of(index_put)
+__all__.append("index_put_")
 
 
 # ---------------------------------------------------------------- masks, nonzero, take, put

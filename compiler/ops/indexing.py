@@ -15,6 +15,8 @@ Conventions of this file:
 * derivative rules scatter gradients with the primitives of this file (``index_put``
   with ``accumulate=True``, ``scatter_add``, ``index_add``, ``put``), never numpy.
 """
+import functools
+
 import numpy as np
 
 from dynograph.runtime import dtypes as D
@@ -53,6 +55,7 @@ SHAPE_ONLY_INPUT = {"select", "slice", "alias", "index", "gather", "index_select
                     "masked_select", "unsqueeze"}
 
 _INDEX_DTYPES = (D.int64, D.int32)
+_NP_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
 
 
 def _call(op, *args, **attrs):
@@ -81,13 +84,28 @@ def _zeros_like_src(g, src):
 
 def _check_bounds(idx, size, dim, *, negative=True, exc=RuntimeError, prefix=""):
     """Raise PyTorch's 'index i is out of bounds' for the first bad value of ``idx``."""
-    if idx.size == 0:
-        return
-    lo = -size if negative else 0
-    bad = (idx < lo) | (idx >= size)
-    if bad.any():
-        v = int(idx[bad].flat[0])
+    v = _first_out_of_range(idx, -size if negative else 0, size)
+    if v is not None:
         raise exc(f"{prefix}index {v} is out of bounds for dimension {dim} with size {size}")
+
+
+def _run_nonneg(fn, idx, size, dim, *, exc=RuntimeError, prefix=""):
+    """``fn()`` with ``idx`` required in [0, size): one reduction finds negatives (numpy would
+    wrap them), numpy's own IndexError finds values too large."""
+    if idx.size and idx.min() < 0:
+        _check_bounds(idx, size, dim, negative=False, exc=exc, prefix=prefix)
+    try:
+        return fn()
+    except IndexError:
+        _check_bounds(idx, size, dim, negative=False, exc=exc, prefix=prefix)
+        raise
+
+
+def _first_out_of_range(idx, lo, hi):
+    """The first value of ``idx`` outside [lo, hi), or None (two reductions when all fit)."""
+    if idx.size == 0 or (idx.min() >= lo and idx.max() < hi):
+        return None
+    return int(idx[(idx < lo) | (idx >= hi)].flat[0])
 
 
 # ---------------------------------------------------------------- basic indexing (views)
@@ -325,18 +343,35 @@ def _as_1d(a):
     return a.reshape(1) if a.ndim == 0 else a
 
 
+@functools.lru_cache(maxsize=512)
+def _grid(n, k, nd):
+    """arange(n) shaped to broadcast along dimension k of nd dims (cached, read-only)."""
+    a = np.arange(n, dtype=np.intp).reshape((1,) * k + (n,) + (1,) * (nd - k - 1))
+    a.flags.writeable = False
+    return a
+
+
+def _along(index, d):
+    """The full numpy index addressing, for every element of ``index``, the position
+    index[...] along dimension ``d`` (and its own position along the others)."""
+    nd = index.ndim
+    shape = index.shape
+    return tuple(index if k == d else _grid(shape[k], k, nd) for k in range(nd))
+
+
 def _gather(x, index, dim):
-    _gather_meta(x, index, dim)
-    x1, i1 = _as_1d(x), _as_1d(index)
-    d = dim % x1.ndim
-    _check_bounds(i1, x1.shape[d], d, negative=False)
-    if i1.size == 0:
-        return np.empty(index.shape, x.dtype)
-    part = x1[tuple(slice(0, m) if k != d else slice(None)
-                    for k, m in enumerate(i1.shape))]
-    return np.take_along_axis(part, i1.astype(np.int64, copy=False), axis=d).reshape(index.shape)
-
-
+    nd = x.ndim
+    shape = index.shape
+    if nd != index.ndim or nd == 0 or index.dtype not in _NP_INDEX_DTYPES:
+        _gather_meta(x, index, dim)
+        x, index = _as_1d(x), _as_1d(index)
+        nd = 1
+    d = dim % nd
+    xs, ixs = x.shape, index.shape
+    if ixs[:d] != xs[:d] or ixs[d + 1:] != xs[d + 1:]:
+        if any(m > n for k, (n, m) in enumerate(zip(xs, ixs)) if k != d):
+            _gather_meta(x, index, dim)
+    return _run_nonneg(lambda: x[_along(index, d)], index, xs[d], d).reshape(shape)
 def _gather_vjp(ctx, g):
     x, idx = ctx.inputs
     return (_call(scatter_add, g.new_zeros(tuple(x.shape)), idx, g, dim=ctx.attrs["dim"]), None)
@@ -348,9 +383,7 @@ gather = define("gather", "index", _gather, meta=_gather_meta, vjp=_gather_vjp,
 
 def _scatter_coords(index, dim):
     """The full coordinates, in self, of every element of ``index`` (along ``dim``)."""
-    coords = list(np.indices(index.shape, sparse=True))
-    coords[dim] = index
-    return tuple(coords)
+    return _along(index, dim)
 
 
 def _scatter_check(x, index, src, dim, what="scatter"):
@@ -382,11 +415,23 @@ def _scatter_prepare(x, index, src, dim):
     out = _as_1d(x).copy()
     i1 = _as_1d(index)
     d = dim % out.ndim
-    _check_bounds(i1, out.shape[d], d, negative=False)
-    coords = _scatter_coords(i1.astype(np.intp, copy=False), d)
-    if isinstance(src, np.ndarray):
+    if i1.size and i1.min() < 0:
+        _check_bounds(i1, out.shape[d], d, negative=False)
+    coords = _scatter_coords(i1, d)
+    if isinstance(src, np.ndarray) and src.shape != i1.shape:
         src = _as_1d(src)[tuple(slice(0, m) for m in i1.shape)]
     return out, coords, src
+
+
+def _scatter_write(write, out, index, dim):
+    """Run the scatter ``write``; an index too large raises PyTorch's error."""
+    try:
+        write()
+    except IndexError:
+        i1 = _as_1d(index)
+        d = dim % out.ndim
+        _check_bounds(i1, out.shape[d], d, negative=False)
+        raise
 
 
 _LEGACY_REDUCE = {None: None, "add": np.add, "multiply": np.multiply}
@@ -398,9 +443,9 @@ def _scatter_impl(x, index, src, dim, reduce=None):
     out, coords, s = _scatter_prepare(x, index, src, dim)
     ufunc = _LEGACY_REDUCE[reduce]
     if ufunc is None:
-        out[coords] = s
+        _scatter_write(lambda: out.__setitem__(coords, s), out, index, dim)
     else:
-        ufunc.at(out, coords, s)
+        _scatter_write(lambda: ufunc.at(out, coords, s), out, index, dim)
     return out.reshape(x.shape)
 
 
@@ -451,9 +496,9 @@ def _scatter_value_impl(x, index, dim, value, reduce=None):
     v = np.asarray(value).astype(out.dtype)
     ufunc = _LEGACY_REDUCE[reduce]
     if ufunc is None:
-        out[coords] = v
+        _scatter_write(lambda: out.__setitem__(coords, v), out, index, dim)
     else:
-        ufunc.at(out, coords, v)
+        _scatter_write(lambda: ufunc.at(out, coords, v), out, index, dim)
     return out.reshape(x.shape)
 
 
@@ -476,7 +521,7 @@ scatter_value = define("scatter_value", "index", _scatter_value_impl, meta=_scat
 def _scatter_add_impl(x, index, src, dim):
     _scatter_check(x, index, src, dim, "scatter")
     out, coords, s = _scatter_prepare(x, index, src, dim)
-    np.add.at(out, coords, s)
+    _scatter_write(lambda: np.add.at(out, coords, s), out, index, dim)
     return out.reshape(x.shape)
 
 
@@ -515,8 +560,9 @@ def _scatter_reduce_impl(x, index, src, dim, reduce, include_self=True):
     _scatter_reduce_meta(x, index, src, dim, reduce, include_self)
     out, coords, s = _scatter_prepare(x, index, src, dim)
     if not include_self:
-        out[coords] = _reduce_identity(reduce, out.dtype)
-    _REDUCE_UFUNC[reduce].at(out, coords, s)
+        _scatter_write(lambda: out.__setitem__(coords, _reduce_identity(reduce, out.dtype)),
+                       out, index, dim)
+    _scatter_write(lambda: _REDUCE_UFUNC[reduce].at(out, coords, s), out, index, dim)
     if reduce == "mean":
         count = np.full(out.shape, 1 if include_self else 0, np.int64)
         np.add.at(count, coords, 1)
@@ -591,17 +637,21 @@ def _vector_index(index):
 
 
 def _index_select(x, index, dim):
-    _index_select_meta(x, index, dim)
+    if index.ndim != 1 or index.dtype not in _NP_INDEX_DTYPES or x.ndim == 0:
+        _index_select_meta(x, index, dim)
     i = _vector_index(index)
     if x.ndim == 0:
         _check_bounds(i, 1, 0, negative=False)
         return x.copy()
     d = dim % x.ndim
     n = x.shape[d]
-    if i.size and ((i < 0) | (i >= n)).any():
-        v = int(i[(i < 0) | (i >= n)][0])
-        raise RuntimeError(f"INDICES element is out of DATA bounds, id={v} axis_dim={n}")
-    return np.take(x, i, axis=d)
+    try:
+        if i.size and i.min() < 0:
+            raise IndexError
+        return np.take(x, i, axis=d)
+    except IndexError:
+        v = _first_out_of_range(i, 0, n)
+        raise RuntimeError(f"INDICES element is out of DATA bounds, id={v} axis_dim={n}") from None
 
 
 def _index_select_meta(x, index, dim):
@@ -662,11 +712,11 @@ def _index_add(x, index, source, dim, alpha=1):
     out = _as_1d(x).copy()
     i = _vector_index(index)
     d = dim % out.ndim
-    _check_bounds(i, out.shape[d], d, negative=False)
     src = source.reshape(out.shape[:d] + (i.shape[0],) + out.shape[d + 1:])
     if alpha != 1:
         src = src * np.asarray(alpha).astype(out.dtype)
-    np.add.at(out, _key(d, i), src.astype(out.dtype, copy=False))
+    src = src.astype(out.dtype, copy=False)
+    _run_nonneg(lambda: np.add.at(out, _key(d, i), src), i, out.shape[d], d)
     return out.reshape(x.shape)
 
 
@@ -728,8 +778,9 @@ def _index_copy(x, index, source, dim):
     out = _as_1d(x).copy()
     i = _vector_index(index)
     d = dim % out.ndim
-    _check_bounds(i, out.shape[d], d, negative=False, exc=IndexOutOfRange, prefix="index_copy_(): ")
-    out[_key(d, i)] = source.reshape(out.shape[:d] + (i.shape[0],) + out.shape[d + 1:])
+    src = source.reshape(out.shape[:d] + (i.shape[0],) + out.shape[d + 1:])
+    _run_nonneg(lambda: out.__setitem__(_key(d, i), src), i, out.shape[d], d,
+                exc=IndexOutOfRange, prefix="index_copy_(): ")
     return out.reshape(x.shape)
 
 
@@ -762,8 +813,11 @@ def _index_fill_write(x, index, dim, value):
     out = _as_1d(x).copy()
     i = _vector_index(index)
     d = dim % out.ndim
-    _check_bounds(i, out.shape[d], d, exc=IndexOutOfRange)
-    out[_key(d, i)] = value
+    try:                                    # numpy wraps negatives once, as PyTorch does
+        out[_key(d, i)] = value
+    except IndexError:
+        _check_bounds(i, out.shape[d], d, exc=IndexOutOfRange)
+        raise
     return out.reshape(x.shape)
 
 
@@ -909,8 +963,11 @@ def _check_flat_bounds(index, n):
 
 def _take(x, index):
     _take_meta(x, index)
-    _check_flat_bounds(index, x.size)
-    return x.reshape(-1)[index]
+    try:
+        return x.reshape(-1)[index]
+    except IndexError:
+        _check_flat_bounds(index, x.size)
+        raise
 
 
 def _take_vjp(ctx, g):
@@ -942,11 +999,14 @@ def _put(x, index, source, accumulate=False):
     _put_meta(x, index, source, accumulate)
     out = x.copy()
     flat = out.reshape(-1)
-    _check_flat_bounds(index, flat.size)
-    if accumulate:
-        np.add.at(flat, index.reshape(-1), source.reshape(-1))
-    else:
-        flat[index.reshape(-1)] = source.reshape(-1)
+    try:
+        if accumulate:
+            np.add.at(flat, index.reshape(-1), source.reshape(-1))
+        else:
+            flat[index.reshape(-1)] = source.reshape(-1)
+    except IndexError:
+        _check_flat_bounds(index, flat.size)
+        raise
     return out
 
 
