@@ -8,6 +8,8 @@ with PyTorch's TypeError, so that ``dynograph.exp(2.0)`` fails as ``torch.exp(2.
 import builtins
 import math
 
+import numpy as np
+
 from dynograph.compiler.ops import elementwise as E
 from dynograph.compiler.ops.core import type_name
 from dynograph.runtime import dtypes as D
@@ -508,6 +510,8 @@ def _where_method(self, condition, other):
 def masked_fill(input, mask, value):
     """``input`` with ``value`` written where ``mask`` is True."""
     _need_tensor(input, "masked_fill")
+    if not isinstance(mask, Tensor):
+        raise _bad_combination("masked_fill", mask, value)
     return call(E.masked_fill, input, mask, value)
 
 
@@ -562,8 +566,8 @@ _inplace_of(clamp_max)
 @_public
 def lerp(input, end, weight, *, out=None):
     """Linear interpolation ``input + weight * (end - input)``."""
-    _need_tensor(input, "lerp")
-    _need_tensor(end, "lerp", "end", 2)
+    if not isinstance(input, Tensor) or not isinstance(end, Tensor):
+        raise _bad_combination("lerp", input, end, weight)
     return _finish("lerp", call(E.lerp, input, end, weight), out)
 
 
@@ -585,6 +589,8 @@ _inplace_of(xlogy)
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 * tensor2``."""
     _need_tensor(input, "addcmul")
+    _need_tensor(tensor1, "addcmul", "tensor1", 2)
+    _need_tensor(tensor2, "addcmul", "tensor2", 3)
     if value == 1:
         return _finish("addcmul", call(E.addcmul, input, tensor1, tensor2), out)
     return _finish("addcmul", call(E.addcmul, input, tensor1, tensor2, value=value), out)
@@ -594,6 +600,8 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 / tensor2``."""
     _need_tensor(input, "addcdiv")
+    _need_tensor(tensor1, "addcdiv", "tensor1", 2)
+    _need_tensor(tensor2, "addcdiv", "tensor2", 3)
     if value == 1:
         return _finish("addcdiv", call(E.addcdiv, input, tensor1, tensor2), out)
     return _finish("addcdiv", call(E.addcdiv, input, tensor1, tensor2, value=value), out)
@@ -663,18 +671,26 @@ def _operand(x):
     return isinstance(x, (Tensor, int, float))
 
 
+_np_generic = np.generic
+
+
 def _operator(op, reflected=False):
     """A binary operator; an operand that is not a tensor or a number gives NotImplemented,
-    so Python raises its usual TypeError (or tries the other operand)."""
+    so Python raises its usual TypeError (or tries the other operand).  numpy scalars
+    count as the Python numbers they hold, as in torch."""
     if reflected:
         def method(self, other):
             if not _operand(other):
-                return NotImplemented
+                if not isinstance(other, _np_generic):
+                    return NotImplemented
+                other = other.item()
             return call(op, other, self)
     else:
         def method(self, other):
             if not _operand(other):
-                return NotImplemented
+                if not isinstance(other, _np_generic):
+                    return NotImplemented
+                other = other.item()
             return call(op, self, other)
     return method
 

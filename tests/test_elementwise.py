@@ -454,7 +454,10 @@ def test_error_messages(torch, fn, exc, msg):
     lambda m: m.eq(2, m.tensor([1.])), lambda m: m.pow(2, 3), lambda m: m.remainder(2, 3),
     lambda m: m.fmod(2, m.tensor([1.])), lambda m: m.copysign(2, m.tensor([1.])),
     lambda m: m.xlogy(2, 3), lambda m: m.bitwise_and(2, 3), lambda m: m.clamp_min(m.tensor([1]), None),
-    lambda m: m.clamp(m.tensor([1.]), m.tensor([0.]), 1.0)])
+    lambda m: m.clamp(m.tensor([1.]), m.tensor([0.]), 1.0),
+    lambda m: m.addcmul(m.ones(2), 2, m.ones(2)), lambda m: m.addcdiv(m.ones(2), m.ones(2), 2),
+    lambda m: m.ones(2).masked_fill([True, False], 1), lambda m: m.lerp(m.ones(2), 2, 0.5),
+    lambda m: m.lerp(2, m.ones(2), 0.5)])
 def test_invalid_argument_combinations(torch, fn):
     check(torch, lambda m: fn(m))
 
@@ -1093,3 +1096,12 @@ def test_frexp_angle_mvlgamma_and_real_tensor_complex_api(torch):
         check(torch, fn, x)
     grad_check(torch, lambda m, t: m.frexp(t)[0] * 3, _rand(torch, (2, 3), seed=1))
     grad_check(torch, lambda m, t: m.angle(t) + t, _rand(torch, (2, 3), seed=2))
+
+
+def test_numpy_scalars_act_as_python_numbers(torch):
+    i = torch.tensor([1, 2])
+    for fn in (lambda m, t: t + np.float32(2.5), lambda m, t: np.float32(2.5) * t,
+               lambda m, t: t.to(m.int8) + np.int64(2), lambda m, t: t == np.int16(2),
+               lambda m, t: np.float64(0.5) - t, lambda m, t: t < np.float32(1.5),
+               lambda m, t: t ** np.int32(2), lambda m, t: t & np.int64(3)):
+        check(torch, fn, i)
