@@ -25,10 +25,11 @@ def _get_grad(self):
 def _set_grad(self, value):
     if value is not None:
         if not isinstance(value, Tensor):
-            raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
+                            f"{type(value).__name__}")
         if value.shape != self.shape:
             raise RuntimeError(
-                f"assigned grad has data of a different size")
+                "assigned grad has data of a different size")
     self._grad = value
 
 

@@ -222,7 +222,7 @@ class Tensor:
     def __bool__(self):
         if self._data.size != 1:
             raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous"
+                "Boolean value of Tensor with more than one value is ambiguous"
                 if self._data.size > 1 else
                 "Boolean value of Tensor with no values is ambiguous")
         return bool(self.item())

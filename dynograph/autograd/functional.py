@@ -25,8 +25,8 @@ def _grads(outputs, inputs, grad_outputs, create_graph, strict, what):
     needed = [o for o in outputs if o.requires_grad]
     if not needed:
         if strict:
-            raise RuntimeError(f"The output of the user-provided function is independent of input 0. "
-                               f"This is not allowed in strict mode.")
+            raise RuntimeError("The output of the user-provided function is independent of input 0. "
+                               "This is not allowed in strict mode.")
         return tuple(x.new_zeros(x.shape) for x in inputs)
     gos = [g for o, g in zip(outputs, grad_outputs) if o.requires_grad]
     res = grad(needed, inputs, gos, retain_graph=True, create_graph=create_graph, allow_unused=True)
