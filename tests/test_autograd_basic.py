@@ -194,6 +194,8 @@ def test_retain_graph_allows_a_second_backward(torch):
     lambda m: m.ones(2, requires_grad=True).__imul__(2),
     # grad of something that does not require grad
     lambda m: m.autograd.grad(m.ones(2, requires_grad=True).sum(), m.ones(2)),
+    # an input the output does not depend on
+    lambda m: _unused(m),
 ])
 def test_backward_errors(torch, fn):
     with pytest.raises(RuntimeError) as theirs:
@@ -201,6 +203,11 @@ def test_backward_errors(torch, fn):
     with pytest.raises(RuntimeError) as ours:
         fn(dynograph)
     assert str(ours.value) == str(theirs.value).replace("torch.", "dynograph.")
+
+
+def _unused(m):
+    a, b = m.ones(2, requires_grad=True), m.ones(2, requires_grad=True)
+    m.autograd.grad((a * 2).sum(), [a, b])
 
 
 def _twice(m):

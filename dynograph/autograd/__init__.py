@@ -93,7 +93,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     results = run_backward(outputs, _make_grads(outputs, grad_outputs), retain_graph=retain_graph,
                            create_graph=create_graph, capture=capture)
     out = []
-    for x, (node, nr) in zip(inputs_t, edges):
+    for i, (x, (node, nr)) in enumerate(zip(inputs_t, edges)):
         g = results.get(node)
         if g is not None and not isinstance(g, Tensor):
             g = g[nr]
@@ -102,7 +102,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 g = x.new_zeros(x.shape)
             elif not allow_unused:
                 raise RuntimeError(
-                    "One of the differentiated Tensors appears to not have been used in the "
-                    "graph. Set allow_unused=True if this is the desired behavior.")
+                    f"The differentiated Tensor at index {i} appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior.")
         out.append(g)
     return tuple(out)
