@@ -7,6 +7,7 @@ top-level decomposition aliases (det, inverse, logdet, slogdet ...), with their 
 ``(a @ b).grad_fn`` names the same node PyTorch's does.  ``dynograph.linalg`` (linalg.py)
 holds the ``torch.linalg`` namespace.
 """
+import functools
 import warnings
 
 from dynograph.compiler.ops import linalg as L
@@ -16,6 +17,7 @@ from ._dispatch import call
 from ._inplace import assign, write_out
 from ._math import where as _where
 from ._tensor import Tensor, tensor_method
+from .autograd.grad_mode import STATE
 
 __all__ = []
 
@@ -161,6 +163,12 @@ def _matmul(t1, t2, has_out=False):
         return call(L.dot, t1, t2)
     if d1 == 2 and d2 == 1:
         return call(L.mv, t1, t2)
+    if not (STATE.grad_enabled and (t1.requires_grad or t2.requires_grad)):
+        # nothing to record: one product instead of the views around it
+        try:
+            return call(L.matmul, t1, t2)
+        except (RuntimeError, IndexError):
+            pass                        # the decomposition raises PyTorch's exact error
     if d1 == 1 and d2 == 2:
         return call(L.mm, t1.unsqueeze(0), t2).squeeze_(0)
     if _should_fold(t1, t2, has_out):
@@ -232,15 +240,10 @@ def matmul(input, other, *, out=None):
     _need_tensor(other, "matmul", "other", 2)
     if out is None:
         return _matmul(input, other)
-    if (input.requires_grad or other.requires_grad or out.requires_grad) and _grad_enabled():
+    if (input.requires_grad or other.requires_grad or out.requires_grad) and STATE.grad_enabled:
         raise RuntimeError("matmul(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
     return write_out(out, _matmul(input, other, has_out=True))
-
-
-def _grad_enabled():
-    from .autograd.grad_mode import STATE
-    return STATE.grad_enabled
 
 
 def _matmul_op(self, other):
@@ -471,6 +474,7 @@ def _parse_operand(term, pos, index):
     return labels
 
 
+@functools.lru_cache(maxsize=256)
 def _parse_equation(eq, nops):
     arrow = eq.find("->")
     lhs = eq if arrow < 0 else eq[:arrow]
@@ -483,9 +487,10 @@ def _parse_equation(eq, nops):
     if len(terms) > nops:
         raise RuntimeError("einsum(): fewer operands were provided than specified in the "
                            "equation")
+    terms = tuple(tuple(t) for t in terms)
     if arrow < 0:
         return terms, None
-    out = _parse_operand(eq[arrow + 2:], arrow + 2, 0)
+    out = tuple(_parse_operand(eq[arrow + 2:], arrow + 2, 0))
     seen = set()
     for c in out:
         if c != _ELL and c in seen:
@@ -518,7 +523,51 @@ def einsum(*args):
 
 
 def _einsum(terms, out, ops):
-    # ellipsis dims per operand, right-aligned into ``ell`` shared dims
+    ell = _ellipsis_dims(terms, ops)
+    labelled, sizes = [], {}
+    for i, (t, op) in enumerate(zip(terms, ops)):
+        labelled.append(_operand_labels(op, t, ell, sizes, i))
+    counts = {}                        # occurrences in the equation (a repeat counts twice)
+    for t in terms:
+        for c in t:
+            if c != _ELL:
+                counts[c] = counts.get(c, 0) + 1
+    ell_labels = [("...", k) for k in range(ell)]
+    if out is None:                    # implicit: ellipsis dims, then labels seen once, sorted
+        out_labels = ell_labels + sorted((c for c, n in counts.items()
+                                          if n == 1 and c[0] != "..."), key=_label_index)
+    else:
+        out_labels = []
+        for c in out:
+            if c == _ELL:
+                out_labels += ell_labels
+            elif c not in counts:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   "equation for any input operand")
+            else:
+                out_labels.append(c)
+    # left to right, each step keeping the labels that the output or a later operand needs
+    keep_after = [set(out_labels)]
+    for _, labels in reversed(labelled[1:]):
+        keep_after.insert(0, keep_after[0] | set(labels))
+    t, labels = labelled[0]
+    if len(labelled) == 1:             # as PyTorch: permute (even to the same order), then sum
+        summed = [c for c in labels if c not in keep_after[0]]
+        t = t.permute([labels.index(c) for c in out_labels + summed])
+        return t.sum(list(range(len(out_labels), len(labels)))) if summed else t
+    contracted = False
+    for (u, ulabels), keep in zip(labelled[1:], keep_after[1:]):
+        t, labels, contracted = _contract_pair(t, labels, u, ulabels, keep, sizes)
+    perm = [labels.index(c) for c in out_labels]
+    if perm != list(range(len(perm))):
+        t = t.permute(perm)
+    # after a contraction PyTorch ends with a view to the output shape
+    return t.reshape(t._data.shape) if contracted else t
+
+
+def _ellipsis_dims(terms, ops):
+    """How many dims the ellipsis covers (the most any operand gives it), after the
+    subscript-count checks."""
     ell = 0
     for i, (t, op) in enumerate(zip(terms, ops)):
         nlab = len([c for c in t if c != _ELL])
@@ -532,65 +581,14 @@ def _einsum(terms, out, ops):
             raise RuntimeError(f"einsum(): the number of subscripts in the equation ({nlab}) does "
                                f"not match the number of dimensions ({nd}) for operand {i} and no "
                                "ellipsis was given")
-    counts = {}
-    for t in terms:
-        for c in t:
-            if c != _ELL:
-                counts[c] = counts.get(c, 0) + 1
-    ell_labels = [("...", k) for k in range(ell)]
-    if out is None:                    # implicit: ellipsis dims, then labels seen once, sorted
-        out_labels = ell_labels + sorted((c for c, n in counts.items() if n == 1),
-                                         key=_label_index)
-    else:
-        out_labels = []
-        for c in out:
-            if c == _ELL:
-                out_labels += ell_labels
-            elif c not in counts:
-                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
-                                   "equation for any input operand")
-            else:
-                out_labels.append(c)
-    contracted = sorted((c for c in counts if c not in out_labels), key=_label_index)
-    if out is not None and _ELL not in out:
-        contracted = ell_labels + contracted
-    order = out_labels + contracted
-    axis = {lab: i for i, lab in enumerate(order)}
-    sizes = {}
-    aligned = [_align(op, t, ell, axis, sizes, i) for i, (t, op) in enumerate(zip(terms, ops))]
-    nout = len(out_labels)
-    ndim = len(order)
-    # a dim is summed as soon as no later operand uses it
-    last_use = {}
-    for i, a in enumerate(aligned):
-        for d in range(nout, ndim):
-            if a._data.shape[d] != 1:
-                last_use[d] = i
-    result = None
-    for i, a in enumerate(aligned):
-        done = [d for d in range(nout, ndim) if last_use.get(d, -1) == i]
-        if result is None:
-            if done and len(aligned) == 1 and len(done) == ndim - nout:
-                result = a.sum(done)            # the whole contraction of a single operand
-            else:
-                result = a.sum(done, keepdim=True) if done else a
-        else:
-            result = _sumproduct_pair(result, a, done)
-    shape = tuple(result._data.shape)
-    # dims contracted away are size 1 now; the output's broadcast dims take their full size
-    if shape[nout:] and len(shape) > nout:
-        result = result.reshape(shape[:nout])
-    target = tuple(sizes.get(lab, 1) for lab in out_labels)
-    if tuple(result._data.shape) != target:
-        result = result.expand(target)
-    return result
+    return ell
 
 
-def _align(op, labels, ell, axis, sizes, index):
-    """Take diagonals of repeated subscripts, then permute and reshape ``op`` so that each of its
-    labels sits at its global axis (size 1 where the operand lacks a label)."""
+def _operand_labels(op, labels, ell, sizes, index):
+    """``op`` with the diagonals of its repeated subscripts taken, and its label per dim
+    (ellipsis dims are labelled ('...', k), right-aligned); records and checks label sizes."""
     nd = op._data.ndim
-    dims = []                          # the global label of each of op's dims
+    dims = []
     for c in labels:
         if c == _ELL:
             k = nd - (len(labels) - 1)
@@ -603,15 +601,13 @@ def _align(op, labels, ell, axis, sizes, index):
             raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {index} but the "
                                f"sizes don't match, {n} != {first[c]}")
         first.setdefault(c, n)
-    # repeated subscripts: keep the diagonal (the diagonal's dim moves to the end)
-    while len(first) != len(dims):
+    while len(first) != len(dims):     # a repeated subscript: its diagonal moves to the end
         dup = next(c for i, c in enumerate(dims) if c in dims[:i])
         i = dims.index(dup)
         j = dims.index(dup, i + 1)
         op = op.diagonal(0, i, j)
         dims = [c for k, c in enumerate(dims) if k not in (i, j)] + [dup]
-    shape = op._data.shape
-    for c, n in zip(dims, shape):
+    for c, n in zip(dims, op._data.shape):
         prev = sizes.get(c)
         if prev is None or prev == 1:
             sizes[c] = n
@@ -622,50 +618,66 @@ def _align(op, labels, ell, axis, sizes, index):
                                    f"seen ellipsis with size {prev} for the respective dimension")
             raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {index} which "
                                f"does not broadcast with previously seen size {prev}")
-    perm = sorted(range(len(dims)), key=lambda k: axis[dims[k]])
-    if perm != list(range(len(dims))):
-        op = op.permute(perm)
-    full = [1] * len(axis)
-    for k in perm:
-        full[axis[dims[k]]] = shape[k]
-    if len(full) != len(dims):
-        op = op.reshape(full)
-    return op
+    return op, dims
 
 
-def _sumproduct_pair(left, right, sum_dims):
-    """Multiply two aligned operands and sum ``sum_dims`` (kept as size 1), as one bmm."""
-    if not sum_dims:
-        return left * right
-    ls, rs = left._data.shape, right._data.shape
-    lro, lo, ro, summed = [], [], [], []
-    for d in range(len(ls)):
-        sl, sr = ls[d] != 1, rs[d] != 1
-        if d in sum_dims:
-            if sl and sr:
-                summed.append(d)
-            elif sl:
-                left = left.sum(d, keepdim=True)
-            elif sr:
-                right = right.sum(d, keepdim=True)
-        elif sl and sr:
-            lro.append(d)
-        elif sl:
-            lo.append(d)
-        elif sr:
-            ro.append(d)
-    rest = [d for d in range(len(ls)) if d not in lro + lo + ro + summed]
-    size = lambda dims, s: _prod(s[d] for d in dims)  # noqa: E731
-    nb, nl, nr, ns = size(lro, ls), size(lo, ls), size(ro, rs), size(summed, ls)
-    lp = left.permute(lro + lo + summed + ro + rest).reshape(nb, nl, ns)
-    rp = right.permute(lro + summed + ro + lo + rest).reshape(nb, ns, nr)
-    r = call(L.bmm, lp, rp)
-    order = lro + lo + ro + summed + rest
-    r = r.reshape([ls[d] for d in lro + lo] + [rs[d] for d in ro] + [1] * len(summed + rest))
-    inv = [0] * len(order)
-    for i, d in enumerate(order):
-        inv[d] = i
-    return r.permute(inv)
+def _sum_labels(t, labels, gone):
+    if not gone:
+        return t, labels
+    return t.sum([labels.index(c) for c in gone]), [c for c in labels if c not in gone]
+
+
+def _contract_pair(a, la, b, lb, keep, sizes):
+    """Multiply two labelled operands and sum the labels not in ``keep``: one bmm over
+    (shared kept, a-only, contracted) x (shared kept, contracted, b-only) dims."""
+    a, la = _sum_labels(a, la, [c for c in la if c not in lb and c not in keep])
+    b, lb = _sum_labels(b, lb, [c for c in lb if c not in la and c not in keep])
+    sa, sb = dict(zip(la, a._data.shape)), dict(zip(lb, b._data.shape))
+    common = [c for c in la if c in lb]
+    contracted = [c for c in common if c not in keep]
+    # a contracted label of size 1 on one side only: sum the other side over it first
+    gone_a = [c for c in contracted if sb[c] == 1 and sa[c] != 1]
+    gone_b = [c for c in contracted if sa[c] == 1 and sb[c] != 1]
+    if gone_a or gone_b:
+        a = a.sum([la.index(c) for c in gone_a], keepdim=True) if gone_a else a
+        b = b.sum([lb.index(c) for c in gone_b], keepdim=True) if gone_b else b
+        sa, sb = dict(zip(la, a._data.shape)), dict(zip(lb, b._data.shape))
+    batch = [c for c in common if c in keep]
+    lo = [c for c in la if c not in lb]
+    ro = [c for c in lb if c not in la]
+    if not contracted:                 # nothing to sum: a broadcasting product
+        a = _arrange(a, la, batch + lo, [sa[c] for c in batch + lo] + [1] * len(ro))
+        b = _arrange(b, lb, batch + ro, [sb[c] for c in batch] + [1] * len(lo)
+                     + [sb[c] for c in ro])
+        return a * b, batch + lo + ro, False
+    bs = [max(sa[c], sb[c]) for c in batch]
+    los, ros = [sa[c] for c in lo], [sb[c] for c in ro]
+    cs = _prod(sa[c] for c in contracted)
+    a = _arrange(a, la, batch + lo + contracted, None)
+    b = _arrange(b, lb, batch + contracted + ro, None)
+    if any(sa[c] != n for c, n in zip(batch, bs)):
+        a = a.expand(tuple(bs) + tuple(a._data.shape[len(batch):]))
+    if any(sb[c] != n for c, n in zip(batch, bs)):
+        b = b.expand(tuple(bs) + tuple(b._data.shape[len(batch):]))
+    nb = _prod(bs)
+    a = _reshaped(a, (nb, _prod(los), cs))
+    b = _reshaped(b, (nb, cs, _prod(ros)))
+    r = call(L.bmm, a, b).reshape(bs + los + ros)
+    return r, batch + lo + ro, True
+
+
+def _arrange(t, labels, order, shape):
+    """``t`` with its dims permuted into ``order`` (then reshaped to ``shape``, if given)."""
+    perm = [labels.index(c) for c in order]
+    if perm != list(range(len(perm))):
+        t = t.permute(perm)
+    if shape is not None and tuple(shape) != tuple(t._data.shape):
+        t = t.reshape(shape)
+    return t
+
+
+def _reshaped(t, shape):
+    return t if tuple(t._data.shape) == shape else t.reshape(shape)
 
 
 # ---------------------------------------------------------------- decompositions (aliases)

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from dynograph.runtime import dtypes as D
-from .core import TensorSpec, broadcast_shapes, define, type_name, wrap_dim
+from .core import TensorSpec, broadcast_shapes, check_broadcast, define, type_name, wrap_dim
 from .movement import expand_shape
 
 _LOW = (np.dtype(np.float16), D.bfloat16.np)
@@ -90,6 +90,15 @@ def _fused(fn, inp, *mats, beta=1, alpha=1):
     if not out.flags.writeable or out.base is not None:
         out = out.copy()
     return _add_scaled(out, inp, beta, alpha)
+
+
+def _fits(shape, target):
+    """Whether ``shape`` broadcasts to ``target`` (a cheap np.broadcast_shapes check)."""
+    if shape == target:
+        return True
+    if len(shape) > len(target):
+        return False
+    return all(n == 1 or n == m for n, m in zip(shape[::-1], target[::-1]))
 
 
 def _mshape(shape):
@@ -272,7 +281,7 @@ def _addmm_meta(inp, a, b, beta=1, alpha=1):
 def _addmm(inp, a, b, beta=1, alpha=1):
     shape = (a.shape[0], b.shape[1]) if a.ndim == 2 and b.ndim == 2 else None
     if shape is None or a.shape[1] != b.shape[0] or not inp.dtype == a.dtype == b.dtype \
-            or a.dtype == _BOOL or inp.ndim > 2 or np.broadcast_shapes(inp.shape, shape) != shape:
+            or a.dtype == _BOOL or not _fits(inp.shape, shape):
         raise ValueError("addmm")
     return _fused(np.matmul, inp, a, b, beta=beta, alpha=alpha)
 
@@ -353,7 +362,7 @@ def _baddbmm(inp, a, b, beta=1, alpha=1):
             or a.dtype != b.dtype or a.dtype == _BOOL:
         raise ValueError("baddbmm")
     shape = (a.shape[0], a.shape[1], b.shape[2])
-    if inp.dtype != a.dtype or inp.ndim > 3 or np.broadcast_shapes(inp.shape, shape) != shape:
+    if inp.dtype != a.dtype or not _fits(inp.shape, shape):
         raise ValueError("baddbmm")
     return _fused(np.matmul, inp, a, b, beta=beta, alpha=alpha)
 
@@ -404,8 +413,7 @@ def _addbmm(inp, a, b, beta=1, alpha=1):
     if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1] \
             or not inp.dtype == a.dtype == b.dtype or a.dtype == _BOOL or inp.ndim > 2:
         raise ValueError("addbmm")
-    shape = (a.shape[1], b.shape[2])
-    if np.broadcast_shapes(inp.shape, shape) != shape:
+    if not _fits(inp.shape, (a.shape[1], b.shape[2])):
         raise ValueError("addbmm")
     return _fused(_batch_sum_mm, inp, a, b, beta=beta, alpha=alpha)
 
@@ -420,6 +428,70 @@ def _addbmm_vjp(ctx, g):
 
 addbmm = define("addbmm", "linalg", _addbmm, meta=_addbmm_meta, vjp=_addbmm_vjp,
                 doc="beta * input + alpha * sum over the batch of batch1[i] @ batch2[i].")
+
+
+# ---------------------------------------------------------------- matmul (no-grad fast path)
+
+def _matmul_meta(a, b):
+    """torch.matmul's result spec; errors are those of the product PyTorch dispatches to."""
+    da, db = len(a.shape), len(b.shape)
+    if da == 0 or db == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{da}D and {db}D")
+    if da == 1 and db == 1:
+        return _dot_meta(a, b)
+    if da == 2 and db == 1:
+        return _mv_meta(a, b)
+    if da <= 2 and db <= 2:
+        spec = _mm_meta(TensorSpec((1,) * (2 - da) + tuple(a.shape), a.dtype), b)
+        return TensorSpec(spec.shape[2 - da:], spec.dtype)
+    n, k = (a.shape[-2] if da > 1 else 1), a.shape[-1]
+    k2, p = (b.shape[-2], b.shape[-1]) if db > 1 else (b.shape[0], 1)
+    batch = check_broadcast(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    if db <= 2:                        # folded into one mm/mv
+        rows = TensorSpec((n * _count(batch), k), a.dtype)
+        (_mm_meta if db == 2 else _mv_meta)(rows, b)
+    else:
+        nb = _count(batch)
+        _bmm_meta(TensorSpec((nb, n, k), a.dtype), TensorSpec((nb, k2, p), b.dtype))
+    shape = batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ())
+    return TensorSpec(shape, a.dtype)
+
+
+def _count(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _matmul(a, b):
+    if a.ndim == 0 or b.ndim == 0 or a.dtype != b.dtype or a.dtype == _BOOL:
+        raise ValueError("matmul")
+    return np.asarray(_lowp(np.matmul, a, b))
+
+
+def _matmul_vjp(ctx, g):
+    a, b = ctx.inputs
+    # 1-D operands are matrices with a unit dim (removed from the result); the engine sums
+    # the gradients over broadcast batch dims
+    a2 = a.unsqueeze(0) if a.ndim == 1 else a
+    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+    g2 = g.unsqueeze(-1) if b.ndim == 1 else g
+    g2 = g2.unsqueeze(-2) if a.ndim == 1 else g2
+    ga = gb = None
+    if ctx.needs(0):
+        ga = g2.matmul(b2.mT)
+        ga = ga.squeeze(-2) if a.ndim == 1 else ga
+    if ctx.needs(1):
+        gb = a2.mT.matmul(g2)
+        gb = gb.squeeze(-1) if b.ndim == 1 else gb
+    return ga, gb
+
+
+matmul = define("matmul", "linalg", _matmul, meta=_matmul_meta, vjp=_matmul_vjp,
+                doc="torch.matmul in one step, for eager calls that record no gradient (with a "
+                    "gradient, matmul decomposes into mm/mv/dot/bmm as in PyTorch).")
 
 
 # ---------------------------------------------------------------- addr
@@ -443,7 +515,7 @@ def _addr(inp, v1, v2, beta=1, alpha=1):
     if v1.ndim != 1 or v2.ndim != 1 or inp.ndim > 2:
         raise ValueError("addr")
     shape = (v1.shape[0], v2.shape[0])
-    if np.broadcast_shapes(inp.shape, shape) != shape:
+    if not _fits(inp.shape, shape):
         raise ValueError("addr")
     dt = np.result_type(inp.dtype, v1.dtype, v2.dtype)
     if dt.kind in "biu" and (isinstance(beta, float) or isinstance(alpha, float)):
