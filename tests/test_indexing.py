@@ -722,3 +722,95 @@ def test_out_arguments(torch):
         o3 = T.empty(0, dtype=T.int64)
         T.searchsorted(T.tensor([1, 3]), T.tensor([0, 2, 4]), out=o3)
         assert o3.tolist() == [0, 1, 2]
+
+
+DTYPE_OPS = {
+    "gather": lambda T, x: x.gather(1, T.tensor([[0, 2], [1, 1], [3, 0]])),
+    "scatter": lambda T, x: x.scatter(1, T.tensor([[0, 2], [1, 1]]), x[:2, :2]),
+    "scatter_value": lambda T, x: x.scatter(1, T.tensor([[0, 2], [1, 1]]), 1),
+    "scatter_add": lambda T, x: x.scatter_add(1, T.tensor([[0, 0], [1, 1]]), x[:2, :2]),
+    "scatter_prod": lambda T, x: x.scatter_reduce(1, T.tensor([[0, 0], [1, 1]]), x[:2, :2], "prod"),
+    "scatter_amax": lambda T, x: x.scatter_reduce(1, T.tensor([[0, 0], [1, 1]]), x[:2, :2], "amax",
+                                                  include_self=False),
+    "scatter_mean": lambda T, x: x.scatter_reduce(1, T.tensor([[0, 0], [1, 1]]), x[:2, :2], "mean"),
+    "index_select": lambda T, x: x.index_select(1, T.tensor([3, 0, 3])),
+    "index_add": lambda T, x: x.index_add(0, T.tensor([0, 0]), x[:2]),
+    "index_copy": lambda T, x: x.index_copy(0, T.tensor([2, 0]), x[:2]),
+    "index_fill": lambda T, x: x.index_fill(0, T.tensor([2, 0]), 1),
+    "index_put": lambda T, x: x.index_put((T.tensor([0, 0]),), x[1], accumulate=True),
+    "masked_select": lambda T, x: x.masked_select(T.tensor([True, False, True, True])),
+    "masked_scatter": lambda T, x: x.masked_scatter(T.tensor([True, False, True, True]), x.flip(0)),
+    "take": lambda T, x: x.take(T.tensor([0, 11, -1])),
+    "put": lambda T, x: x.put(T.tensor([0, 0]), x[0, :2], accumulate=True),
+    "getitem": lambda T, x: x[[0, 2], 1:],
+    "nonzero": lambda T, x: x.nonzero(),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int64", "int32", "int8",
+                                   "uint8", "bool"])
+def test_index_functions_dtypes(torch, dtype):
+    base = np.arange(12).reshape(3, 4) % 5
+    for name, fn in DTYPE_OPS.items():
+        t = torch.tensor(base).to(getattr(torch, dtype))
+        d = dg.tensor(base).to(getattr(dg, dtype))
+        try:
+            want = fn(torch, t)
+        except Exception:
+            _same_error(torch, lambda T: fn(T, T.tensor(base).to(getattr(T, dtype))))
+            continue
+        assert_same(fn(dg, d), want)
+
+
+@pytest.mark.parametrize("layout", ["permuted", "strided"])
+def test_index_functions_non_contiguous(torch, layout):
+    def make(T, leaf):
+        return leaf.t() if layout == "permuted" else leaf[::2, 1:]
+    shape = (4, 3) if layout == "permuted" else (6, 5)
+    xv = np.random.default_rng(9).standard_normal(shape)
+    idx = [[0, 3, 1], [2, 2, 0]]
+    fns = [
+        lambda T, x: x.gather(1, T.tensor(idx)),
+        lambda T, x: x.scatter(1, T.tensor(idx), x[:2, :3] * 2),
+        lambda T, x: x.scatter_add(1, T.tensor(idx), x[1:, 1:]),
+        lambda T, x: x.scatter_reduce(1, T.tensor(idx), x[:2, :3], "amax"),
+        lambda T, x: x.index_select(1, T.tensor([3, 0, 3])),
+        lambda T, x: x.index_add(1, T.tensor([3, 0, 3]), x[:, :3]),
+        lambda T, x: x.index_fill(1, T.tensor([1]), 0.5),
+        lambda T, x: x.masked_select(x > 0),
+        lambda T, x: x.masked_scatter(x > 0, x.t()),
+        lambda T, x: x.take(T.tensor([0, 5, 11])),
+        lambda T, x: x[[2, 0], ::2],
+        lambda T, x: T.take_along_dim(x, T.tensor(idx[:1]), 1),
+    ]
+    for fn in fns:
+        res = []
+        for T in (torch, dg):
+            leaf = T.tensor(xv, requires_grad=True)
+            out = fn(T, make(T, leaf))
+            (out * out).sum().backward()
+            res.append((out, out.grad_fn.name(), leaf.grad))
+        assert_same(res[1][0], res[0][0])
+        assert res[1][1] == res[0][1]
+        assert_same(res[1][2], res[0][2])
+
+
+def test_second_derivatives(torch):
+    xv = np.random.default_rng(10).standard_normal((3, 4))
+    fns = [
+        lambda T, x: (x[[0, 0, 2]] ** 3).sum(),
+        lambda T, x: (x.gather(1, T.tensor([[0, 0], [1, 3], [2, 2]])) ** 3).sum(),
+        lambda T, x: (x.index_select(0, T.tensor([1, 1])) ** 3).sum(),
+        lambda T, x: (x[1:, 2] ** 3).sum(),
+        lambda T, x: (x.masked_select(x > 0) ** 3).sum(),
+        lambda T, x: (x.take(T.tensor([0, 0, 5])) ** 3).sum(),
+    ]
+    for fn in fns:
+        res = []
+        for T in (torch, dg):
+            x = T.tensor(xv, requires_grad=True)
+            (g,) = T.autograd.grad(fn(T, x), x, create_graph=True)
+            (g * g).sum().backward()
+            res.append((g, x.grad))
+        assert_same(res[1][0], res[0][0])
+        assert_same(res[1][1], res[0][1])

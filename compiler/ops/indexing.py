@@ -579,6 +579,9 @@ def _scatter_reduce_meta(x, index, src, dim, reduce, include_self=True):
         raise RuntimeError("reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
     _scatter_check(x, index, src, dim, "scatter_reduce")
+    if reduce == "mean" and _dt(x) is D.bool:
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for "
+                                  "'Bool'")
     return _same(x)
 
 
