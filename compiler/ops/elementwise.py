@@ -255,9 +255,12 @@ frac = _unary("frac", lambda x: x - np.trunc(x), rejecting(promote, "frac_cpu", 
               lambda ctx, g: (g,))
 
 
+_rint = _int_identity(np.rint)          # half to even, like torch
+
+
 def _round(x, decimals=0):
     if decimals == 0:
-        return _int_identity(np.rint)(x)          # half to even, like torch
+        return _rint(x)
     if decimals > 0:
         scale = 10.0 ** decimals
         return np.rint(x * scale) / scale
