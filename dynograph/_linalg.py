@@ -749,6 +749,13 @@ def svd(input, some=True, compute_uv=True, *, out=None):
 
 
 @_public
+def matrix_power(input, n):
+    """input @ input @ ... (n times; n < 0 inverts, n = 0 gives identities) (torch.matrix_power)."""
+    from .linalg import matrix_power as power
+    return power(input, n)
+
+
+@_public
 def pinverse(input, rcond=1e-15):
     """Pseudo-inverse, singular values below rcond * max discarded (torch.pinverse)."""
     from .linalg import pinv

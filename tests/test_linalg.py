@@ -853,3 +853,52 @@ def test_matmul_primitive_derivative(torch, sa, sb):
     r, R = a @ b, call(L.matmul, A, B)
     assert_same(R, r, rtol=1e-12)
     _backward_same(torch, [(a, A), (b, B)], r, R)
+
+
+def test_lapack_results_are_column_major(torch):
+    # PyTorch's factorizations return each matrix stored column by column
+    a, A = _well_conditioned(torch, (2, 3, 3), requires_grad=False)
+    s, S = _spd(torch, (2, 3, 3))
+    w, W = _pair(torch, (2, 4, 3))
+    for f in (lambda m, x, s, w: m.linalg.inv(x), lambda m, x, s, w: m.linalg.cholesky(s),
+              lambda m, x, s, w: m.linalg.solve(x, w.mT), lambda m, x, s, w: m.linalg.solve(x, w, left=False),
+              lambda m, x, s, w: m.linalg.qr(w), lambda m, x, s, w: m.linalg.eigh(s),
+              lambda m, x, s, w: m.linalg.svd(w), lambda m, x, s, w: m.linalg.pinv(w)):
+        r, R = f(torch, a, s, w), f(dynograph, A, S, W)
+        r, R = (r, R) if isinstance(r, tuple) else ((r,), (R,))
+        assert [t.stride() for t in R] == [t.stride() for t in r]
+
+
+def test_double_backward_through_products(torch):
+    a, A = _pair(torch, (2, 3, 4), requires_grad=True, seed=1)
+    b, B = _pair(torch, (4, 5), requires_grad=True, seed=2)
+    c, C = _pair(torch, (2, 5, 3), requires_grad=True, seed=3)
+    for f in (lambda m, x, y, z: (x @ y).tanh().sum(), lambda m, x, y, z: m.bmm(x @ y, z).sum(),
+              lambda m, x, y, z: m.einsum("bij,jk,bkl->bil", x, y, z).pow(2).sum()):
+        (ga, gb) = torch.autograd.grad(f(torch, a, b, c), (a, b), create_graph=True)
+        (gA, gB) = dynograph.autograd.grad(f(dynograph, A, B, C), (A, B), create_graph=True)
+        assert_same(gA, ga, rtol=1e-10)
+        h = torch.autograd.grad((ga.pow(2).sum() + gb.sin().sum()), (a, b, c), allow_unused=True)
+        H = dynograph.autograd.grad((gA.pow(2).sum() + gB.sin().sum()), (A, B, C), allow_unused=True)
+        for x, X in zip(h, H):
+            assert (x is None) == (X is None)
+            if x is not None:
+                assert_same(X, x, rtol=1e-9)
+
+
+def test_out_arguments(torch):
+    a, A = _pair(torch, (3, 3), seed=1)
+    s, S = _spd(torch, (3, 3))
+    out = dynograph.empty(0, dtype=dynograph.float64)
+    assert dynograph.mm(A, A, out=out) is out
+    assert_same(out, torch.mm(a, a))
+    assert dynograph.linalg.inv(A, out=out) is out
+    assert_same(out, torch.linalg.inv(a))
+    assert dynograph.linalg.cholesky(S, out=out) is out
+    assert_same(out, torch.linalg.cholesky(s))
+    outs = (dynograph.empty(0, dtype=dynograph.float64), dynograph.empty(0, dtype=dynograph.float64))
+    r = dynograph.linalg.eigh(S, out=outs)
+    assert r[0] is outs[0] and r[1] is outs[1] and type(r).__name__ == "linalg_eigh"
+    assert_same(outs[0], torch.linalg.eigh(s)[0])
+    assert_same(dynograph.matrix_power(A, 3), torch.matrix_power(a, 3), rtol=1e-10)
+    assert_same(A.matrix_power(-2), a.matrix_power(-2), rtol=1e-10)

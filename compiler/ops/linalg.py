@@ -654,6 +654,11 @@ def _lapack_error(A, fn, routine, text, **kw):
     return LinAlgError(f"{fn}: {where}{text.format(info=info)}")
 
 
+def _colmajor(x):
+    """``x`` with each matrix stored column by column, the layout PyTorch's LAPACK results have."""
+    return np.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
+
+
 def _eye_like(x):
     """The identity matching the last dim of ``x`` (broadcastable against its matrices)."""
     return x.new_ones(x.shape[-1]).diag_embed()
@@ -682,7 +687,7 @@ def _inv(A):
     if not _lapack_ok(A):
         raise ValueError("inv")
     try:
-        return np.linalg.inv(A)
+        return _colmajor(np.linalg.inv(A))
     except np.linalg.LinAlgError:
         raise _lapack_error(A, "linalg.inv", "getrf",
                             "The diagonal element {info} is zero, the inversion could not be "
@@ -742,9 +747,9 @@ def _solve_impl(A, B, left=True):
     except np.linalg.LinAlgError:
         raise _lapack_error(A, "torch.linalg.solve", "getrf",
                             "The solver failed because the input matrix is singular.") from None
-    if not left:
-        X = X.swapaxes(-1, -2)
-    return X[..., 0] if vector else X
+    if not left:                            # X^T of A^T X^T = B^T, stored row by row
+        return np.ascontiguousarray(X.swapaxes(-1, -2))
+    return X[..., 0] if vector else _colmajor(X)
 
 
 def _solve_vjp(ctx, g):
@@ -847,7 +852,7 @@ def _cholesky(A, upper=False):
                             "The factorization could not be completed because the input is not "
                             "positive-definite (the leading minor of order {info} is not "
                             "positive-definite).", lower=1) from None
-    return np.ascontiguousarray(L.swapaxes(-1, -2)) if upper else L
+    return _colmajor(L.swapaxes(-1, -2) if upper else L)
 
 
 def _cholesky_vjp(ctx, g):
@@ -889,9 +894,9 @@ def _qr(A, mode="reduced"):
     if mode not in _QR_MODES or not _lapack_ok(A, square=False):
         raise ValueError("qr")
     if mode == "r":
-        return np.empty((0,), A.dtype), np.linalg.qr(A, mode="r")
+        return np.empty((0,), A.dtype), _colmajor(np.linalg.qr(A, mode="r"))
     Q, R = np.linalg.qr(A, mode=mode)
-    return Q, R
+    return _colmajor(Q), _colmajor(R)
 
 
 def _qr_square_vjp(gQ, gR, Q, R):
@@ -944,7 +949,7 @@ def _eigh(A, UPLO="L"):
     if UPLO not in ("L", "U") or not _lapack_ok(A):
         raise ValueError("eigh")
     w, v = np.linalg.eigh(A, UPLO=UPLO)
-    return w, v
+    return w, _colmajor(v)
 
 
 def _eigh_vjp(ctx, gL, gV):
@@ -988,7 +993,7 @@ def _svd(A, full_matrices=True, compute_uv=True):
         empty = np.empty((0,), A.dtype)
         return empty, np.linalg.svd(A, compute_uv=False), empty.copy()
     U, S, Vh = np.linalg.svd(A, full_matrices=full_matrices)
-    return U, S, Vh
+    return _colmajor(U), S, _colmajor(Vh)
 
 
 def _svd_vjp(ctx, gU, gS, gVh):
