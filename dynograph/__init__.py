@@ -4,7 +4,6 @@
     x = torch.ones(2, 2, requires_grad=True)
     (x * 3).sum().backward()
 """
-from dynograph.runtime import dtypes as _dtypes
 from dynograph.runtime.dtypes import (  # noqa: F401
     dtype, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
     promote_types, get_default_dtype, set_default_dtype, finfo, iinfo)
@@ -18,6 +17,17 @@ from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  # noqa
 from ._creation import *  # noqa: F401,F403
 from ._math import *  # noqa: F401,F403
 
+from . import cuda  # noqa: F401
+from ._printing import *  # noqa: F401,F403
+from ._reduce import *  # noqa: F401,F403
+from ._shape import *  # noqa: F401,F403
+from ._convert import *  # noqa: F401,F403
+from ._linalg import *  # noqa: F401,F403
+from . import linalg  # noqa: F401
+from ._indexing import *  # noqa: F401,F403
+from ._random import *  # noqa: F401,F403
+
+# dtype aliases as torch spells them (defined last: they shadow builtins in this module)
 float = float32   # noqa: A001  torch.float
 double = float64
 half = float16
@@ -26,11 +36,3 @@ int = int32       # noqa: A001
 short = int16
 
 __version__ = "0.1.0"
-from . import cuda  # noqa: F401
-from ._shape import *  # noqa: F401,F403
-from ._printing import *  # noqa: F401,F403
-from ._convert import *  # noqa: F401,F403
-from ._random import *  # noqa: F401,F403
-from ._indexing import *  # noqa: F401,F403
-from ._linalg import *  # noqa: F401,F403
-from . import linalg  # noqa: F401

@@ -1,7 +1,8 @@
 """The one op set.  Importing this package registers every primitive in ``REGISTRY``."""
 from .core import REGISTRY, OpDef, TensorSpec, define  # noqa: F401
 from . import elementwise  # noqa: F401
+from . import reduction  # noqa: F401
 from . import movement  # noqa: F401
 from . import creation  # noqa: F401
-from . import indexing  # noqa: F401
 from . import linalg  # noqa: F401
+from . import indexing  # noqa: F401
