@@ -1,24 +1,10 @@
 """The backward engine: iterative, dependency-counted, deterministic."""
+from dynograph.compiler.ops.movement import sum_to_shape
 from .._tensor import Tensor
 from .graph import AccumulateGrad, OpNode
 from .grad_mode import STATE
 from .anomaly_mode import ANOMALY, check_node
 from .profiler import RECORDER
-
-
-def _sum_to(g, shape):
-    """Undo broadcasting: sum ``g`` down to ``shape``."""
-    gshape = g._data.shape
-    if gshape == shape:
-        return g
-    lead = len(gshape) - len(shape)
-    dims = tuple(range(lead)) + tuple(
-        i + lead for i, n in enumerate(shape) if n == 1 and gshape[i + lead] != 1)
-    if dims:
-        g = g.sum(dims, keepdim=True)
-    if lead:
-        g = g.reshape(shape)
-    return g
 
 
 def _dependencies(roots):
@@ -147,7 +133,7 @@ def _apply(node, grads):
             if not isinstance(g, Tensor):
                 g = Tensor._wrap(g)
             if g._data.shape != x._data.shape:
-                g = _sum_to(g, x._data.shape)
+                g = sum_to_shape(g, x._data.shape)
             if g._data.dtype != x._data.dtype:
                 g = g.to(x.dtype)
             fixed.append(g)

@@ -88,9 +88,9 @@ class BackwardCFunction(Node):
         for pos, x in zip(self._tensor_positions, self._inputs):
             g = result[pos]
             if g is not None and tuple(g.shape) != tuple(x.shape):
-                from .engine import _sum_to
+                from dynograph.compiler.ops.movement import sum_to_shape
                 try:
-                    g = _sum_to(g, x._data.shape)
+                    g = sum_to_shape(g, x._data.shape)
                 except Exception:
                     g = None
                 if g is None or tuple(g.shape) != tuple(x.shape):
