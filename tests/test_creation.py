@@ -444,3 +444,8 @@ def test_creation_ops_are_primitives():
     from dynograph.compiler.ops import REGISTRY
     for name in ("full", "empty", "arange", "linspace", "logspace", "eye"):
         assert REGISTRY[name].kind == "creation"
+
+
+def test_impossible_sizes(torch):
+    # sizes whose byte count overflows are refused before any allocation
+    check_all(torch, ["T.zeros(2**62)", "T.empty(2**61, 4)", "T.arange(0, 2**62)"])

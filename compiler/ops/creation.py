@@ -90,6 +90,18 @@ def _alloc(shape, dtype, make):
             f"{nbytes} bytes.") from None
 
 
+def allocating(impl):
+    """Give an impl that allocates ``shape`` (or ``(n, m)``) of ``dtype`` PyTorch's errors."""
+    def run(**attrs):
+        shape = attrs.get("shape")
+        if shape is None:
+            shape = (attrs["n"], attrs["m"]) if "m" in attrs else (attrs["n"],)
+        return _alloc(shape, attrs["dtype"], lambda: impl(**attrs))
+    run.__name__ = impl.__name__
+    run.__doc__ = impl.__doc__
+    return run
+
+
 def _np_full(shape, value, np_dtype):
     if value == 0 and (type(value) is not float or math.copysign(1.0, value) > 0):
         return np.zeros(shape, np_dtype)
@@ -313,6 +325,7 @@ def _eye_meta(*, n, m, dtype):
     return TensorSpec((n, m), dtype)
 
 
+@allocating
 def _eye(*, n, m, dtype):
     _eye_meta(n=n, m=m, dtype=dtype)
     return np.eye(n, m, dtype=dtype.np)
@@ -457,6 +470,7 @@ def check_uniform(low, high, dtype):
             f"> to={_cpp_double(high)}")
 
 
+@allocating
 def _uniform(*, shape, low, high, dtype, generator):
     check_uniform(low, high, dtype)
     u = _unit_uniform(generator, shape, dtype)
@@ -487,6 +501,7 @@ def _standard_normal(gen, shape, dtype):
     return gen.standard_normal(shape, dtype=np.float64 if dtype is D.float64 else np.float32)
 
 
+@allocating
 def _normal(*, shape, mean, std, dtype, generator):
     _float_only("normal_kernel_cpu", dtype)
     check_std(std)
@@ -569,6 +584,7 @@ def random_bounds(low, high, dtype, op="random_"):
                     "please fix the code in advance", UserWarning, stacklevel=5)
 
 
+@allocating
 def _randint(*, shape, low, high, dtype, generator):
     random_bounds(low, high, dtype)
     # PyTorch's scheme: a 64-bit random word modulo the range, plus low (mod 2**64)
@@ -593,6 +609,7 @@ def _randperm_meta(*, n, dtype, generator):
     return TensorSpec((n,), dtype)
 
 
+@allocating
 def _randperm(*, n, dtype, generator):
     _randperm_meta(n=n, dtype=dtype, generator=generator)
     return _finish(generator.permutation(n), dtype)
@@ -626,6 +643,7 @@ def check_probability(p, op="bernoulli_"):
         raise RuntimeError(f"{op} expects p to be in [0, 1], but got p={_cpp_double(p)}")
 
 
+@allocating
 def _bernoulli_scalar(*, shape, p, dtype, generator):
     check_probability(p)
     return (generator.random(shape) < p).astype(dtype.np)
@@ -711,6 +729,7 @@ def check_exponential(lambd, dtype):
             f"exponential_ expects lambda > 0.0, but found lambda={_cpp_double(lambd)}")
 
 
+@allocating
 def _exponential(*, shape, lambd, dtype, generator):
     check_exponential(lambd, dtype)
     return _finish(generator.exponential(1.0 / lambd, shape), dtype)
@@ -726,6 +745,7 @@ def check_geometric(p):
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_cpp_double(p)}")
 
 
+@allocating
 def _geometric(*, shape, p, dtype, generator):
     check_geometric(p)
     return _finish(generator.geometric(p, shape), dtype)
@@ -742,6 +762,7 @@ def check_log_normal(std, dtype):
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_cpp_double(std)}")
 
 
+@allocating
 def _log_normal(*, shape, mean, std, dtype, generator):
     check_log_normal(std, dtype)
     return _finish(generator.lognormal(mean, std, shape), dtype)
@@ -758,6 +779,7 @@ def check_cauchy(sigma, dtype):
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_cpp_double(sigma)}")
 
 
+@allocating
 def _cauchy(*, shape, median, sigma, dtype, generator):
     check_cauchy(sigma, dtype)
     return _finish(median + sigma * generator.standard_cauchy(shape), dtype)
