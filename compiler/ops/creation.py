@@ -227,7 +227,7 @@ def _to_int(x):
 
 
 def _arange(*, start, end, step, dtype):
-    n = arange_size(start, end, step, dtype)
+    n = _arange_meta(start=start, end=end, step=step, dtype=dtype).shape[0]
     if dtype.is_floating_point:
         # start + i * step in the accumulation type (double, float for half types)
         acc = _F64 if dtype is D.float64 or dtype is D.float32 else _F32
@@ -257,7 +257,9 @@ arange = define("arange", "creation", _arange, meta=_arange_meta, differentiable
                 doc="Values from ``start`` up to (excluding) ``end`` by ``step``.")
 
 
-def _check_steps(steps, name=None):
+def _check_space(name, steps, dtype):
+    if dtype is D.bool:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
 
@@ -285,16 +287,14 @@ def _spaced(start, end, steps, dtype):
 
 
 def _linspace(*, start, end, steps, dtype):
-    _check_steps(steps, "linspace")
+    _check_space("linspace", steps, dtype)
     values = _spaced(start, end, steps, dtype)
     return values if values.dtype == dtype.np else cast(values, dtype.np)
 
 
 def _space_meta(name):
     def meta(*, start, end, steps, dtype, base=None):
-        if dtype is D.bool:
-            raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
-        _check_steps(steps, name)
+        _check_space(name, steps, dtype)
         return TensorSpec((steps,), dtype)
     return meta
 
@@ -304,7 +304,7 @@ linspace = define("linspace", "creation", _linspace, meta=_space_meta("linspace"
 
 
 def _logspace(*, start, end, steps, base, dtype):
-    _check_steps(steps, "logspace")
+    _check_space("logspace", steps, dtype)
     exps = _spaced(start, end, steps, dtype)
     if dtype.is_floating_point:
         values = np.power(exps.dtype.type(base), exps)
