@@ -73,6 +73,7 @@ def _prod(shape):
 @_public
 def dot(input, other, *, out=None):
     """Inner product of two 1-D tensors of one dtype (torch.dot)."""
+    _need_tensor(input, "dot", "input", 1)
     _need_tensor(other, "dot", "tensor", 2)
     return _finish(call(L.dot, input, other), out)
 
@@ -80,6 +81,7 @@ def dot(input, other, *, out=None):
 @_public
 def vdot(input, other, *, out=None):
     """dot with the first argument conjugated; equal to dot for real tensors (torch.vdot)."""
+    _need_tensor(input, "vdot", "input", 1)
     _need_tensor(other, "vdot", "other", 2)
     return _finish(call(L.vdot, input, other), out)
 
@@ -87,6 +89,7 @@ def vdot(input, other, *, out=None):
 @_public
 def mv(input, vec, *, out=None):
     """Matrix @ vector (torch.mv)."""
+    _need_tensor(input, "mv", "input", 1)
     _need_tensor(vec, "mv", "vec", 2)
     return _finish(call(L.mv, input, vec), out)
 
@@ -94,6 +97,7 @@ def mv(input, vec, *, out=None):
 @_public
 def mm(input, mat2, *, out=None):
     """Matrix @ matrix, both 2-D and of one dtype (torch.mm)."""
+    _need_tensor(input, "mm", "input", 1)
     _need_tensor(mat2, "mm", "mat2", 2)
     return _finish(call(L.mm, input, mat2), out)
 
@@ -101,6 +105,7 @@ def mm(input, mat2, *, out=None):
 @_public
 def bmm(input, mat2, *, out=None):
     """Batched matrix @ matrix of two 3-D tensors with equal batch sizes (torch.bmm)."""
+    _need_tensor(input, "bmm", "input", 1)
     _need_tensor(mat2, "bmm", "mat2", 2)
     return _finish(call(L.bmm, input, mat2), out)
 
@@ -109,6 +114,7 @@ def _fused_fn(op, names):
     a, b = names
 
     def fn(input, x, y, *, beta=1, alpha=1, out=None):
+        _need_tensor(input, op.name, "input", 1)
         _need_tensor(x, op.name, a, 2)
         _need_tensor(y, op.name, b, 3)
         if beta == 1 and alpha == 1:
@@ -237,6 +243,7 @@ def _expand_to(t, shape, flat):
 def matmul(input, other, *, out=None):
     """Matrix product with PyTorch's rules for 1-D operands (dot, mv, prepended/removed dims)
     and broadcast batch dims (torch.matmul)."""
+    _need_tensor(input, "matmul", "input", 1)
     _need_tensor(other, "matmul", "other", 2)
     if out is None:
         return _matmul(input, other)
@@ -273,20 +280,25 @@ def chain_matmul(*matrices, out=None):
 
 # ---------------------------------------------------------------- inner, outer, kron, tensordot
 
+def _outer(input, vec2, name):
+    _need_tensor(input, name, "input", 1)
+    _need_tensor(vec2, name, "vec2", 2)
+    for what, v in (("self", input), ("vec2", vec2)):
+        if v._data.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {what}, but got {v._data.ndim}-D")
+    return input.reshape(input._data.shape[0], 1) * vec2
+
+
 @_public
 def outer(input, vec2, *, out=None):
     """Outer product of two 1-D tensors, with type promotion (torch.outer)."""
-    _need_tensor(vec2, "outer", "vec2", 2)
-    for name, v in (("self", input), ("vec2", vec2)):
-        if v._data.ndim != 1:
-            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v._data.ndim}-D")
-    return _finish(input.reshape(input._data.shape[0], 1) * vec2, out)
+    return _finish(_outer(input, vec2, "outer"), out)
 
 
 @_public
 def ger(input, vec2, *, out=None):
     """Alias of outer (torch.ger)."""
-    return outer(input, vec2, out=out)
+    return _finish(_outer(input, vec2, "ger"), out)
 
 
 def _dims_list(dims, what):
@@ -356,6 +368,7 @@ def _tensordot(a, b, dims_a, dims_b):
 @_public
 def inner(input, other, *, out=None):
     """Sum of products over the last dims (a scalar factor when either is 0-d) (torch.inner)."""
+    _need_tensor(input, "inner", "input", 1)
     _need_tensor(other, "inner", "other", 2)
     if input._data.ndim == 0 or other._data.ndim == 0:
         return _finish(input * other, out)
@@ -369,6 +382,7 @@ def inner(input, other, *, out=None):
 @_public
 def kron(input, other, *, out=None):
     """Kronecker product: every element of input times the whole of other (torch.kron)."""
+    _need_tensor(input, "kron", "input", 1)
     _need_tensor(other, "kron", "other", 2)
     sa, sb = input._data.shape, other._data.shape
     nd = max(len(sa), len(sb))
@@ -389,6 +403,7 @@ _cross_warned = []
 @_public
 def cross(input, other, dim=None, *, out=None):
     """Cross product along ``dim`` (default: the first dim of size 3, deprecated) (torch.cross)."""
+    _need_tensor(input, "cross", "input", 1)
     _need_tensor(other, "cross", "other", 2)
     if dim is None:
         if not _cross_warned:
@@ -407,6 +422,7 @@ def cross(input, other, dim=None, *, out=None):
 @_public
 def trace(input):
     """Sum of the main diagonal of a 2-D tensor (integers sum to int64) (torch.trace)."""
+    _need_tensor(input, "trace", "input", 1)
     return call(L.trace, input)
 
 
@@ -685,12 +701,14 @@ def _reshaped(t, shape):
 @_public
 def det(input):
     """Determinant of (batches of) square matrices (torch.det = linalg.det)."""
+    _need_tensor(input, "det", "input", 1)
     return call(L.linalg_det, input)
 
 
 @_public
 def inverse(input, *, out=None):
     """Inverse of (batches of) square matrices (torch.inverse = linalg.inv)."""
+    _need_tensor(input, "inverse", "input", 1)
     return _finish(call(L.linalg_inv, input), out)
 
 

@@ -12,7 +12,7 @@ from dynograph.compiler.ops import linalg as L
 from dynograph.compiler.ops.core import type_name, wrap_dim
 from dynograph.runtime import dtypes as D
 from ._dispatch import call
-from ._linalg import _finish, _need_tensor, cross as _cross, matmul, _matmul
+from ._linalg import _finish, _need_tensor, matmul, _matmul
 from ._reduce import _structseq, vector_norm
 from ._tensor import Tensor
 from .autograd.grad_mode import STATE
@@ -37,11 +37,14 @@ _named = {"slogdet": _structseq("slogdet", ("sign", "logabsdet")),
 
 def cross(input, other, *, dim=-1, out=None):
     """Cross product of 3-vectors along ``dim`` (default: the last), broadcasting the others."""
-    return _cross(input, other, dim, out=out)
+    _need_tensor(input, "linalg_cross", "input", 1)
+    _need_tensor(other, "linalg_cross", "other", 2)
+    return _finish(call(L.linalg_cross, input, other, dim=dim), out)
 
 
 def vecdot(x, y, *, dim=-1, out=None):
     """Dot products of vectors along ``dim``, batched with broadcasting (linalg.vecdot)."""
+    _need_tensor(x, "linalg_vecdot", "x", 1)
     _need_tensor(y, "linalg_vecdot", "y", 2)
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found "
@@ -213,11 +216,13 @@ def _check_square(A, fn):
 
 def inv(A, *, out=None):
     """Inverse of (batches of) square matrices; LinAlgError names a singular one."""
+    _need_tensor(A, "linalg_inv", "A", 1)
     return _finish(call(L.linalg_inv, A), out)
 
 
 def solve(A, B, *, left=True, out=None):
     """X with A X = B (``left``) or X A = B, for (batches of) square A; B may be a vector."""
+    _need_tensor(A, "linalg_solve", "A", 1)
     _need_tensor(B, "linalg_solve", "B", 2)
     if left:
         return _finish(call(L.linalg_solve, A, B), out)
@@ -226,6 +231,7 @@ def solve(A, B, *, left=True, out=None):
 
 def det(A, *, out=None):
     """Determinant of (batches of) square matrices."""
+    _need_tensor(A, "linalg_det", "A", 1)
     return _finish(call(L.linalg_det, A), out)
 
 

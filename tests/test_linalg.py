@@ -902,3 +902,26 @@ def test_out_arguments(torch):
     assert_same(outs[0], torch.linalg.eigh(s)[0])
     assert_same(dynograph.matrix_power(A, 3), torch.matrix_power(a, 3), rtol=1e-10)
     assert_same(A.matrix_power(-2), a.matrix_power(-2), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["mm", "matmul", "addmm", "dot", "mv", "bmm", "outer", "inner", "kron",
+                                  "cross", "trace", "linalg.inv", "det", "linalg.solve", "vdot", "ger",
+                                  "linalg.cross", "linalg.vecdot", "baddbmm", "addr"])
+@pytest.mark.parametrize("position", [0, 1])
+def test_arguments_must_be_tensors(torch, name, position):
+    nargs = 1 if name in ("trace", "linalg.inv", "det") else 3 if name in ("addmm", "baddbmm", "addr") else 2
+    if position >= nargs:
+        return
+
+    def run(m):
+        fn = m
+        for part in name.split("."):
+            fn = getattr(fn, part)
+        args = [m.zeros(2, 2) for _ in range(nargs)]
+        args[position] = [1]
+        fn(*args)
+    with pytest.raises(TypeError) as theirs:
+        run(torch)
+    with pytest.raises(TypeError, match=None) as ours:
+        run(dynograph)
+    assert str(ours.value) == str(theirs.value)
