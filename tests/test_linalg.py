@@ -222,6 +222,12 @@ def test_addr_promotes_and_bool(torch):
     a, A = _pair(torch, (2,), "float64")
     b, B = _pair(torch, (3,), "int64")
     assert_same(dynograph.addr(I_, A, B), torch.addr(i, a, b))
+    for di, dv1, dv2, si in [("float64", "float32", "float32", ()), ("float16", "int64", "int64", (2, 3)),
+                             ("int64", "float16", "bfloat16", (2, 3))]:
+        i, I_ = _pair(torch, si, di)
+        a, A = _pair(torch, (2,), dv1, seed=1)
+        b, B = _pair(torch, (3,), dv2, seed=2)
+        assert_same(dynograph.addr(I_, A, B), torch.addr(i, a, b), rtol=1e-2, atol=1e-2)
     bi = torch.tensor([[True, False, False], [False, False, True]])
     b1, b2 = torch.tensor([True, False]), torch.tensor([True, True, False])
     for beta, alpha in [(1, 1), (0, 1), (1, 0), (True, False)]:

@@ -109,9 +109,9 @@ def _check_expand(inp, shape):
     """addmm & co. broadcast their input to the product's shape with expand's errors."""
     if expand_shape(tuple(inp.shape), shape) is None:
         raise RuntimeError(
-            f"expand({inp.dtype.tensor_type}{{{list(inp.shape)}}}, size={list(shape)}): the number "
-            f"of sizes provided ({len(shape)}) must be greater or equal to the number of dimensions "
-            f"in the tensor ({len(inp.shape)})")
+            f"expand(dynograph.{inp.dtype.tensor_type}{{{list(inp.shape)}}}, size={list(shape)}): the "
+            f"number of sizes provided ({len(shape)}) must be greater or equal to the number of "
+            f"dimensions in the tensor ({len(inp.shape)})")
 
 
 def _size(shape, dim):
@@ -517,7 +517,8 @@ def _addr(inp, v1, v2, beta=1, alpha=1):
     shape = (v1.shape[0], v2.shape[0])
     if not _fits(inp.shape, shape):
         raise ValueError("addr")
-    dt = np.result_type(inp.dtype, v1.dtype, v2.dtype)
+    f = D._FROM_NP
+    dt = D.promote_types(D.promote_types(f[inp.dtype], f[v1.dtype]), f[v2.dtype]).np
     if dt.kind in "biu" and (isinstance(beta, float) or isinstance(alpha, float)):
         raise ValueError("addr")
     if dt == _BOOL:                     # PyTorch's logical form: (beta and input) or (alpha and v1 v2^T)
