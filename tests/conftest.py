@@ -71,3 +71,26 @@ def assert_same(ours, theirs, rtol=1.3e-6, atol=1e-5, check_dtype=True):
         np.testing.assert_array_equal(a, b)
     else:
         np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def eval_expr(expr, env):
+    """Evaluate ``expr`` (a string) in ``env``; an exception it raises is its result."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return eval(expr, env)
+        except Exception as e:          # the error is the result under test
+            return e
+
+
+def error_text(e):
+    """An error message with torch's names in dynograph's spelling; overload lists cut off."""
+    return str(e).replace("torch.", "dynograph.").split("but expected one of")[0]
+
+
+def assert_same_error(ours, theirs, expr=""):
+    """``ours`` is an exception of the same type and text as torch's ``theirs``."""
+    assert isinstance(ours, Exception), f"{expr}: expected {theirs!r}, got {ours!r}"
+    assert type(ours).__name__ == type(theirs).__name__, f"{expr}: {ours!r} vs {theirs!r}"
+    assert error_text(ours) == error_text(theirs)

@@ -5,13 +5,12 @@ contiguous, copy_, fill_, zero_, gradients through conversions, and the dtype qu
 Most cases are expressions evaluated twice, with ``T`` bound to torch and to dynograph.
 """
 import math
-import warnings
 
 import numpy as np
 import pytest
 
 import dynograph
-from conftest import assert_same, dtype_name, from_torch, to_numpy
+from conftest import assert_same, assert_same_error, dtype_name, eval_expr, from_torch, to_numpy
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
           "float64"]
@@ -24,27 +23,11 @@ def _env(T):
             "y": T.tensor([1.7, -1.7, float("nan"), float("inf"), -0.0, 300.5])}
 
 
-def _run(T, expr):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return eval(expr, _env(T))
-        except Exception as e:          # the error is the result under test
-            return e
-
-
-def _message(e):
-    """An error message with torch's names in dynograph's spelling; overload lists cut off."""
-    return str(e).replace("torch.", "dynograph.").split("but expected one of")[0]
-
-
 def check(torch, expr):
     """``expr`` gives the same result (or error type and text) with dynograph as with torch."""
-    ours, theirs = _run(dynograph, expr), _run(torch, expr)
+    ours, theirs = eval_expr(expr, _env(dynograph)), eval_expr(expr, _env(torch))
     if isinstance(theirs, Exception):
-        assert isinstance(ours, Exception), f"{expr}: expected {theirs!r}, got {ours!r}"
-        assert type(ours).__name__ == type(theirs).__name__, f"{expr}: {ours!r} vs {theirs!r}"
-        assert _message(ours) == _message(theirs)
+        assert_same_error(ours, theirs, expr)
     elif isinstance(theirs, torch.Tensor):
         assert not isinstance(ours, Exception), f"{expr}: raised {ours!r}"
         assert_same(ours, theirs)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import dynograph
-from conftest import assert_same, dtype_name, to_numpy
+from conftest import assert_same, assert_same_error, dtype_name, error_text, to_numpy
 
 
 def _env(T):
@@ -32,20 +32,12 @@ def _run(T, expr):
                     if w.category is UserWarning and not str(w.message).startswith(once)]
 
 
-def _message(e):
-    """An error message with torch's names in dynograph's spelling; overload lists cut off."""
-    msg = str(e).replace("torch.", "dynograph.")
-    return msg.split("but expected one of")[0]
-
-
 def check(torch, expr, strides=True, values=True):
     """``expr`` gives the same result (or error type and text) with dynograph as with torch."""
     ours, ours_warn = _run(dynograph, expr)
     theirs, their_warn = _run(torch, expr)
     if isinstance(theirs, Exception):
-        assert isinstance(ours, Exception), f"{expr}: expected {theirs!r}, got {ours!r}"
-        assert type(ours).__name__ == type(theirs).__name__, f"{expr}: {ours!r} vs {theirs!r}"
-        assert _message(ours) == _message(theirs)
+        assert_same_error(ours, theirs, expr)
         return
     assert not isinstance(ours, Exception), f"{expr}: raised {ours!r}, torch gave {theirs!r}"
     if isinstance(theirs, torch.Tensor):
@@ -59,7 +51,7 @@ def check(torch, expr, strides=True, values=True):
         assert ours.requires_grad == theirs.requires_grad
     else:
         assert ours == theirs or str(ours) == str(theirs).replace("torch", "dynograph")
-    assert [_message(w) for w in ours_warn] == [_message(w) for w in their_warn]
+    assert [error_text(w) for w in ours_warn] == [error_text(w) for w in their_warn]
 
 
 def check_all(torch, exprs, **kw):

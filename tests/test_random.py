@@ -6,13 +6,12 @@ and texts).  Values are checked for reproducibility, generator independence, sta
 round-trips, ranges and moments over ~10^4-10^5 samples.
 """
 import math
-import warnings
 
 import numpy as np
 import pytest
 
 import dynograph
-from conftest import dtype_name, to_numpy
+from conftest import assert_same_error, dtype_name, eval_expr, to_numpy
 
 
 def _env(T):
@@ -20,26 +19,11 @@ def _env(T):
             "g": T.Generator()}
 
 
-def _run(T, expr):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return eval(expr, _env(T))
-        except Exception as e:          # the error is the result under test
-            return e
-
-
-def _message(e):
-    return str(e).replace("torch.", "dynograph.").split("but expected one of")[0]
-
-
 def check(torch, expr):
     """Same error (type and text), or a result of the same kind, shape and dtype as torch's."""
-    ours, theirs = _run(dynograph, expr), _run(torch, expr)
+    ours, theirs = eval_expr(expr, _env(dynograph)), eval_expr(expr, _env(torch))
     if isinstance(theirs, Exception):
-        assert isinstance(ours, Exception), f"{expr}: expected {theirs!r}, got {ours!r}"
-        assert type(ours).__name__ == type(theirs).__name__, f"{expr}: {ours!r} vs {theirs!r}"
-        assert _message(ours) == _message(theirs)
+        assert_same_error(ours, theirs, expr)
     elif isinstance(theirs, torch.Tensor):
         assert isinstance(ours, dynograph.Tensor), f"{expr}: got {ours!r}"
         assert tuple(ours.shape) == tuple(theirs.shape)
