@@ -195,6 +195,8 @@ def _plan(shape, items, keep_full_slices=False):
     adv = []
     dim = 0
     for real_dim, (kind, p) in enumerate(entries):
+        if (kind == _INT or kind == _SLICE) and dim >= len(cur):
+            wrap_dim(dim, len(cur))                 # raises PyTorch's IndexError
         if kind == _INT:
             n = cur[dim]
             if not -n <= p < n:
@@ -203,9 +205,12 @@ def _plan(shape, items, keep_full_slices=False):
             del cur[dim]
         elif kind == _SLICE:
             n = cur[dim]
-            st, e, step = I.normalize_slice(_slice_bound(p.start), _slice_bound(p.stop),
+            start, stop = _slice_bound(p.start), _slice_bound(p.stop)
+            st, e, step = I.normalize_slice(start, stop,
                                             1 if p.step is None else _slice_bound(p.step), n)
-            if keep_full_slices or st != 0 or e != n or step != 1:
+            # PyTorch skips a slice that names the whole dim from 0 (an end past it counts)
+            whole = not start and (stop is None or stop >= n) and step == 1
+            if keep_full_slices or not whole:
                 steps.append((M.slice, {"dim": dim, "start": st, "end": e, "step": step}))
                 cur[dim] = I.slice_length(st, e, step)
             dim += 1
@@ -386,6 +391,24 @@ def _check_put_dtype(self, v, adv):
 
 
 def _put_shape_error(vshape, shape, adv):
+    result = _adv_result_shape(shape, adv)
+    raise RuntimeError(f"shape mismatch: value tensor of shape {list(_strip_shape(vshape))} "
+                       f"cannot be broadcast to indexing result of shape {list(result)}")
+
+
+def _adv_empty(shape, adv):
+    """Whether the advanced-indexing result has no elements (raises PyTorch's error for a
+    non-empty index into a size-0 dimension)."""
+    indices = [None] * len(shape)
+    for d, kind, m in adv:
+        if kind == _MASK:
+            return 0 in _adv_result_shape(shape, adv)
+        indices[d] = m._data
+    return I._empty_result(shape, indices) is not None
+
+
+def _adv_result_shape(shape, adv):
+    """The shape of the advanced-indexing result (masks counted as their nonzero columns)."""
     specs = []
     for d, kind, m in adv:
         if kind == _MASK:
@@ -396,9 +419,7 @@ def _put_shape_error(vshape, shape, adv):
     indices = [None] * (max(d for d, _ in specs) + 1)
     for d, s in specs:
         indices[d] = s
-    result = I.index_result_shape(shape, indices)
-    raise RuntimeError(f"shape mismatch: value tensor of shape {list(_strip_shape(vshape))} "
-                       f"cannot be broadcast to indexing result of shape {list(result)}")
+    return I.index_result_shape(shape, indices)
 
 
 def _numpy_key(adv):
@@ -439,6 +460,9 @@ def _setitem_eager(self, steps, adv, shape, v):
         try:
             a[_numpy_key(adv)] = varr
         except IndexError:
+            if _adv_empty(shape, adv):                  # nothing written: no bounds checked
+                self._bump_version()
+                return
             k = 0
             for d, kind, m in sorted(adv, key=lambda e: e[0]):
                 if kind == _TENSOR:

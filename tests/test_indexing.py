@@ -73,6 +73,8 @@ KEYS = [
     lambda T, x: x[T.tensor(True)], lambda T, x: x[0, True], lambda T, x: x[None, ..., False],
     lambda T, x: x[np.array([1, 0])], lambda T, x: x[np.int64(1)], lambda T, x: x[(0,)],
     lambda T, x: x[[1, 0]][:, [2, 0]], lambda T, x: x[1][2][3],
+    lambda T, x: x[1, -5:], lambda T, x: x[:, 0:100], lambda T, x: x[:, -3:3],
+    lambda T, x: x[[0], 7:3:3, [[0, 2]]], lambda T, x: x[:, :0, [5]],
 ]
 
 LAYOUTS = {
@@ -163,7 +165,9 @@ GETITEM_ERRORS = [
     lambda T: T.ones(2, 3, 4)[T.ones(3, dtype=T.bool), None],
     lambda T: T.ones(2, 3)[T.tensor([1], dtype=T.int16)], lambda T: T.ones(2, 3)[T.tensor(5)],
     lambda T: T.tensor(1.0)[0], lambda T: T.tensor(1.0)[[0]], lambda T: T.ones(2)[0.5:1],
-    lambda T: T.ones(2)["a"],
+    lambda T: T.ones(2)["a"], lambda T: T.ones(3, 0, 2)[:, [0]],
+    lambda T: T.ones(3, 0, 2)[T.tensor([True, True, False]), ..., ..., 1:],
+    lambda T: T.ones(3, 0, 2).__setitem__((1, None, [0]), 1.0),
 ]
 
 
@@ -814,3 +818,71 @@ def test_second_derivatives(torch):
             res.append((g, x.grad))
         assert_same(res[1][0], res[0][0])
         assert_same(res[1][1], res[0][1])
+
+
+def _random_item(rng, n):
+    r = rng.random()
+    if r < 0.2:
+        return int(rng.integers(-n, n)) if n else None
+    if r < 0.4:
+        return slice(*(rng.choice(c) for c in ([None, -5, -1, 0, 1, 2, 7], [None, -2, 0, 1, 3, 9],
+                                                 [None, 1, 2, 3])))
+    if r < 0.5:
+        return [None, Ellipsis, True, False][int(rng.integers(4))]
+    if r < 0.75:
+        return [int(v) for v in rng.integers(-n, n, int(rng.integers(0, 4)))] if n else []
+    if r < 0.88:
+        return ("long", [[int(v) for v in rng.integers(-n, n, 2)]] if n else [[]])
+    return ("mask", [bool(v) for v in rng.random(n) < 0.5])
+
+
+def _key_for(T, items):
+    out = []
+    for it in items:
+        if isinstance(it, tuple):
+            out.append(T.tensor(it[1], dtype=T.int64 if it[0] == "long" else T.bool))
+        else:
+            out.append(it)
+    return tuple(out)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_keys_read_and_write(torch, seed):
+    """Random mixtures of every kind of index, read (with gradients) and written (with a
+    value that requires grad), agree with PyTorch: results, errors, grad_fn names."""
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        shape = [(3, 4, 2), (2, 3), (4,), (3, 0, 2)][int(rng.integers(4))]
+        items = [_random_item(rng, shape[i % len(shape)]) for i in range(int(rng.integers(1, 5)))]
+        base = np.arange(float(np.prod(shape))).reshape(shape)
+        for write in (False, True):
+            res = []
+            for T in (torch, dg):
+                x = T.tensor(base, requires_grad=True)
+                w = T.tensor(2.5, dtype=T.float64, requires_grad=True)
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        if write:
+                            y = x * 1
+                            y[_key_for(T, items)] = w * 3
+                        else:
+                            y = x[_key_for(T, items)]
+                    (y * y).sum().backward()
+                    res.append((y, x.grad, w.grad, y.grad_fn.name()))
+                except (IndexError, RuntimeError, ValueError, TypeError) as e:
+                    res.append((type(e), str(e).replace("dynograph.", "torch.")))
+            want, got = res
+            assert len(got) == len(want), (items, got, want)
+            if len(want) == 2:
+                assert got[0] is want[0] or issubclass(got[0], want[0]), (items, got, want)
+                assert got[1] == want[1], items
+                continue
+            assert_same(got[0], want[0])
+            assert_same(got[1], want[1])
+            if want[2] is None:
+                assert got[2] is None
+            else:
+                assert_same(got[2], want[2])
+            names = {want[3], got[3]}
+            assert got[3] == want[3] or names == {"FillBackward3", "torch::autograd::CopyBackwards"}

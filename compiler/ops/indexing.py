@@ -252,10 +252,26 @@ def _raise_index_bounds(shape, indices):
             k += 1
 
 
+def _empty_result(shape, indices):
+    """The shape of x[indices] when it has no elements (PyTorch checks no bounds then);
+    indexing a size-0 dimension with a non-empty index is PyTorch's error."""
+    try:
+        out = index_result_shape(shape, indices)
+    except IndexError:
+        return None
+    bshape = broadcast_index_shapes([i.shape for i in indices if i is not None])
+    if 0 not in bshape and any(i is not None and shape[d] == 0 for d, i in enumerate(indices)):
+        raise IndexOutOfRange("index is out of bounds for dimension with size 0")
+    return out if 0 in out else None
+
+
 def _index(x, *indices):
     try:
         return x[_np_key(indices)]
     except IndexError:
+        empty = _empty_result(x.shape, indices)
+        if empty is not None:
+            return np.empty(empty, x.dtype)
         _raise_index_bounds(x.shape, indices)
         raise
 
@@ -282,6 +298,8 @@ def _index_put(x, values, *indices, accumulate=False):
         else:
             out[key] = values
     except IndexError:
+        if _empty_result(x.shape, indices) is not None:
+            return out
         _raise_index_bounds(x.shape, indices)
         raise
     return out
@@ -648,6 +666,8 @@ def _index_select(x, index, dim):
         return x.copy()
     d = dim % x.ndim
     n = x.shape[d]
+    if n == 0 and i.size:
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     try:
         if i.size and i.min() < 0:
             raise IndexError
@@ -712,6 +732,8 @@ def _index_add_meta(x, index, source, dim, alpha=1):
 
 def _index_add(x, index, source, dim, alpha=1):
     _index_add_meta(x, index, source, dim, alpha)
+    if x.size == 0:
+        return x.copy()
     out = _as_1d(x).copy()
     i = _vector_index(index)
     d = dim % out.ndim
@@ -778,6 +800,8 @@ def _slice_shape(shape, d):
 
 def _index_copy(x, index, source, dim):
     _index_copy_meta(x, index, source, dim)
+    if x.size == 0:
+        return x.copy()
     out = _as_1d(x).copy()
     i = _vector_index(index)
     d = dim % out.ndim
@@ -813,6 +837,8 @@ def _index_fill_meta(x, index, dim, value=None):
 
 
 def _index_fill_write(x, index, dim, value):
+    if x.size == 0:
+        return x.copy()
     out = _as_1d(x).copy()
     i = _vector_index(index)
     d = dim % out.ndim
@@ -966,6 +992,8 @@ def _check_flat_bounds(index, n):
 
 def _take(x, index):
     _take_meta(x, index)
+    if x.size == 0 and index.size:
+        raise IndexOutOfRange("take(): tried to take from an empty tensor")
     try:
         return x.reshape(-1)[index]
     except IndexError:
@@ -1001,6 +1029,8 @@ def _put_meta(x, index, source, accumulate=False):
 def _put(x, index, source, accumulate=False):
     _put_meta(x, index, source, accumulate)
     out = x.copy()
+    if x.size == 0 and index.size:
+        raise IndexOutOfRange("put_(): Tried to put elements into an empty tensor")
     flat = out.reshape(-1)
     try:
         if accumulate:
