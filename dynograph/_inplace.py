@@ -55,13 +55,16 @@ def _preserve_inputs(node, self):
     values about to be overwritten, so its derivative still sees them."""
     inputs = getattr(node, "inputs", None)
     vc = self._vc
-    if not inputs or not any(x is self or (vc is not None and getattr(x, "_vc", None) is vc)
-                             for x in inputs):
+
+    def overwritten(x, v):              # v is None: an input whose values the node never reads
+        return v is not None and (x is self or (vc is not None and getattr(x, "_vc", None) is vc))
+
+    if not inputs or not any(overwritten(x, v) for x, v in zip(inputs, node._versions)):
         return
     new = []
     versions = []
     for x, v in zip(inputs, node._versions):
-        if x is self or (vc is not None and getattr(x, "_vc", None) is vc):  # same memory
+        if overwritten(x, v):
             snap = alias_of(x)
             snap._data = x._data.copy()
             x, v = snap, 0
