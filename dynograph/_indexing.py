@@ -440,7 +440,8 @@ def _setitem(self, key, value):
         return
     v = _value_of(self, value)
     steps, adv, shape = _plan(self._data.shape, _items(key))
-    if STATE.grad_enabled and (self.requires_grad or (isinstance(v, Tensor) and v.requires_grad)):
+    if STATE.grad_enabled and (self.requires_grad or (isinstance(v, Tensor) and v.requires_grad
+                                                      and self.is_floating_point())):
         _setitem_autograd(self, steps, adv, shape, v)
     else:
         _setitem_eager(self, steps, adv, shape, v)

@@ -40,7 +40,8 @@ def commit(self, src):
     A tensor that is a view of a base records the write on the base (``CopySlices``: the
     base's new value is its old one with the view's elements replaced), and the view's own
     history is re-derived from the base's, as PyTorch does."""
-    record = STATE.grad_enabled and (src.requires_grad or self.requires_grad)
+    record = (STATE.grad_enabled and (src.requires_grad or self.requires_grad)
+              and self.is_floating_point())     # integer results carry no gradient
     if record and src.grad_fn is not None:
         _preserve_inputs(src.grad_fn, self)
     write(self._data, src._data)

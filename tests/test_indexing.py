@@ -256,6 +256,16 @@ def test_setitem_value_conversion(torch):
     assert_same(d, t)
 
 
+def test_setitem_grad_value_into_integer_tensor(torch):
+    for T in (torch, dg):
+        x = T.zeros(4, dtype=T.int64)
+        w = T.tensor([5.5, -6.5], requires_grad=True)
+        x[1:3] = w
+        x[[0, 3]] = T.tensor([7, 8])
+        assert not x.requires_grad and x.grad_fn is None
+        assert x.tolist() == [7, 5, -6, 8]
+
+
 def test_setitem_shares_source_memory(torch):
     t = torch.arange(6.0).reshape(2, 3)
     d = dg.tensor(np.arange(6.0).reshape(2, 3), dtype=dg.float32)
