@@ -9,7 +9,8 @@ of the advanced-index dimensions follows from the dims left after the basic step
 
 ``x[key] = value`` runs the same basic steps on ``x`` and writes into the resulting view
 (``index_put`` when tensors index it).  With autograd the write is recorded like PyTorch's
-in-place ops: a view's base gets a ``CopySlices`` node (see ``_inplace.commit``).
+in-place ops: a view's base gets a ``CopySlices`` node (see ``_inplace.commit``).  Without
+autograd the write goes straight into the numpy buffer (the same steps, on arrays).
 """
 import numbers
 import operator

@@ -361,9 +361,15 @@ def _as_1d(a):
     return a.reshape(1) if a.ndim == 0 else a
 
 
-@functools.lru_cache(maxsize=512)
 def _grid(n, k, nd):
-    """arange(n) shaped to broadcast along dimension k of nd dims (cached, read-only)."""
+    """arange(n) shaped to broadcast along dimension k of nd dims (small ones cached)."""
+    if n <= 1024:
+        return _small_grid(n, k, nd)
+    return np.arange(n, dtype=np.intp).reshape((1,) * k + (n,) + (1,) * (nd - k - 1))
+
+
+@functools.lru_cache(maxsize=256)
+def _small_grid(n, k, nd):
     a = np.arange(n, dtype=np.intp).reshape((1,) * k + (n,) + (1,) * (nd - k - 1))
     a.flags.writeable = False
     return a
