@@ -298,19 +298,24 @@ NOT_SMOOTH = {
     "normal_float_tensor": "a sample; PyTorch's gradient is not the reparameterized derivative",
 }
 
-# cheap smooth ops whose second derivatives are checked too
-GRADGRAD = {
-    "exp", "log", "sin", "tanh", "sigmoid", "sqrt", "reciprocal", "add", "sub", "mul", "div", "pow",
-    "atan2", "sum", "sum_dim", "mean", "mean_dim", "prod", "mm", "matmul", "view", "permute",
-    "expand", "cat", "select", "gather",
-}
+# Second derivatives (create_graph=True) of ops with an integer output beside the values: the
+# backward rule reads ``ctx.output``, and OpNode._saved_output (autograd/graph.py) sets
+# requires_grad=True on every output under create_graph, the integer indices included, which
+# raises "only Tensors of floating point and complex dtype can require gradients" (PyTorch
+# differentiates these twice without complaint).
+_INT_OUTPUT_BUG = ("double backward of an op with an integer output: OpNode._saved_output sets "
+                   "requires_grad on the integer output under create_graph and raises")
+XFAIL_GRADGRAD = {name: _INT_OUTPUT_BUG for name in (
+    "cummax", "cummin", "frexp", "kthvalue", "max_dim", "median_dim", "min_dim", "mode",
+    "nanmedian_dim", "sort", "topk")}
 
+# first-order derivative rules found wrong (name -> the bug); none at present
 XFAIL = {}
 
 
-def _params():
+def _params(xfail):
     for name in sorted(CASES):
-        marks = [pytest.mark.xfail(strict=True, reason=XFAIL[name])] if name in XFAIL else []
+        marks = [pytest.mark.xfail(strict=True, reason=xfail[name])] if name in xfail else []
         yield pytest.param(name, id=name, marks=marks)
 
 
@@ -330,15 +335,19 @@ def _keys(fn, inputs):
     return {e.key for e in prof.key_averages()}
 
 
-@pytest.mark.parametrize("name", list(_params()))
+@pytest.mark.parametrize("name", list(_params(XFAIL)))
 def test_gradcheck(name):
     fn, make = CASES[name]
     inputs = make()
     keys = _keys(fn, inputs)
     assert name in keys, f"{name}: the case dispatches only {sorted(keys)}"
     assert gradcheck(fn, inputs)
-    if name in GRADGRAD:
-        assert gradgradcheck(fn, inputs)
+
+
+@pytest.mark.parametrize("name", list(_params(XFAIL_GRADGRAD)))
+def test_gradgradcheck(name):
+    fn, make = CASES[name]
+    assert gradgradcheck(fn, make())
 
 
 @pytest.mark.parametrize("name", sorted(NOT_SMOOTH))
