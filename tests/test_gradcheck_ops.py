@@ -204,7 +204,7 @@ CASES = {
                 lambda: (r(2, 2, 2), r(2, 2, 3, seed=1), r(2, 3, 2, seed=2))),
     "linalg_cholesky": (lambda a: dg.linalg.cholesky(spd(a)), lambda: (r(3, 3),)),
     "linalg_inv": (lambda a: dg.linalg.inv(spd(a)), lambda: (r(3, 3),)),
-    "linalg_det": (lambda a: dg.linalg.det(a), lambda: (r(3, 3) ,)),
+    "linalg_det": (lambda a: dg.linalg.det(a), lambda: (r(3, 3),)),
     "linalg_slogdet": (lambda a: tuple(dg.linalg.slogdet(a)), lambda: (r(3, 3),)),
     "linalg_solve": (lambda a, b: dg.linalg.solve(spd(a), b), lambda: (r(3, 3), r(3, 2, seed=1))),
     "linalg_cross": (lambda a, b: dg.linalg.cross(a, b), lambda: (r(2, 3), r(2, 3, seed=1))),
