@@ -298,18 +298,7 @@ NOT_SMOOTH = {
     "normal_float_tensor": "a sample; PyTorch's gradient is not the reparameterized derivative",
 }
 
-# Second derivatives (create_graph=True) of ops with an integer output beside the values: the
-# backward rule reads ``ctx.output``, and OpNode._saved_output (autograd/graph.py) sets
-# requires_grad=True on every output under create_graph, the integer indices included, which
-# raises "only Tensors of floating point and complex dtype can require gradients" (PyTorch
-# differentiates these twice without complaint).
-_INT_OUTPUT_BUG = ("double backward of an op with an integer output: OpNode._saved_output sets "
-                   "requires_grad on the integer output under create_graph and raises")
-XFAIL_GRADGRAD = {name: _INT_OUTPUT_BUG for name in (
-    "cummax", "cummin", "frexp", "kthvalue", "max_dim", "median_dim", "min_dim", "mode",
-    "nanmedian_dim", "sort", "topk")}
-
-# first-order derivative rules found wrong (name -> the bug); none at present
+# derivative rules known to be wrong (name -> the bug); none at present
 XFAIL = {}
 
 
@@ -344,7 +333,7 @@ def test_gradcheck(name):
     assert gradcheck(fn, inputs)
 
 
-@pytest.mark.parametrize("name", list(_params(XFAIL_GRADGRAD)))
+@pytest.mark.parametrize("name", list(_params(XFAIL)))
 def test_gradgradcheck(name):
     fn, make = CASES[name]
     assert gradgradcheck(fn, make())

@@ -126,8 +126,10 @@ class OpNode(Node):
                 raise modified_error(array, self, nr, box[0], v)
         t = Tensor._wrap(array)
         from .grad_mode import STATE
-        if STATE.grad_enabled:                  # create_graph: the output keeps its history
-            t.requires_grad = True
+        # create_graph: a floating output keeps its history (integer outputs, such as the
+        # indices of sort or max, never carry one)
+        if STATE.grad_enabled and t.is_floating_point():
+            t._rg = True
             t.grad_fn = self
             t._output_nr = nr
         return t
