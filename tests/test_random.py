@@ -471,3 +471,14 @@ def test_inplace_sampling_into_a_view_cuts_its_history(torch):
         b.sum().backward()
         grads.append(to_numpy(a.grad))
     np.testing.assert_array_equal(grads[1], grads[0])
+
+
+def test_random_module_and_fork_rng():
+    dynograph.random.manual_seed(3)
+    a = dynograph.rand(3)
+    dynograph.random.manual_seed(3)
+    with dynograph.random.fork_rng():
+        inner = dynograph.rand(3)
+    b = dynograph.rand(3)
+    assert a.tolist() == inner.tolist() == b.tolist()
+    assert dynograph.random.initial_seed() == 3
