@@ -896,3 +896,22 @@ def test_random_keys_read_and_write(torch, seed):
                 assert_same(got[2], want[2])
             names = {want[3], got[3]}
             assert got[3] == want[3] or names == {"FillBackward3", "torch::autograd::CopyBackwards"}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "float16"])
+def test_accumulation_with_many_repeated_indices(torch, dtype):
+    """Long index vectors with repeats (an embedding's gradient) take the summing path."""
+    rng = np.random.default_rng(11)
+    xv = rng.integers(-5, 5, (7, 5))
+    iv = rng.integers(-7, 7, 300)
+    src = rng.integers(-3, 4, (300, 5))
+    _both(torch, lambda T, x, i, s: x.index_put((i,), s, accumulate=True), xv, iv, src,
+          dtypes=(dtype, None, dtype))
+    _both(torch, lambda T, x, i, s: x.index_put((i.reshape(30, 10),), s[:, :1].reshape(30, 10, 1),
+                                                 accumulate=True), xv, iv, src,
+          dtypes=(dtype, None, dtype))
+    _both(torch, lambda T, x, i, s: x.index_add(0, i, s), xv, iv % 7, src, dtypes=(dtype, None, dtype))
+    _both(torch, lambda T, x, i, s: x.index_add(1, i, s), xv.T.copy(), iv % 7, src.T.copy(),
+          dtypes=(dtype, None, dtype))
+    if dtype.startswith("float"):
+        _both(torch, lambda T, x, i: x[i], xv, iv, grad=(0,), dtypes=("float64", None))
