@@ -16,7 +16,7 @@ from dynograph.compiler.ops import creation as C
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import CPU, as_device, device as _device
 from ._dispatch import call
-from ._inplace import check_inplace_leaf, commit
+from ._inplace import check_inplace_leaf, check_no_internal_overlap, commit, writable
 from ._tensor import Tensor, tensor_method
 from .autograd.grad_mode import STATE
 
@@ -305,6 +305,7 @@ def copy_(self, src, non_blocking=False):
         raise TypeError("copy_(): argument 'non_blocking' (position 2) must be bool, "
                         f"not {_pyname(non_blocking)}")
     check_inplace_leaf(self)
+    check_no_internal_overlap(self)
     if _records(self, src):
         return _copy_recorded(self, src)
     dst, data = self._data, src._data
@@ -347,10 +348,11 @@ def fill_(self, value):
     C.check_scalar(value, self.dtype)
     if _records(self, None):
         return _copy_recorded(self, Tensor._wrap(np.array(value, dtype=self._data.dtype)))
+    dst = writable(self._data)                      # fill_ may write an expanded tensor
     try:
-        self._data.fill(value)
-    except (OverflowError, ValueError):             # -1 into uint8 wraps, as in PyTorch
-        self._data.fill(np.array(value).astype(self._data.dtype))
+        dst.fill(value)
+    except OverflowError:                           # -1 into uint8 wraps, as in PyTorch
+        dst.fill(np.array(value).astype(self._data.dtype))
     self._bump_version()
     return self
 
@@ -361,7 +363,7 @@ def zero_(self):
     check_inplace_leaf(self)
     if _records(self, None):
         return fill_(self, 0)
-    self._data.fill(0)
+    writable(self._data).fill(0)
     self._bump_version()
     return self
 

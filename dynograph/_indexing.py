@@ -23,8 +23,8 @@ from dynograph.compiler.ops import movement as M
 from dynograph.compiler.ops.core import TensorSpec, check_broadcast, type_name, wrap_dim
 from dynograph.runtime import dtypes as D
 from ._dispatch import call
-from ._inplace import alias_of, assign, check_inplace_leaf, commit, refresh_view, write, \
-    write_out, writable
+from ._inplace import (alias_of, assign, check_inplace_leaf, check_no_internal_overlap, commit,
+                       refresh_view, write, write_out, writable)
 from ._tensor import Tensor, tensor_method
 from .autograd.grad_mode import STATE
 
@@ -474,6 +474,8 @@ def _setitem_eager(self, steps, adv, shape, v):
         except ValueError:
             _put_shape_error(varr.shape, shape, adv)
     else:
+        if any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
+            check_no_internal_overlap(Tensor._wrap(a))      # the written region overlaps itself
         _check_copy_shape(varr.shape, a.shape, self.dtype)
         if varr.shape != a.shape and varr.ndim > a.ndim:
             varr = varr.reshape(_strip_shape(varr.shape))

@@ -17,9 +17,20 @@ def check_inplace_leaf(self):
                                "in-place operation.")
 
 
+def check_no_internal_overlap(self):
+    """PyTorch refuses in-place writes (other than fill_) into a tensor whose elements share
+    memory, such as an expanded one: the result would depend on the order of the writes."""
+    a = self._data
+    if any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation.")
+
+
 def assign(self, result):
     """Make ``self`` hold ``result`` (same shape after broadcasting), keeping its storage."""
     check_inplace_leaf(self)
+    check_no_internal_overlap(self)
     if not can_cast(result.dtype, self.dtype):
         raise RuntimeError(
             f"result type {type_name(result.dtype)} can't be cast to the desired output type "

@@ -20,7 +20,7 @@ from ._convert import _copy_recorded, _records
 from ._creation import (parse_size, _finish, _out_dtype, _as_int, _tname, _check_input, _sequence_size,
                         _dt)
 from ._dispatch import call
-from ._inplace import check_inplace_leaf
+from ._inplace import check_inplace_leaf, check_no_internal_overlap
 from ._tensor import Tensor, tensor_method
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
@@ -320,6 +320,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
 def _overwrite(self, result):
     """Write the sample ``result`` into ``self``; under autograd self's history gets a zero
     gradient (the values no longer depend on it)."""
+    check_no_internal_overlap(self)
     if _records(self, None):
         return _copy_recorded(self, result)
     self._data[...] = result._data

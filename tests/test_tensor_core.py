@@ -123,3 +123,23 @@ def test_dtype_objects_and_aliases():
 def test_from_torch_helper_round_trips(torch):
     t = torch.randn(3, 2)
     np.testing.assert_array_equal(from_torch(t)._data, t.numpy())
+
+
+@pytest.mark.parametrize("write", [
+    "x.add_(1)", "x.copy_(T.ones(3, 4))", "x.fill_(2)", "x.zero_()", "x.mul_(2)", "x.__setitem__(0, 5)",
+    "x.uniform_()", "y.__setitem__(0, 5)", "y.fill_(1)"])
+def test_writes_into_expanded_tensors_follow_torch(torch, write):
+    """In-place writes into self-overlapping memory raise, except fill_/zero_ (as in torch)."""
+    from conftest import assert_same_error, eval_expr
+
+    def env(T):
+        return {"T": T, "x": T.zeros(3, 1).expand(3, 4), "y": T.zeros(1, 4).expand(3, 4)}
+
+    our_env, their_env = env(dynograph), env(torch)
+    ours, theirs = eval_expr(write, our_env), eval_expr(write, their_env)
+    if isinstance(theirs, Exception):
+        assert_same_error(ours, theirs, write)
+    else:
+        assert not isinstance(ours, Exception), ours
+        name = write[0]
+        np.testing.assert_array_equal(our_env[name]._data, their_env[name].numpy())
