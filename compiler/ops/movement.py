@@ -168,12 +168,16 @@ view = define("view", "movement", _view, meta=_view_meta, vjp=_reshape_vjp, view
 
 
 def _unsafe_view(x, shape):
+    # callers pass either a fresh result (an mm/bmm output: reuse its buffer, as torch's
+    # _unsafe_view does) or a tensor no view can reshape (reshape's copying path)
+    if x.flags.c_contiguous:
+        return x.reshape(shape)
     return x.copy().reshape(shape)
 
 
 unsafe_view = define("unsafe_view", "movement", _unsafe_view, meta=_view_meta, vjp=_reshape_vjp,
                      grad_name="UnsafeViewBackward0",
-                     doc="reshape's copying path: a contiguous copy with the new shape.")
+                     doc="reshape's copying path, and the reshape of a fresh result (no copy).")
 
 
 def _view_dtype_check(shape, strides, src, dst):
