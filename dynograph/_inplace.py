@@ -65,7 +65,7 @@ def commit(self, src):
 def _preserve_inputs(node, self):
     """``node`` (which computed the new value) may have read ``self``: give it a copy of the
     values about to be overwritten, so its derivative still sees them."""
-    inputs = getattr(node, "inputs", None)
+    inputs = getattr(node, "_inputs", None)
     vc = self._vc
 
     def overwritten(x, v):              # v is None: an input whose values the node never reads

@@ -114,7 +114,7 @@ def _skip(node, deps, ready, buffers):
 
 def _apply(node, grads):
     if isinstance(node, OpNode):
-        inputs = node.inputs
+        inputs = node._inputs
         if inputs is None:
             node.apply(*grads)      # raises the freed-graph error
         out = node._outputs

@@ -77,7 +77,7 @@ class OpNode(Node):
 
     def __init__(self, op, inputs, attrs, outputs):
         self.op = op
-        self.inputs = inputs
+        self._inputs = inputs
         self.attrs = attrs
         self._outputs = outputs                 # the output buffers, not the tensors (no cycle)
         versions, edges = [], []
@@ -134,8 +134,19 @@ class OpNode(Node):
             t._output_nr = nr
         return t
 
+    @property
+    def inputs(self):
+        """The op's inputs as the derivative rule reads them: each tensor is checked for
+        in-place changes when the rule reads it, so an input the rule never reads (the ``x``
+        of ``x * 3``) may be overwritten freely, as in PyTorch."""
+        return None if self._inputs is None else _SavedInputs(self)
+
+    @inputs.setter
+    def inputs(self, value):
+        self._inputs = value
+
     def release(self):
-        self.inputs = None
+        self._inputs = None
         self._outputs = None
         self._freed = True
 
@@ -147,14 +158,32 @@ class OpNode(Node):
                 "graph are freed when you call .backward() or autograd.grad(). Specify "
                 "retain_graph=True if you need to backward through the graph a second time or "
                 "if you need to access saved tensors after calling backward.")
-        self._check_versions()
         grads = self.op.vjp(self, *grads)
         return tuple(g if g is not False else None for g in grads)
 
-    def _check_versions(self):
-        for x, v in zip(self.inputs, self._versions):
-            if v is not None and x._version != v:
-                raise modified_error(x._data, x.grad_fn, x._output_nr, x._version, v)
+
+class _SavedInputs:
+    """A node's inputs, version-checked one by one as a derivative rule reads them."""
+
+    __slots__ = ("_node",)
+
+    def __init__(self, node):
+        self._node = node
+
+    def __len__(self):
+        return len(self._node._inputs)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        node = self._node
+        x, v = node._inputs[i], node._versions[i]
+        if v is not None and x._version != v:
+            raise modified_error(x._data, x.grad_fn, x._output_nr, x._version, v)
+        return x
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
 
 
 def modified_error(array, producer, output_nr, version, expected):
