@@ -1,0 +1,231 @@
+"""Optimizer base class with PyTorch's torch.optim.Optimizer semantics."""
+from collections import OrderedDict, defaultdict
+from copy import deepcopy
+from itertools import chain
+
+from .._tensor import Tensor
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    """Marker for a hyper-parameter that has no default (e.g. ``lr`` of some optimizers)."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+class _RemovableHandle:
+    """Handle returned by hook registration; ``remove()`` unregisters the hook."""
+
+    _next_id = 0
+
+    def __init__(self, hooks):
+        self._hooks = hooks
+        self.id = _RemovableHandle._next_id
+        _RemovableHandle._next_id += 1
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _clone_state_value(value):
+    if isinstance(value, Tensor):
+        return value.detach().clone()
+    return deepcopy(value)
+
+
+class Optimizer:
+    """Base class for all optimizers.
+
+    Args:
+        params: an iterable of Tensors or of dicts (parameter groups with per-group options).
+        defaults: default values of the optimization options.
+    """
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors "
+                            f"or dicts, but got {type(params).__name__}")
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
+        self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+
+    def __repr__(self):
+        text = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += "\n"
+            text += f"Parameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    text += f"    {key}: {group[key]}\n"
+        text += ")"
+        return text
+
+    def add_param_group(self, param_group):
+        """Add a parameter group (a dict with a 'params' entry) to ``param_groups``."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but "
+                            "the ordering of tensors in sets will change between runs. Please use a "
+                            "list instead.")
+        else:
+            param_group["params"] = list(params)
+        for param in param_group["params"]:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + type(param).__name__)
+            if not param.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization "
+                                 f"parameter {name}")
+            param_group.setdefault(name, default)
+        ids = [id(p) for p in param_group["params"]]
+        if len(ids) != len(set(ids)):
+            import warnings
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, "
+                          "this will cause an error; see github.com/pytorch/pytorch/issues/40967 for "
+                          "more information", stacklevel=3)
+        seen = set()
+        for group in self.param_groups:
+            seen.update(id(p) for p in group["params"])
+        if seen.intersection(ids):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradients of all optimized tensors (to None by default, else to zero)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    g = p.grad
+                    if g.grad_fn is not None:
+                        g = g.detach()
+                        p.grad = g
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+
+    def step(self, closure=None):
+        """Perform a single optimization step; subclasses implement ``_step``."""
+        for hook in list(self._optimizer_step_pre_hooks.values()):
+            result = hook(self, (), {})
+            if result is not None:
+                raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), "
+                                   f"but got {result}.")
+        loss = self._step(closure)
+        for hook in list(self._optimizer_step_post_hooks.values()):
+            hook(self, (), {})
+        return loss
+
+    def _step(self, closure):
+        raise TypeError(f"{type(self).__name__} does not define an update rule")
+
+    def register_step_pre_hook(self, hook):
+        """Register ``hook(optimizer, args, kwargs)`` called before each ``step``."""
+        handle = _RemovableHandle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook):
+        """Register ``hook(optimizer, args, kwargs)`` called after each ``step``."""
+        handle = _RemovableHandle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[handle.id] = hook
+        return handle
+
+    def state_dict(self):
+        """Return the state as a dict: 'state' keyed by parameter index, 'param_groups' with index lists."""
+        mapping = {}
+        index = 0
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                if id(p) not in mapping:
+                    mapping[id(p)] = index
+                    index += 1
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {}
+        for p, value in self.state.items():
+            if isinstance(p, Tensor) and id(p) in mapping:
+                state[mapping[id(p)]] = value
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Load a state produced by ``state_dict()`` (values are copied)."""
+        groups = self.param_groups
+        saved_groups = state_dict["param_groups"]
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        param_lens = (len(g["params"]) for g in groups)
+        saved_lens = (len(g["params"]) for g in saved_groups)
+        if any(a != b for a, b in zip(param_lens, saved_lens)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size "
+                             "of optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+        state = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            if key in id_map:
+                param = id_map[key]
+                state[param] = self._cast_state(param, value)
+            else:
+                state[key] = _clone_state_value(value)
+        new_groups = []
+        for group, saved in zip(groups, saved_groups):
+            new = {k: deepcopy(v) for k, v in saved.items() if k != "params"}
+            new["params"] = group["params"]
+            new_groups.append(new)
+        self.state = state
+        self.param_groups = new_groups
+
+    @staticmethod
+    def _cast_state(param, value):
+        # Like torch: tensors are copied and cast to the parameter's dtype, except 'step'.
+        out = {}
+        for key, v in value.items():
+            if isinstance(v, Tensor):
+                v = v.detach().clone()
+                if key != "step" and v.dtype.is_floating_point and param.dtype.is_floating_point:
+                    v = v.to(param.dtype)
+            else:
+                v = deepcopy(v)
+            out[key] = v
+        return out
