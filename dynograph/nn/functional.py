@@ -1,0 +1,629 @@
+"""dynograph.nn.functional: PyTorch's functional forms, written as compositions of dynograph ops.
+
+Every function here is built from dynograph functions and Tensor methods only (no numpy on the
+data), so autograd and, later, the tracer see through them.
+"""
+import math
+import warnings
+
+import dynograph as _d
+
+__all__ = [
+    "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_", "celu",
+    "celu_", "gelu", "silu", "mish", "softplus", "softsign", "hardswish", "hardsigmoid", "hardtanh",
+    "hardtanh_", "sigmoid", "tanh", "logsigmoid", "tanhshrink", "threshold", "threshold_", "glu",
+    "softmax", "log_softmax", "softmin", "linear", "bilinear", "dropout", "dropout1d", "dropout2d",
+    "dropout3d", "alpha_dropout", "one_hot", "normalize", "cosine_similarity", "pairwise_distance",
+    "pad", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+]
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _inplace_result(input, result, inplace):
+    """Copy `result` into `input` when an in-place form was asked for."""
+    if inplace:
+        return input.copy_(result)
+    return result
+
+
+# ----------------------------------------------------------------------------- activations
+
+def relu(input, inplace=False):
+    """max(input, 0) elementwise."""
+    return input.relu_() if inplace else _d.relu(input)
+
+
+def relu_(input):
+    """In-place relu."""
+    return input.relu_()
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """input clamped to [min_val, max_val]."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """In-place hardtanh."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    """min(max(input, 0), 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """input where positive, negative_slope * input elsewhere."""
+    return _inplace_result(input, _d.where(input > 0, input, input * negative_slope), inplace)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """In-place leaky_relu."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def _expm1_neg(input, scale=1.0):
+    # expm1 of the non-positive part only: the discarded branch never overflows, so its zero
+    # gradient never meets an infinity (0 * inf would be nan)
+    x = input.clamp(max=0)
+    return (x / scale).expm1() if scale != 1.0 else x.expm1()
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """input where positive, alpha * (exp(input) - 1) elsewhere."""
+    return _inplace_result(input, _d.where(input > 0, input, _expm1_neg(input) * alpha), inplace)
+
+
+def elu_(input, alpha=1.0):
+    """In-place elu."""
+    return elu(input, alpha, inplace=True)
+
+
+def selu(input, inplace=False):
+    """scale * elu(input, alpha) with the self-normalizing constants."""
+    out = _d.where(input > 0, input, _expm1_neg(input) * _SELU_ALPHA) * _SELU_SCALE
+    return _inplace_result(input, out, inplace)
+
+
+def selu_(input):
+    """In-place selu."""
+    return selu(input, inplace=True)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """input where positive, alpha * (exp(input / alpha) - 1) elsewhere."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    out = _d.where(input > 0, input, _expm1_neg(input, alpha) * alpha)
+    return _inplace_result(input, out, inplace)
+
+
+def celu_(input, alpha=1.0):
+    """In-place celu."""
+    return celu(input, alpha, inplace=True)
+
+
+def gelu(input, approximate="none"):
+    """Gaussian error linear unit; approximate='tanh' uses the tanh formula."""
+    if approximate == "none":
+        return input * 0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf())
+    if approximate == "tanh":
+        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+        return input * 0.5 * (1.0 + inner.tanh())
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+def silu(input, inplace=False):
+    """input * sigmoid(input)."""
+    return _inplace_result(input, input * input.sigmoid(), inplace)
+
+
+def mish(input, inplace=False):
+    """input * tanh(softplus(input))."""
+    return _inplace_result(input, input * softplus(input).tanh(), inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * input)) / beta, linear where beta * input > threshold."""
+    scaled = input * beta
+    # exp of the clamped value: the linear branch never overflows the discarded one
+    soft = scaled.clamp(max=threshold).exp().log1p()
+    if beta != 1.0:
+        soft = soft / beta
+    return _d.where(scaled > threshold, input, soft)
+
+
+def softsign(input):
+    """input / (1 + |input|)."""
+    return input / (input.abs() + 1)
+
+
+def hardsigmoid(input, inplace=False):
+    """relu6(input + 3) / 6."""
+    return _inplace_result(input, (input / 6 + 0.5).clamp(0.0, 1.0), inplace)
+
+
+def hardswish(input, inplace=False):
+    """input * relu6(input + 3) / 6."""
+    return _inplace_result(input, input * (input + 3).clamp(0.0, 6.0) / 6, inplace)
+
+
+def sigmoid(input):
+    """1 / (1 + exp(-input))."""
+    return _d.sigmoid(input)
+
+
+def tanh(input):
+    """Hyperbolic tangent."""
+    return _d.tanh(input)
+
+
+def logsigmoid(input):
+    """log(sigmoid(input)), computed stably as min(x, 0) - log1p(exp(-|x|))."""
+    return input.clamp(max=0) - (-input.abs()).exp().log1p()
+
+
+def tanhshrink(input):
+    """input - tanh(input)."""
+    return input - input.tanh()
+
+
+def threshold(input, threshold, value, inplace=False):
+    """input where input > threshold, value elsewhere."""
+    out = _d.where(input > threshold, input, _d.full_like(input, value))
+    return _inplace_result(input, out, inplace)
+
+
+def threshold_(input, threshold, value):
+    """In-place threshold."""
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+def glu(input, dim=-1):
+    """Gated linear unit: first half * sigmoid(second half) along dim."""
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    size = input.shape[dim]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension "
+                           f"{dim % input.dim()} is size {size}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+# ----------------------------------------------------------------------------- softmax family
+
+def _softmax_dim(name, ndim, stacklevel):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
+                  "Change the call to include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _log_softmax(x, dim):
+    # subtract the (constant, detached) max before exponentiating: no overflow
+    shifted = x - x.amax(dim, keepdim=True).detach()
+    return shifted - shifted.exp().sum(dim, keepdim=True).log()
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along dim."""
+    if dim is None:
+        dim = _softmax_dim("softmax", input.dim(), _stacklevel)
+    x = input if dtype is None else input.to(dtype)
+    e = (x - x.amax(dim, keepdim=True).detach()).exp()
+    return e / e.sum(dim, keepdim=True)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """log(softmax(x)) along dim, computed stably."""
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
+    x = input if dtype is None else input.to(dtype)
+    return _log_softmax(x, dim)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-x) along dim."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.dim(), _stacklevel)
+    x = input if dtype is None else input.to(dtype)
+    return softmax(-x, dim)
+
+
+# ----------------------------------------------------------------------------- linear layers
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias."""
+    out = _d.matmul(input, weight.t())
+    return out if bias is None else out + bias
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """out[..., k] = input1 @ weight[k] @ input2 + bias[k]."""
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and "
+                           f"{input2.dim()}")
+    out = _d.einsum("...i,kij,...j->...k", input1, weight, input2)
+    return out if bias is None else out + bias
+
+
+# ----------------------------------------------------------------------------- dropout
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _keep_mask(input, shape, p):
+    return input.new_empty(shape).bernoulli_(1.0 - p)
+
+
+def _apply_mask(input, mask, p, inplace):
+    scale = mask / (1.0 - p) if p < 1.0 else mask
+    return input.mul_(scale) if inplace else input * scale
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1 / (1 - p) (training only)."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    return _apply_mask(input, _keep_mask(input, input.shape, p), p, inplace)
+
+
+def _feature_dropout(input, p, training, inplace, batched_dim):
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    nd = input.dim()
+    # one draw per channel: the feature dims are broadcast
+    lead = 2 if nd == batched_dim else 1
+    shape = tuple(input.shape[:lead]) + (1,) * (nd - lead)
+    return _apply_mask(input, _keep_mask(input, shape, p), p, inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) or (C, L) input."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D "
+                           "input. Note that dropout1d exists to provide channel-wise dropout on "
+                           "inputs with 1 spatial dimension, a channel dimension, and an optional "
+                           "batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, 3)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, H, W) or (C, H, W) input."""
+    return _feature_dropout(input, p, training, inplace, 4)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input."""
+    return _feature_dropout(input, p, training, inplace, 5)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps the self-normalizing mean and variance (for selu networks)."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input.mul_(0) if inplace else input * 0
+    alpha = 1.7580993408473766
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    keep = _keep_mask(input, input.shape, p)
+    b = (keep - 1) * (alpha * a) + alpha * a * p
+    out = input * (keep * a) + b
+    return _inplace_result(input, out, inplace)
+
+
+# ----------------------------------------------------------------------------- misc
+
+def one_hot(tensor, num_classes=-1):
+    """(..., num_classes) int64 tensor with a 1 at each index."""
+    if tensor.dtype != _d.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if tensor.numel() == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(tensor.max().item()) + 1
+    elif tensor.numel() and int(tensor.max().item()) >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    if tensor.numel() and int(tensor.min().item()) < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    return (tensor.unsqueeze(-1) == _d.arange(num_classes)).long()
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p, eps) along dim."""
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is not None:
+        return _d.div(input, denom, out=out)
+    return input / denom
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """Cosine of the angle between x1 and x2 along dim (norms clamped below by eps)."""
+    n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
+    n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p along the last dim."""
+    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+
+
+def _pad_index(size, lo, hi, mode):
+    """Source indices along one dim for reflect/replicate/circular padding."""
+    out = []
+    for i in range(-lo, size + hi):
+        if mode == "replicate":
+            j = min(max(i, 0), size - 1)
+        elif mode == "circular":
+            j = i % size
+        else:  # reflect
+            period = 2 * (size - 1)
+            j = i % period if period else 0
+            j = period - j if j >= size else j
+        out.append(j)
+    return out
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last len(pad) // 2 dims: pad = (last_lo, last_hi, prev_lo, prev_hi, ...)."""
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.dim():
+        raise RuntimeError("Padding length should be less than or equal to two times the input "
+                           "dimension but got padding length "
+                           f"{len(pad)} and input of dimension {input.dim()}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    out = input
+    for k in range(len(pad) // 2):
+        dim = input.dim() - 1 - k
+        lo, hi = int(pad[2 * k]), int(pad[2 * k + 1])
+        if mode == "constant":
+            out = _pad_constant(out, dim, lo, hi, 0.0 if value is None else value)
+        else:
+            size = out.shape[dim]
+            if mode == "reflect" and (lo >= size or hi >= size):
+                raise RuntimeError(f"Argument #4: Padding size should be less than the "
+                                   f"corresponding input dimension, but got: padding ({lo}, {hi}) "
+                                   f"at dimension {dim} of input {list(input.shape)}")
+            idx = _d.tensor(_pad_index(size, lo, hi, mode), dtype=_d.int64)
+            out = out.index_select(dim, idx)
+    return out
+
+
+def _pad_constant(x, dim, lo, hi, value):
+    # negative pads crop
+    if lo < 0:
+        x = x.narrow(dim, -lo, x.shape[dim] + lo)
+    if hi < 0:
+        x = x.narrow(dim, 0, x.shape[dim] + hi)
+    parts = []
+    for n in (max(lo, 0), max(hi, 0)):
+        shape = list(x.shape)
+        shape[dim] = n
+        parts.append(x.new_full(shape, value))
+    if not (lo > 0 or hi > 0):
+        return x
+    return _d.cat([parts[0], x, parts[1]], dim)
+
+
+# ----------------------------------------------------------------------------- losses
+
+def _reduction(size_average, reduce, reduction):
+    """The reduction string, honouring the legacy size_average/reduce flags."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _warn_size(input, target, stacklevel=3):
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({target.size()}) that is different to the input size "
+                      f"({input.size()}). This will likely lead to incorrect results due to "
+                      "broadcasting. Please ensure they have the same size.", stacklevel=stacklevel)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error."""
+    _warn_size(input, target)
+    red = _reduction(size_average, reduce, reduction)
+    loss = (input - target).square()
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, red)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error."""
+    _warn_size(input, target)
+    red = _reduction(size_average, reduce, reduction)
+    loss = (input - target).abs()
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, red)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Squared error below beta (scaled by 1/beta), absolute error above."""
+    _warn_size(input, target)
+    red = _reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    diff = (input - target).abs()
+    if beta == 0.0:
+        return _reduce(diff, red)
+    loss = _d.where(diff < beta, diff.square() * (0.5 / beta), diff - 0.5 * beta)
+    return _reduce(loss, red)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """Squared error below delta, delta-scaled absolute error above."""
+    _warn_size(input, target)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    diff = (input - target).abs()
+    loss = _d.where(diff < delta, diff.square() * 0.5, (diff - 0.5 * delta) * delta)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def _check_nll_shapes(input, target):
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    if input.dim() > 1 and target.dim() >= 1 and input.shape[0] != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                         f"batch_size ({target.shape[0]}).")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """Negative log likelihood of the target class; input holds log-probabilities on dim 1."""
+    red = _reduction(size_average, reduce, reduction)
+    _check_nll_shapes(input, target)
+    if red not in ("none", "mean", "sum"):
+        raise ValueError(f"{red} is not a valid value for reduction")
+    if input.dim() == 1:  # unbatched (C,) with a 0-dim target
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    n_classes = input.shape[1]
+    valid = target != ignore_index
+    safe = _d.where(valid, target, _d.zeros_like(target))
+    if bool(((safe < 0) | (safe >= n_classes)).any().item()):
+        bad = int(safe[(safe < 0) | (safe >= n_classes)][0].item())
+        raise IndexError(f"Target {bad} is out of bounds.")
+    picked = input.gather(1, safe.unsqueeze(1)).squeeze(1)
+    w = valid.to(input.dtype)
+    if weight is not None:
+        w = w * weight[safe]
+    loss = -picked * w
+    if red == "none":
+        return loss
+    if red == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def _class_weight_view(weight, input):
+    # weight (C,) broadcast against input (N, C, d1, ...)
+    return weight.reshape((1, -1) + (1,) * (input.dim() - 2))
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """log_softmax over dim 1 followed by nll_loss (class indices) or a dot with probabilities."""
+    red = _reduction(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.dim() == 1 else 1
+    logp = log_softmax(input, class_dim)
+    n_classes = input.shape[class_dim]
+    if target.is_floating_point():
+        return _cross_entropy_probs(logp, target, weight, red, label_smoothing, n_classes)
+    nll = nll_loss(logp, target, weight, None, ignore_index, None, red)
+    if label_smoothing == 0.0:
+        return nll
+    if logp.dim() == 1:
+        logp, target = logp.unsqueeze(0), target.unsqueeze(0)
+    valid = target != ignore_index
+    wlogp = logp if weight is None else logp * _class_weight_view(weight, logp)
+    smooth = -wlogp.sum(1) * valid.to(logp.dtype)
+    if red == "mean":
+        if weight is None:
+            smooth = smooth.sum() / valid.sum()
+        else:
+            safe = _d.where(valid, target, _d.zeros_like(target))
+            smooth = smooth.sum() / (weight[safe] * valid.to(weight.dtype)).sum()
+    elif red == "sum":
+        smooth = smooth.sum()
+    return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / n_classes)
+
+
+def _cross_entropy_probs(logp, target, weight, red, label_smoothing, n_classes):
+    if tuple(logp.shape) != tuple(target.shape):
+        raise RuntimeError(f"Expected input and target of the same shape, got {list(logp.shape)} "
+                           f"and {list(target.shape)}")
+    if label_smoothing > 0:
+        target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
+    prod = logp * target
+    if weight is not None:
+        prod = prod * (weight if logp.dim() == 1 else _class_weight_view(weight, logp))
+    class_dim = 0 if logp.dim() == 1 else 1
+    loss = -prod.sum(class_dim)
+    if red == "mean":
+        return loss.sum() / (logp.numel() // n_classes) if logp.numel() else loss.sum() / 0.0
+    return _reduce(loss, red)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """-(t log x + (1 - t) log(1 - x)), with each log clamped below at -100 as in PyTorch."""
+    red = _reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.size()}) that is different to the input "
+                         f"size ({input.size()}) is deprecated. Please ensure they have the same "
+                         "size.")
+    loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log().clamp_min(-100))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, red)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """Sigmoid + binary cross entropy in one stable formula (finite for logits of +-1000)."""
+    red = _reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size "
+                         f"({input.size()})")
+    # log(1 + exp(-x)) without overflow
+    log1p_exp_neg = (-input).clamp_min(0) + (-input.abs()).exp().log1p()
+    if pos_weight is None:
+        loss = (1 - target) * input + log1p_exp_neg
+    else:
+        loss = (1 - target) * input + ((pos_weight - 1) * target + 1) * log1p_exp_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, red)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Pointwise KL divergence target * (log target - input); input holds log-probabilities."""
+    red = _reduction(size_average, reduce, reduction)
+    if red == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = _d.xlogy(target, target) - target * input
+    if red == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    return _reduce(loss, red)
