@@ -1,0 +1,72 @@
+"""Parameter and Buffer: the tensor kinds a Module registers by attribute assignment."""
+import copy
+
+from dynograph._tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A Tensor a Module treats as a learnable parameter (``requires_grad=True`` by default).
+
+    It shares the numpy buffer and version counter of the tensor it wraps, like torch.
+    Ops on a Parameter return plain Tensors (results are built with ``Tensor._wrap``).
+    """
+
+    _is_param = True
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            import dynograph
+            data = dynograph.empty(0)
+        p = object.__new__(cls)
+        p._data = data._data
+        p._vc = data._version_box()
+        p.requires_grad = requires_grad
+        return p
+
+    def __init__(self, data=None, requires_grad=True):
+        pass
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = Parameter(Tensor._wrap(self._data.copy()), self.requires_grad)
+        memo[id(self)] = result
+        if self._grad is not None:
+            result._grad = copy.deepcopy(self._grad, memo)
+        return result
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild_parameter, (self._data.copy(), self.requires_grad))
+
+
+def _rebuild_parameter(array, requires_grad):
+    return Parameter(Tensor._wrap(array), requires_grad)
+
+
+class Buffer(Tensor):
+    """Marks a tensor to be registered as a buffer when assigned to a Module attribute.
+
+    ``Buffer(data, persistent=True)`` returns a plain-looking tensor sharing ``data``'s buffer
+    and flagged with ``persistent`` (as torch.nn.Buffer).
+    """
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            import dynograph
+            data = dynograph.empty(0)
+        b = object.__new__(cls)
+        b._data = data._data
+        b._vc = data._version_box()
+        b.persistent = persistent
+        if data.requires_grad:
+            b.requires_grad = True
+        return b
+
+    def __init__(self, data=None, *, persistent=True):
+        pass
+
+    def __repr__(self):
+        return Tensor.__repr__(self).replace("Buffer(", "tensor(", 1)
