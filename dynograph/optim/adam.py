@@ -1,0 +1,73 @@
+"""Adam, as torch.optim.Adam (with optional AMSGrad and decoupled weight decay)."""
+from .. import zeros_like
+from ..autograd.grad_mode import no_grad
+from .optimizer import Optimizer, _check_range, _run_closure, _step_tensor
+
+__all__ = ["Adam"]
+
+
+def _check_adam_args(lr, betas, eps, weight_decay):
+    _check_range(lr, lr >= 0.0, "Invalid learning rate: {}")
+    _check_range(eps, eps >= 0.0, "Invalid epsilon value: {}")
+    _check_range(betas[0], 0.0 <= betas[0] < 1.0, "Invalid beta parameter at index 0: {}")
+    _check_range(betas[1], 0.0 <= betas[1] < 1.0, "Invalid beta parameter at index 1: {}")
+    _check_range(weight_decay, weight_decay >= 0.0, "Invalid weight_decay value: {}")
+
+
+class Adam(Optimizer):
+    """Adam: adaptive moment estimation (Kingma & Ba, 2014)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        _check_adam_args(lr, betas, eps, weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def _step(self, closure):
+        loss = _run_closure(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update(p, group)
+        return loss
+
+    def _init_state(self, p, amsgrad):
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = _step_tensor()
+            state["exp_avg"] = zeros_like(p)
+            state["exp_avg_sq"] = zeros_like(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = zeros_like(p)
+        return state
+
+    def _update(self, p, group):
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        weight_decay = group["weight_decay"]
+        state = self._init_state(p, group["amsgrad"])
+        grad = p.grad if not group["maximize"] else -p.grad
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        state["step"].add_(1)
+        if weight_decay != 0:
+            if group["decoupled_weight_decay"]:
+                p.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(p, alpha=weight_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step = state["step"].item()
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        step_size = lr / bias_correction1
+        if group["amsgrad"]:
+            max_sq = state["max_exp_avg_sq"]
+            max_sq.copy_(max_sq.maximum(exp_avg_sq))
+            denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        else:
+            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        p.addcdiv_(exp_avg, denom, value=-step_size)

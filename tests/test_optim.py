@@ -1,0 +1,185 @@
+"""dynograph.optim against torch.optim: trajectories, state, state_dict round trips, errors."""
+import numpy as np
+import pytest
+
+import dynograph
+import dynograph.optim as doptim
+from conftest import to_numpy
+
+
+def _initial(dtype):
+    rng = np.random.default_rng(0)
+    return {"w": rng.standard_normal((3, 4)).astype(dtype),
+            "b": rng.standard_normal(4).astype(dtype),
+            "x": rng.standard_normal((5, 3)).astype(dtype),
+            "y": rng.standard_normal((5, 4)).astype(dtype)}
+
+
+def _problem(lib, dtype):
+    """Parameters and a small MLP-like loss built from the same ops in either library."""
+    init = _initial(dtype)
+    w = lib.tensor(init["w"], requires_grad=True)
+    b = lib.tensor(init["b"], requires_grad=True)
+    x, y = lib.tensor(init["x"]), lib.tensor(init["y"])
+
+    def loss_fn():
+        out = (x.matmul(w) + b).tanh()
+        return ((out - y) ** 2).sum() + 0.1 * (w ** 4).sum()
+    return [w, b], loss_fn
+
+
+def _make(lib, name, params, kwargs):
+    opt_mod = dynograph.optim if lib is dynograph else lib.optim
+    if isinstance(kwargs, list):  # parameter groups
+        groups = [dict(g, params=[params[i]]) for i, g in enumerate(kwargs)]
+        return getattr(opt_mod, name)(groups, lr=0.01)
+    return getattr(opt_mod, name)(params, **kwargs)
+
+
+def _run(lib, name, kwargs, dtype, steps, opt=None, params=None, loss_fn=None):
+    if opt is None:
+        params, loss_fn = _problem(lib, dtype)
+        opt = _make(lib, name, params, kwargs)
+    for _ in range(steps):
+        if name == "LBFGS":
+            def closure():
+                opt.zero_grad()
+                loss = loss_fn()
+                loss.backward()
+                return loss
+            opt.step(closure)
+        else:
+            opt.zero_grad()
+            loss_fn().backward()
+            opt.step()
+    return opt, params, loss_fn
+
+
+def _assert_close(ours, theirs, tol):
+    np.testing.assert_allclose(to_numpy(ours), to_numpy(theirs), rtol=tol, atol=tol)
+
+
+def _compare(dopt, dparams, topt, tparams, tol):
+    for a, b in zip(dparams, tparams):
+        _assert_close(a, b, tol)
+    dsd, tsd = dopt.state_dict(), topt.state_dict()
+    assert sorted(dsd["state"]) == sorted(tsd["state"])
+    for key, tstate in tsd["state"].items():
+        dstate = dsd["state"][key]
+        assert sorted(dstate) == sorted(tstate)
+        for name, tval in tstate.items():
+            dval = dstate[name]
+            if hasattr(tval, "detach"):
+                _assert_close(dval, tval, tol)
+            elif isinstance(tval, (list, tuple)) and tval and hasattr(tval[0], "detach"):
+                assert len(dval) == len(tval)
+                for u, v in zip(dval, tval):
+                    _assert_close(u, v, tol)
+            else:
+                assert dval == tval, name
+    assert [g["params"] for g in dsd["param_groups"]] == [g["params"] for g in tsd["param_groups"]]
+
+
+CASES = [
+    ("SGD", {"lr": 0.01}),
+    ("SGD", {"lr": 0.01, "momentum": 0.9}),
+    ("SGD", {"lr": 0.01, "momentum": 0.9, "dampening": 0.3, "weight_decay": 0.1}),
+    ("SGD", {"lr": 0.01, "momentum": 0.8, "nesterov": True, "maximize": False}),
+    ("SGD", {"lr": 0.001, "maximize": True, "weight_decay": 0.01}),
+    ("SGD", [{"momentum": 0.9}, {"lr": 0.05}]),
+    ("Adam", {"lr": 0.01}),
+    ("Adam", {"lr": 0.05, "betas": (0.8, 0.9), "weight_decay": 0.1, "amsgrad": True}),
+    ("Adam", {"lr": 0.01, "maximize": True, "eps": 1e-3}),
+    ("Adam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("AdamW", {"lr": 0.01}),
+    ("AdamW", {"lr": 0.02, "weight_decay": 0.5, "amsgrad": True}),
+]
+
+
+@pytest.mark.parametrize("dtype,tol", [("float64", 1e-6), ("float32", 1e-5)])
+@pytest.mark.parametrize("name,kwargs", CASES)
+def test_trajectory_matches_torch(torch, name, kwargs, dtype, tol):
+    dopt, dparams, _ = _run(dynograph, name, kwargs, dtype, 20)
+    topt, tparams, _ = _run(torch, name, kwargs, dtype, 20)
+    _compare(dopt, dparams, topt, tparams, tol)
+
+
+@pytest.mark.parametrize("name,kwargs", CASES)
+def test_state_dict_round_trip(torch, name, kwargs):
+    dopt, dparams, loss_fn = _run(dynograph, name, kwargs, "float64", 10)
+    saved = dopt.state_dict()
+    fresh = _make(dynograph, name, dparams, kwargs)
+    fresh.load_state_dict(saved)
+    saved_params = [p.detach().clone() for p in dparams]
+    # the loaded state is a copy: continuing the old optimizer must not change it
+    _run(dynograph, name, kwargs, "float64", 1, opt=dopt, params=dparams, loss_fn=loss_fn)
+    with dynograph.no_grad():
+        for p, q in zip(dparams, saved_params):
+            p.copy_(q)
+    _run(dynograph, name, kwargs, "float64", 10, opt=fresh, params=dparams, loss_fn=loss_fn)
+    topt, tparams, _ = _run(torch, name, kwargs, "float64", 20)
+    _compare(fresh, dparams, topt, tparams, 1e-6)
+
+
+def test_repr_matches_torch(torch):
+    for name, kwargs in CASES:
+        params, _ = _problem(dynograph, "float64")
+        tparams, _ = _problem(torch, "float64")
+        assert repr(_make(dynograph, name, params, kwargs)) == repr(_make(torch, name, tparams, kwargs))
+
+
+def test_param_group_errors():
+    w = dynograph.zeros(2, requires_grad=True)
+    with pytest.raises(ValueError, match="some parameters appear in more than one parameter group"):
+        doptim.SGD([{"params": [w]}, {"params": [w]}], lr=0.1)
+    with pytest.raises(ValueError, match="optimizer got an empty parameter list"):
+        doptim.SGD([], lr=0.1)
+    with pytest.raises(TypeError, match="optimizer can only optimize Tensors"):
+        doptim.SGD([1.0], lr=0.1)
+    with pytest.raises(ValueError, match="Nesterov momentum requires a momentum and zero dampening"):
+        doptim.SGD([w], lr=0.1, nesterov=True)
+    with pytest.raises(ValueError, match="Invalid learning rate: -1"):
+        doptim.Adam([w], lr=-1)
+    with pytest.raises(ValueError, match="Invalid beta parameter at index 1: 1.0"):
+        doptim.Adam([w], betas=(0.9, 1.0))
+    with pytest.raises(ValueError, match="can't optimize a non-leaf Tensor"):
+        doptim.SGD([w * 2], lr=0.1)
+
+
+def test_add_param_group_and_required_lr():
+    w = dynograph.zeros(2, requires_grad=True)
+    v = dynograph.zeros(3, requires_grad=True)
+    opt = doptim.SGD([w], lr=0.1, momentum=0.5)
+    opt.add_param_group({"params": v, "lr": 0.2})
+    assert opt.param_groups[1]["lr"] == 0.2 and opt.param_groups[1]["momentum"] == 0.5
+    with pytest.raises(ValueError, match="some parameters appear in more than one parameter group"):
+        opt.add_param_group({"params": [v]})
+    base = doptim.Optimizer([{"params": [w], "lr": 0.1}], {"lr": doptim.optimizer.required})
+    with pytest.raises(ValueError, match="parameter group didn't specify a value of required "
+                                         "optimization parameter lr"):
+        base.add_param_group({"params": [v]})
+
+
+def test_zero_grad_step_closure_and_hooks():
+    w = dynograph.tensor([1.0, 2.0], requires_grad=True)
+    opt = doptim.SGD([w], lr=0.5)
+    calls = []
+    pre = opt.register_step_pre_hook(lambda o, a, k: calls.append("pre"))
+    opt.register_step_post_hook(lambda o, a, k: calls.append("post"))
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+    loss = opt.step(closure)
+    assert loss.item() == 5.0
+    assert calls == ["pre", "post"]
+    np.testing.assert_allclose(to_numpy(w), [0.0, 0.0])
+    pre.remove()
+    opt.step(closure)
+    assert calls == ["pre", "post", "post"]
+    opt.zero_grad(set_to_none=False)
+    np.testing.assert_array_equal(to_numpy(w.grad), [0.0, 0.0])
+    opt.zero_grad()
+    assert w.grad is None
