@@ -276,11 +276,12 @@ class ModuleDict(Module):
             self[m[0]] = m[1]
 
 
-def _param_line(key, p):
+def _param_line(key, p, type_str):
+    # torch's ParameterList shows the dtype (float32), ParameterDict the type (FloatTensor)
     if isinstance(p, Tensor):
         size_str = "x".join(str(s) for s in p.size())
         kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-        return f"  ({key}): {kind} containing: [{p.dtype} of size {size_str}]"
+        return f"  ({key}): {kind} containing: [{type_str(p)} of size {size_str}]"
     return f"  ({key}): Object of type: {type(p).__name__}"
 
 
@@ -339,7 +340,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        return "\n".join(_param_line(k, p) for k, p in enumerate(self))
+        return "\n".join(_param_line(k, p, lambda t: t.dtype) for k, p in enumerate(self))
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterList should not be called.")
@@ -447,7 +448,7 @@ class ParameterDict(Module):
             self[p[0]] = p[1]
 
     def extra_repr(self):
-        return "\n".join(_param_line(k, p) for k, p in self.items())
+        return "\n".join(_param_line(k, p, lambda t: t.type()) for k, p in self.items())
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterDict should not be called.")

@@ -238,7 +238,7 @@ class Module:
             return
         if not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
-                            "(torch.nn.Parameter or None required)")
+                            "(dynograph.nn.Parameter or None required)")
         if param.grad_fn is not None:
             raise ValueError(
                 f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
@@ -291,7 +291,7 @@ class Module:
         if params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
-                                "(torch.nn.Parameter or None expected)")
+                                "(dynograph.nn.Parameter or None expected)")
             self.register_parameter(name, value)
             return
         modules = d.get("_modules")
@@ -304,14 +304,14 @@ class Module:
         if modules is not None and name in modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
-                                "(torch.nn.Module or None expected)")
+                                "(dynograph.nn.Module or None expected)")
             modules[name] = value
             return
         buffers = d.get("_buffers")
         if isinstance(value, Buffer) or (buffers is not None and name in buffers):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                                "(torch.nn.Buffer, torch.Tensor or None expected)")
+                                "(dynograph.nn.Buffer, dynograph.Tensor or None expected)")
             if isinstance(value, Buffer):
                 persistent = value.persistent
             else:
@@ -480,7 +480,7 @@ class Module:
                 continue
             input_param = state_dict[key]
             if not isinstance(input_param, Tensor):
-                error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor '
+                error_msgs.append(f'While copying the parameter named "{key}", expected dynograph.Tensor '
                                   f"or Tensor-like object from checkpoint but received "
                                   f"{type(input_param)}")
                 continue
