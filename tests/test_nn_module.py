@@ -267,7 +267,8 @@ def test_full_backward_hook(torch):
         m2 = Affine(2, 3)
         m2.register_full_backward_hook(
             lambda mod, gin, gout: seen.append(([g for g in gin], [g.shape for g in gout])) and None)
-        m2(lib.ones(1, 2)).sum().backward()
+        with pytest.warns(UserWarning, match="Full backward hook is firing"):
+            m2(lib.ones(1, 2)).sum().backward()
         results.append((seen, x.grad.numpy(), m.weight.grad.numpy()))
     (so, xo, wo), (st, xt, wt) = results
     np.testing.assert_allclose(xo, xt, rtol=1e-5)
@@ -394,3 +395,12 @@ def test_linear_if_available(torch):
         torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2, bias=False))
     same_repr(ours, theirs)
     assert list(ours.state_dict()) == list(theirs.state_dict())
+
+
+def test_buffer_marker(torch):
+    for lib in (dynograph, torch):
+        b = lib.nn.Buffer(lib.ones(2), persistent=False)
+        assert type(b) is lib.Tensor and isinstance(b, lib.nn.Buffer)
+        assert not isinstance(lib.ones(2), lib.nn.Buffer)
+        assert not b.persistent
+    same_repr(dnn.Buffer(dynograph.ones(2)), torch.nn.Buffer(torch.ones(2)))

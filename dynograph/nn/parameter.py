@@ -46,27 +46,26 @@ def _rebuild_parameter(array, requires_grad):
     return Parameter(Tensor._wrap(array), requires_grad)
 
 
-class Buffer(Tensor):
+class _BufferMeta(type):
+    # Buffer(...) returns a plain Tensor flagged ``_is_buffer``; isinstance checks the flag
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False)
+
+
+class Buffer(metaclass=_BufferMeta):
     """Marks a tensor to be registered as a buffer when assigned to a Module attribute.
 
-    ``Buffer(data, persistent=True)`` returns a plain-looking tensor sharing ``data``'s buffer
-    and flagged with ``persistent`` (as torch.nn.Buffer).
+    As torch.nn.Buffer, ``Buffer(data, persistent=True)`` returns a plain Tensor sharing
+    ``data``'s buffer, flagged so that ``isinstance(t, Buffer)`` holds and carrying ``persistent``.
     """
 
     def __new__(cls, data=None, *, persistent=True):
         if data is None:
             import dynograph
             data = dynograph.empty(0)
-        b = object.__new__(cls)
-        b._data = data._data
-        b._vc = data._version_box()
-        b.persistent = persistent
+        t = data.detach()
         if data.requires_grad:
-            b.requires_grad = True
-        return b
-
-    def __init__(self, data=None, *, persistent=True):
-        pass
-
-    def __repr__(self):
-        return Tensor.__repr__(self).replace("Buffer(", "tensor(", 1)
+            t.requires_grad = True
+        t._is_buffer = True
+        t.persistent = persistent
+        return t

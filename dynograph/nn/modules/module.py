@@ -1,6 +1,7 @@
 """Module: the base class of every layer, with parameter/buffer/submodule registration,
 state_dict round trips, hooks and dtype/device conversion (torch.nn.Module semantics)."""
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
@@ -151,6 +152,11 @@ class _BackwardHook:
         def on_grads(grads):
             self.grad_outputs = tuple(grads)
             if self.input_index is None:        # no input needs grad: hooks run here
+                warnings.warn("Full backward hook is firing when gradients are computed with "
+                              "respect to module outputs since no inputs require gradients. See "
+                              "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                              "#torch.nn.Module.register_full_backward_hook for more details.",
+                              stacklevel=2)
                 self._run_hooks(self._pack(()))
             return grads
 
@@ -214,7 +220,6 @@ class Module:
                             "(torch Tensor or None required)")
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
-            tensor = _plain(tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -751,15 +756,6 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
-
-
-def _plain(t):
-    """A Buffer marker's tensor as a plain Tensor sharing its data."""
-    p = Tensor._wrap(t._data)
-    p._vc = t._version_box()
-    if t.requires_grad:
-        p.requires_grad = True
-    return p
 
 
 def _parse_to(args, kwargs):
