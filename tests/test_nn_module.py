@@ -404,3 +404,17 @@ def test_buffer_marker(torch):
         assert not isinstance(lib.ones(2), lib.nn.Buffer)
         assert not b.persistent
     same_repr(dnn.Buffer(dynograph.ones(2)), torch.nn.Buffer(torch.ones(2)))
+
+
+def test_full_backward_pre_hook(torch):
+    results = []
+    for lib in (dynograph, torch):
+        m = build(lib)[0](2, 3)
+        log = []
+        m.register_full_backward_pre_hook(lambda mod, gout: log.append("pre") or (gout[0] * 3,))
+        m.register_full_backward_hook(
+            lambda mod, gin, gout: log.append(("hook", gout[0].numpy().tolist())))
+        x = lib.ones(2, 2, requires_grad=True)
+        m(x).sum().backward()
+        results.append((log, x.grad.numpy().tolist(), m.bias.grad.numpy().tolist()))
+    assert results[0] == results[1]

@@ -101,8 +101,8 @@ class _BackwardHook:
     """Gathers grad_output (at the module's outputs) and grad_input (at its tensor inputs)
     of one call, then runs the module's full backward hooks, as torch's BackwardHook."""
 
-    def __init__(self, module, hooks):
-        self.module, self.hooks = module, hooks
+    def __init__(self, module, hooks, pre_hooks):
+        self.module, self.hooks, self.pre_hooks = module, hooks, pre_hooks
         self.grad_outputs = None
         self.n_inputs = 0
         self.input_index = None
@@ -150,7 +150,17 @@ class _BackwardHook:
             return result
 
         def on_grads(grads):
-            self.grad_outputs = tuple(grads)
+            grads = tuple(grads)
+            for hook in self.pre_hooks:
+                res = hook(self.module, grads)
+                if res is not None:
+                    res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+                    if len(res) != len(grads):
+                        raise RuntimeError("Backward pre hook returned an invalid number of "
+                                           f"grad_output, got {len(res)}, but expected "
+                                           f"{len(grads)}")
+                    grads = res
+            self.grad_outputs = grads
             if self.input_index is None:        # no input needs grad: hooks run here
                 warnings.warn("Full backward hook is firing when gradients are computed with "
                               "respect to module outputs since no inputs require gradients. See "
@@ -196,6 +206,7 @@ class Module:
         s("_forward_pre_hooks", OrderedDict())
         s("_forward_pre_hooks_with_kwargs", OrderedDict())
         s("_backward_hooks", OrderedDict())
+        s("_backward_pre_hooks", OrderedDict())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" '
@@ -686,8 +697,14 @@ class Module:
         positional inputs are computed; a non-None return replaces grad_input."""
         return _add_hook(self._backward_hooks, hook, prepend)
 
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """``hook(module, grad_output)`` runs when the gradients w.r.t. the module's outputs are
+        computed, before the backward hooks; a non-None return replaces grad_output."""
+        return _add_hook(self._backward_pre_hooks, hook, prepend)
+
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks):
+        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
+                or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         for hook_id, hook in self._forward_pre_hooks.items():
             if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -703,8 +720,9 @@ class Module:
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
         bw_hook = None
-        if self._backward_hooks:
-            bw_hook = _BackwardHook(self, list(self._backward_hooks.values()))
+        if self._backward_hooks or self._backward_pre_hooks:
+            bw_hook = _BackwardHook(self, list(self._backward_hooks.values()),
+                                    list(self._backward_pre_hooks.values()))
             args = bw_hook.setup_input_hook(args)
         called = set()
         try:
