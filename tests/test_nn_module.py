@@ -418,3 +418,32 @@ def test_full_backward_pre_hook(torch):
         m(x).sum().backward()
         results.append((log, x.grad.numpy().tolist(), m.bias.grad.numpy().tolist()))
     assert results[0] == results[1]
+
+
+def test_extra_state(torch):
+    outs = []
+    for lib in (dynograph, torch):
+        class WithState(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = lib.nn.Parameter(lib.ones(1))
+                self.note = "a"
+
+            def get_extra_state(self):
+                return {"note": self.note}
+
+            def set_extra_state(self, state):
+                self.note = state["note"]
+
+        m = lib.nn.Sequential(WithState())
+        sd = m.state_dict()
+        sd["0._extra_state"] = {"note": "b"}
+        m.load_state_dict(sd)
+        del sd["0._extra_state"]
+        res = m.load_state_dict(sd, strict=False)
+        outs.append((list(m.state_dict()), m[0].note, res.missing_keys))
+        plain = lib.nn.Sequential(lib.nn.Module())
+        with pytest.raises(RuntimeError) as e:
+            plain.load_state_dict({"0._extra_state": 1})
+        outs.append(error_text(e.value))
+    assert outs[:2] == outs[2:]

@@ -15,6 +15,8 @@ from ..parameter import Buffer, Parameter
 
 __all__ = ["Module"]
 
+_EXTRA_STATE = "_extra_state"
+
 
 def _typename(obj):
     """torch.typename: ``dynograph.FloatTensor`` for tensors, ``module.Qualname`` otherwise."""
@@ -466,6 +468,23 @@ class Module:
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
+
+    def get_extra_state(self):
+        """Extra (non-tensor) state saved in state_dict under ``_extra_state``; override it
+        together with ``set_extra_state``."""
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template="
+            "bug-report.yml to report this bug.")
+
+    def set_extra_state(self, state):
+        """Restore what ``get_extra_state`` returned (override it)."""
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template="
+            "bug-report.yml to report this bug.")
 
     def state_dict(self, *, destination=None, prefix="", keep_vars=False):
         """An ordered dict of parameters and persistent buffers, keyed by dotted names."""
@@ -524,9 +543,17 @@ class Module:
                                   f"the model are {param.size()} and whose dimensions in the "
                                   f"checkpoint are {input_param.size()}, an exception occurred : "
                                   f"{ex.args}.")
+        extra_key = prefix + _EXTRA_STATE
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
         if strict:
             for key in state_dict:
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra_key:
                     first = key[len(prefix):].split(".", 1)[0]
                     if first not in self._modules and first not in local_state:
                         unexpected_keys.append(key)
