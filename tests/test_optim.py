@@ -93,6 +93,21 @@ CASES = [
     ("Adam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True}),
     ("AdamW", {"lr": 0.01}),
     ("AdamW", {"lr": 0.02, "weight_decay": 0.5, "amsgrad": True}),
+    ("RMSprop", {"lr": 0.01}),
+    ("RMSprop", {"lr": 0.01, "alpha": 0.9, "centered": True, "momentum": 0.5, "weight_decay": 0.1}),
+    ("RMSprop", {"lr": 0.001, "momentum": 0.9, "maximize": True}),
+    ("Adagrad", {"lr": 0.1}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.05, "initial_accumulator_value": 0.3, "weight_decay": 0.1}),
+    ("Adadelta", {}),
+    ("Adadelta", {"lr": 0.5, "rho": 0.8, "weight_decay": 0.1, "maximize": True}),
+    ("Adamax", {"lr": 0.01}),
+    ("Adamax", {"lr": 0.05, "betas": (0.7, 0.95), "weight_decay": 0.1}),
+    ("NAdam", {"lr": 0.01}),
+    ("NAdam", {"lr": 0.02, "momentum_decay": 0.01, "weight_decay": 0.1}),
+    ("NAdam", {"lr": 0.02, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("RAdam", {"lr": 0.01}),
+    ("RAdam", {"lr": 0.05, "betas": (0.5, 0.8), "weight_decay": 0.1}),
+    ("RAdam", {"lr": 0.05, "betas": (0.5, 0.8), "weight_decay": 0.1, "decoupled_weight_decay": True}),
 ]
 
 
