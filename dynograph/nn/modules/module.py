@@ -282,10 +282,18 @@ class Module:
 
     def __getattr__(self, name):
         d = self.__dict__
-        for kind in ("_parameters", "_buffers", "_modules"):
-            table = d.get(kind)
-            if table is not None and name in table:
-                return table[name]
+        if "_parameters" in d:
+            params = d["_parameters"]
+            if name in params:
+                return params[name]
+        if "_buffers" in d:
+            buffers = d["_buffers"]
+            if name in buffers:
+                return buffers[name]
+        if "_modules" in d:
+            modules = d["_modules"]
+            if name in modules:
+                return modules[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
