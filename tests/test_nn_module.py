@@ -447,3 +447,21 @@ def test_extra_state(torch):
             plain.load_state_dict({"0._extra_state": 1})
         outs.append(error_text(e.value))
     assert outs[:2] == outs[2:]
+
+
+def test_set_submodule_and_load_post_hook(torch):
+    outs = []
+    for lib in (dynograph, torch):
+        m = build(lib)[1]()
+        new = lib.nn.Sequential()
+        m.set_submodule("body.1", new)
+        assert m.body[1] is new
+        errs = []
+        for target, strict in (("", False), ("first.weight", False), ("first.zz", True)):
+            with pytest.raises(Exception) as e:
+                m.set_submodule(target, lib.nn.Module(), strict=strict)
+            errs.append((type(e.value).__name__, error_text(e.value)))
+        m.register_load_state_dict_post_hook(lambda mod, keys: keys.missing_keys.clear())
+        res = m.load_state_dict({}, strict=True)
+        outs.append((errs, res.missing_keys, list(m.state_dict())))
+    assert outs[0] == outs[1]

@@ -209,6 +209,7 @@ class Module:
         s("_forward_pre_hooks_with_kwargs", OrderedDict())
         s("_backward_hooks", OrderedDict())
         s("_backward_pre_hooks", OrderedDict())
+        s("_load_state_dict_post_hooks", OrderedDict())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" '
@@ -445,6 +446,24 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
+    def set_submodule(self, target, module, strict=False):
+        """Replace (or, unless ``strict``, add) the submodule at dotted path ``target``."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        atoms = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(parent._get_name() + " has no attribute `" + atoms[-1] + "`")
+        if hasattr(parent, atoms[-1]) and not isinstance(getattr(parent, atoms[-1]), Module):
+            raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
+
+    def share_memory(self):
+        """Tensors live in process memory already (no separate shared storage)."""
+        return self
+
     def get_parameter(self, target):
         """The parameter at dotted path ``target``."""
         module_path, _, name = target.rpartition(".")
@@ -588,6 +607,14 @@ class Module:
                     load(child, child_state, child_prefix)
 
         load(self, state_dict)
+        incompatible = _IncompatibleKeys(missing_keys, unexpected_keys)
+        for module in self.modules():            # post hooks may clear keys they handled
+            for hook in module._load_state_dict_post_hooks.values():
+                if hook(module, incompatible) is not None:
+                    raise RuntimeError("Hooks registered with ``register_load_state_dict_post_hook``"
+                                       " are not expected to return new values, if "
+                                       "incompatible_keys need to be modified, it should be done "
+                                       "inplace.")
         if strict:
             if unexpected_keys:
                 error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -598,7 +625,12 @@ class Module:
         if error_msgs:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 type(self).__name__, "\n\t".join(error_msgs)))
-        return _IncompatibleKeys(missing_keys, unexpected_keys)
+        return incompatible
+
+    def register_load_state_dict_post_hook(self, hook):
+        """``hook(module, incompatible_keys)`` runs after load_state_dict; it may edit the key
+        lists in place (e.g. to drop keys it handled)."""
+        return _add_hook(self._load_state_dict_post_hooks, hook, False)
 
     # ------------------------------------------------------------ modes and grads
 
