@@ -465,3 +465,27 @@ def test_set_submodule_and_load_post_hook(torch):
         res = m.load_state_dict({}, strict=True)
         outs.append((errs, res.missing_keys, list(m.state_dict())))
     assert outs[0] == outs[1]
+
+
+def test_state_dict_hooks(torch):
+    outs = []
+    for lib in (dynograph, torch):
+        m = build(lib)[1]()
+        log = []
+        m.first.register_state_dict_pre_hook(lambda mod, prefix, kv: log.append(("pre", prefix, kv)))
+
+        def post(mod, sd, prefix, meta):
+            log.append(("post", prefix, len(sd), dict(meta)))
+            sd[prefix + "added"] = lib.zeros(1)
+
+        m.body.register_state_dict_post_hook(post)
+
+        def load_pre(mod, sd, prefix, meta, strict, missing, unexpected, errors):
+            log.append(("load_pre", prefix, strict))
+            sd.pop(prefix + "added", None)
+
+        m.body.register_load_state_dict_pre_hook(load_pre)
+        sd = m.state_dict()
+        m.load_state_dict(sd)
+        outs.append((log, list(sd)))
+    assert outs[0] == outs[1]

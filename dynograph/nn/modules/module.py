@@ -210,6 +210,9 @@ class Module:
         s("_backward_hooks", OrderedDict())
         s("_backward_pre_hooks", OrderedDict())
         s("_load_state_dict_post_hooks", OrderedDict())
+        s("_load_state_dict_pre_hooks", OrderedDict())
+        s("_state_dict_pre_hooks", OrderedDict())
+        s("_state_dict_hooks", OrderedDict())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" '
@@ -518,17 +521,42 @@ class Module:
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
         if hasattr(destination, "_metadata"):
-            destination._metadata[prefix[:-1]] = {"version": self._version}
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".",
                                   keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None:
+                destination = result
         return destination
+
+    def register_state_dict_pre_hook(self, hook):
+        """``hook(module, prefix, keep_vars)`` runs before this module's state_dict entries
+        are written."""
+        return _add_hook(self._state_dict_pre_hooks, hook, False)
+
+    def register_state_dict_post_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after this module's (and
+        its children's) entries are written; it may edit ``state_dict`` in place."""
+        return _add_hook(self._state_dict_hooks, hook, False)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` runs before this module loads its entries."""
+        return _add_hook(self._load_state_dict_pre_hooks, hook, False)
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)
         persistent = {k: v for k, v in self._buffers.items()
                       if k not in self._non_persistent_buffers_set}
         local_state = {k: v for k, v in itertools.chain(self._parameters.items(), persistent.items())
