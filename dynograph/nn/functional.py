@@ -509,7 +509,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_nll_shapes(input, target)
     if red not in ("none", "mean", "sum"):
         raise ValueError(f"{red} is not a valid value for reduction")
-    if input.dim() == 1:  # unbatched (C,) with a 0-dim target
+    unbatched = input.dim() == 1  # (C,) with a 0-dim target
+    if unbatched:
         input, target = input.unsqueeze(0), target.unsqueeze(0)
     n_classes = input.shape[1]
     valid = target != ignore_index
@@ -523,10 +524,16 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         w = w * weight[safe]
     loss = -picked * w
     if red == "none":
-        return loss
+        return loss.squeeze(0) if unbatched else loss
     if red == "sum":
         return loss.sum()
-    return loss.sum() / w.sum()
+    return _weighted_mean(loss.sum(), w.sum())
+
+
+def _weighted_mean(total, wsum):
+    # all targets ignored: nan as in PyTorch, but zero (not nan) gradients
+    empty = wsum == 0
+    return total / _d.where(empty, _d.ones_like(wsum), wsum) + _d.where(empty, math.nan, 0.0)
 
 
 def _class_weight_view(weight, input):
@@ -548,19 +555,22 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     nll = nll_loss(logp, target, weight, None, ignore_index, None, red)
     if label_smoothing == 0.0:
         return nll
-    if logp.dim() == 1:
+    unbatched = logp.dim() == 1
+    if unbatched:
         logp, target = logp.unsqueeze(0), target.unsqueeze(0)
     valid = target != ignore_index
     wlogp = logp if weight is None else logp * _class_weight_view(weight, logp)
     smooth = -wlogp.sum(1) * valid.to(logp.dtype)
     if red == "mean":
         if weight is None:
-            smooth = smooth.sum() / valid.sum()
+            smooth = _weighted_mean(smooth.sum(), valid.sum().to(smooth.dtype))
         else:
             safe = _d.where(valid, target, _d.zeros_like(target))
-            smooth = smooth.sum() / (weight[safe] * valid.to(weight.dtype)).sum()
+            smooth = _weighted_mean(smooth.sum(), (weight[safe] * valid.to(weight.dtype)).sum())
     elif red == "sum":
         smooth = smooth.sum()
+    elif unbatched:
+        smooth = smooth.squeeze(0)
     return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / n_classes)
 
 
