@@ -489,3 +489,25 @@ def test_state_dict_hooks(torch):
         m.load_state_dict(sd)
         outs.append((log, list(sd)))
     assert outs[0] == outs[1]
+
+
+def test_global_module_hooks(torch):
+    import torch.nn.modules.module as tmm
+
+    import dynograph.nn.modules.module as dmm
+    outs = []
+    for lib, mm in ((dynograph, dmm), (torch, tmm)):
+        m = build(lib)[0](2, 2)
+        log = []
+        m.register_forward_hook(lambda mod, a, out: log.append("own"))
+        handles = [mm.register_module_forward_pre_hook(lambda mod, a: log.append("gpre")),
+                   mm.register_module_forward_hook(lambda mod, a, out: log.append("gfwd")),
+                   mm.register_module_full_backward_hook(lambda mod, gi, go: log.append("gbw"))]
+        try:
+            m(lib.ones(1, 2, requires_grad=True)).sum().backward()
+        finally:
+            for h in handles:
+                h.remove()
+        m(lib.ones(1, 2))
+        outs.append(log)
+    assert outs[0] == outs[1] == ["gpre", "gfwd", "own", "gbw", "own"]

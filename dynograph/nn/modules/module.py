@@ -13,7 +13,8 @@ from dynograph.runtime.device import as_device
 
 from ..parameter import Buffer, Parameter
 
-__all__ = ["Module"]
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_full_backward_hook", "register_module_full_backward_pre_hook"]
 
 _EXTRA_STATE = "_extra_state"
 
@@ -799,9 +800,16 @@ class Module:
 
     def _call_impl(self, *args, **kwargs):
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
-                or self._backward_pre_hooks):
+                or self._backward_pre_hooks or _GLOBAL_ANY[0]):
             return self.forward(*args, **kwargs)
-        for hook_id, hook in self._forward_pre_hooks.items():
+        # global hooks (register_module_*) run before this module's own, as in torch
+        pre_hooks = {**_GLOBAL["forward_pre"], **self._forward_pre_hooks}
+        fwd_hooks = {**_GLOBAL["forward"], **self._forward_hooks}
+        fwd_kwargs = {**_GLOBAL["forward_with_kwargs"], **self._forward_hooks_with_kwargs}
+        always = {**_GLOBAL["forward_always_called"], **self._forward_hooks_always_called}
+        bw_hooks = [*_GLOBAL["backward"].values(), *self._backward_hooks.values()]
+        bw_pre_hooks = [*_GLOBAL["backward_pre"].values(), *self._backward_pre_hooks.values()]
+        for hook_id, hook in pre_hooks.items():
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 res = hook(self, args, kwargs)
                 if res is not None:
@@ -815,26 +823,25 @@ class Module:
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
         bw_hook = None
-        if self._backward_hooks or self._backward_pre_hooks:
-            bw_hook = _BackwardHook(self, list(self._backward_hooks.values()),
-                                    list(self._backward_pre_hooks.values()))
+        if bw_hooks or bw_pre_hooks:
+            bw_hook = _BackwardHook(self, bw_hooks, bw_pre_hooks)
             args = bw_hook.setup_input_hook(args)
         called = set()
         try:
             result = self.forward(*args, **kwargs)
-            for hook_id, hook in self._forward_hooks.items():
+            for hook_id, hook in fwd_hooks.items():
                 called.add(hook_id)
-                if hook_id in self._forward_hooks_with_kwargs:
+                if hook_id in fwd_kwargs:
                     res = hook(self, args, kwargs, result)
                 else:
                     res = hook(self, args, result)
                 if res is not None:
                     result = res
         except Exception:
-            for hook_id, hook in self._forward_hooks.items():
-                if hook_id in self._forward_hooks_always_called and hook_id not in called:
+            for hook_id, hook in fwd_hooks.items():
+                if hook_id in always and hook_id not in called:
                     try:
-                        if hook_id in self._forward_hooks_with_kwargs:
+                        if hook_id in fwd_kwargs:
                             hook(self, args, kwargs, None)
                         else:
                             hook(self, args, None)
@@ -869,6 +876,53 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+# hooks every module runs (torch.nn.modules.module.register_module_*)
+_GLOBAL = {k: OrderedDict() for k in ("forward_pre", "forward", "forward_with_kwargs",
+                                      "forward_always_called", "backward", "backward_pre")}
+_GLOBAL_ANY = [False]          # fast-path flag: is any global hook registered?
+
+
+class _GlobalHandle(RemovableHandle):
+    def remove(self):
+        super().remove()
+        _GLOBAL_ANY[0] = any(_GLOBAL[k] for k in ("forward_pre", "forward", "backward",
+                                                   "backward_pre"))
+
+
+def _add_global(kind, hook, extra=None):
+    handle = _GlobalHandle(_GLOBAL[kind], extra_dict=extra)
+    _GLOBAL[kind][handle.id] = hook
+    _GLOBAL_ANY[0] = True
+    return handle
+
+
+def register_module_forward_pre_hook(hook):
+    """``hook(module, args)`` runs before the forward of every module."""
+    return _add_global("forward_pre", hook)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """``hook(module, args, output)`` runs after the forward of every module."""
+    handle = _add_global("forward", hook, [_GLOBAL["forward_with_kwargs"],
+                                           _GLOBAL["forward_always_called"]])
+    if with_kwargs:
+        _GLOBAL["forward_with_kwargs"][handle.id] = True
+    if always_call:
+        _GLOBAL["forward_always_called"][handle.id] = True
+    return handle
+
+
+def register_module_full_backward_hook(hook):
+    """``hook(module, grad_input, grad_output)`` runs in the backward of every module."""
+    return _add_global("backward", hook)
+
+
+def register_module_full_backward_pre_hook(hook):
+    """``hook(module, grad_output)`` runs in the backward of every module, before its
+    backward hooks."""
+    return _add_global("backward_pre", hook)
 
 
 def _parse_to(args, kwargs):
