@@ -59,6 +59,13 @@ def test_parameter_basics(torch):
     same_repr(dnn.Parameter(dynograph.zeros(2), requires_grad=False),
               torch.nn.Parameter(torch.zeros(2), requires_grad=False))
     assert dnn.Parameter().shape == (0,)
+    with pytest.raises(RuntimeError) as eo:
+        dnn.Parameter(dynograph.ones(2, dtype=dynograph.int64))
+    with pytest.raises(RuntimeError) as et:
+        torch.nn.Parameter(torch.ones(2, dtype=torch.int64))
+    assert str(eo.value) == str(et.value)
+    q = dnn.Parameter(dynograph.ones(2, requires_grad=True) * 2)   # a non-leaf becomes a leaf
+    assert q.is_leaf and q.grad_fn is None and q.requires_grad
 
 
 def test_repr_nested(torch):

@@ -17,10 +17,14 @@ class Parameter(Tensor):
         if data is None:
             import dynograph
             data = dynograph.empty(0)
+        if requires_grad and not (data.is_floating_point() or data.is_complex()):
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients")
         p = object.__new__(cls)
         p._data = data._data
         p._vc = data._version_box()
-        p.requires_grad = requires_grad
+        if requires_grad:
+            p.requires_grad = True
         return p
 
     def __init__(self, data=None, requires_grad=True):
