@@ -518,3 +518,15 @@ def test_global_module_hooks(torch):
         m(lib.ones(1, 2))
         outs.append(log)
     assert outs[0] == outs[1] == ["gpre", "gfwd", "own", "gbw", "own"]
+
+
+def test_state_dict_positional_args(torch):
+    outs = []
+    for lib in (dynograph, torch):
+        m = build(lib)[0](2, 2)
+        dest = OrderedDict()
+        with pytest.warns(FutureWarning, match="Positional args are being deprecated"):
+            out = m.state_dict(dest, "pre.", True)
+        assert out is dest and out["pre.weight"] is m.weight
+        outs.append(list(out))
+    assert outs[0] == outs[1]

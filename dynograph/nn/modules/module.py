@@ -517,8 +517,18 @@ class Module:
             "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template="
             "bug-report.yml to report this bug.")
 
-    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """An ordered dict of parameters and persistent buffers, keyed by dotted names."""
+        if args:                 # the deprecated positional form (destination, prefix, keep_vars)
+            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
+                          "https://pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.state_dict for details.", FutureWarning, stacklevel=2)
+            if destination is None:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
+                prefix = args[1]
+            if len(args) > 2 and keep_vars is False:
+                keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
