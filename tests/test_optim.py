@@ -198,3 +198,126 @@ def test_zero_grad_step_closure_and_hooks():
     np.testing.assert_array_equal(to_numpy(w.grad), [0.0, 0.0])
     opt.zero_grad()
     assert w.grad is None
+
+
+# ---------------------------------------------------------------- learning-rate schedulers
+
+def _sched_opt(lib, opt_name="SGD"):
+    mod = dynograph if lib is dynograph else lib
+    w = mod.zeros(2, requires_grad=True)
+    v = mod.zeros(3, requires_grad=True)
+    kwargs = {"momentum": 0.9} if opt_name == "SGD" else {}
+    return getattr(mod.optim, opt_name)([{"params": [w]}, {"params": [v], "lr": 0.05}], lr=0.1, **kwargs)
+
+
+def _lambda(epoch):
+    return 0.95 ** epoch
+
+
+SCHEDULERS = [
+    ("StepLR", {"step_size": 4, "gamma": 0.5}, None),
+    ("MultiStepLR", {"milestones": [3, 7, 7, 20], "gamma": 0.3}, None),
+    ("ExponentialLR", {"gamma": 0.9}, None),
+    ("CosineAnnealingLR", {"T_max": 7, "eta_min": 0.001}, None),
+    ("LambdaLR", {"lr_lambda": _lambda}, None),
+    ("MultiplicativeLR", {"lr_lambda": _lambda}, None),
+    ("LinearLR", {"start_factor": 0.2, "total_iters": 6}, None),
+    ("ConstantLR", {"factor": 0.5, "total_iters": 4}, None),
+    ("PolynomialLR", {"total_iters": 10, "power": 2.0}, None),
+    ("OneCycleLR", {"max_lr": 0.5, "total_steps": 31}, None),
+    ("OneCycleLR", {"max_lr": [0.5, 0.2], "total_steps": 40, "three_phase": True,
+                    "anneal_strategy": "linear"}, "Adam"),
+    ("CosineAnnealingWarmRestarts", {"T_0": 5, "T_mult": 2, "eta_min": 0.01}, None),
+    ("CyclicLR", {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 4}, None),
+    ("CyclicLR", {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 3, "step_size_down": 5,
+                  "mode": "exp_range", "gamma": 0.95}, "Adam"),
+    ("CyclicLR", {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 3, "mode": "triangular2"}, None),
+]
+
+
+def _make_sched(lib, name, kwargs, opt_name):
+    opt = _sched_opt(lib, opt_name or "SGD")
+    mod = dynograph if lib is dynograph else lib
+    return opt, getattr(mod.optim.lr_scheduler, name)(opt, **kwargs)
+
+
+def _lr_history(opt, sched, epochs):
+    history = []
+    for _ in range(epochs):
+        opt.step()
+        sched.step()
+        history.append((list(sched.get_last_lr()), [dict((k, v) for k, v in g.items() if k != "params")
+                                                    for g in opt.param_groups]))
+    return history
+
+
+def _assert_history_close(ours, theirs):
+    for (dlr, dgroups), (tlr, tgroups) in zip(ours, theirs):
+        np.testing.assert_allclose(dlr, tlr, rtol=1e-12, atol=1e-15)
+        for dg, tg in zip(dgroups, tgroups):
+            assert sorted(dg) == sorted(tg)
+            for key in ("lr", "momentum", "betas", "initial_lr"):
+                if key in tg:
+                    np.testing.assert_allclose(dg[key], tg[key], rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("name,kwargs,opt_name", SCHEDULERS)
+def test_scheduler_matches_torch(torch, name, kwargs, opt_name):
+    dopt, dsched = _make_sched(dynograph, name, kwargs, opt_name)
+    topt, tsched = _make_sched(torch, name, kwargs, opt_name)
+    np.testing.assert_allclose(dsched.get_last_lr(), tsched.get_last_lr(), rtol=1e-12)
+    _assert_history_close(_lr_history(dopt, dsched, 30), _lr_history(topt, tsched, 30))
+
+
+@pytest.mark.parametrize("name,kwargs,opt_name", SCHEDULERS)
+def test_scheduler_state_dict_resumes(torch, name, kwargs, opt_name):
+    dopt, dsched = _make_sched(dynograph, name, kwargs, opt_name)
+    _lr_history(dopt, dsched, 12)
+    opt_state, sched_state = dopt.state_dict(), dsched.state_dict()
+    opt2, sched2 = _make_sched(dynograph, name, kwargs, opt_name)
+    opt2.load_state_dict(opt_state)
+    sched2.load_state_dict(sched_state)
+    topt, tsched = _make_sched(torch, name, kwargs, opt_name)
+    expected = _lr_history(topt, tsched, 30)[12:]
+    _assert_history_close(_lr_history(opt2, sched2, 18), expected)
+
+
+def test_sequential_and_chained_match_torch(torch):
+    def build(lib):
+        mod = dynograph if lib is dynograph else lib
+        opt = _sched_opt(lib)
+        s = mod.optim.lr_scheduler
+        seq = s.SequentialLR(opt, [s.LinearLR(opt, start_factor=0.1, total_iters=5),
+                                   s.ExponentialLR(opt, gamma=0.9)], milestones=[5])
+        return opt, seq
+
+    dopt, dseq = build(dynograph)
+    topt, tseq = build(torch)
+    _assert_history_close(_lr_history(dopt, dseq, 30), _lr_history(topt, tseq, 30))
+
+    def chained(lib):
+        mod = dynograph if lib is dynograph else lib
+        opt = _sched_opt(lib)
+        s = mod.optim.lr_scheduler
+        return opt, s.ChainedScheduler([s.ConstantLR(opt, factor=0.5, total_iters=4),
+                                        s.ExponentialLR(opt, gamma=0.9)])
+    dopt, dch = chained(dynograph)
+    topt, tch = chained(torch)
+    _assert_history_close(_lr_history(dopt, dch, 30), _lr_history(topt, tch, 30))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"mode": "max", "threshold_mode": "abs", "patience": 2, "cooldown": 2,
+                                         "factor": 0.5, "min_lr": [0.01, 0.02]}])
+def test_reduce_lr_on_plateau_matches_torch(torch, kwargs):
+    metrics = [1.0, 0.9, 0.9, 0.95, 0.91, 0.92, 0.93, 0.5, 0.5, 0.6] * 3
+    dopt, topt = _sched_opt(dynograph), _sched_opt(torch)
+    dsched = dynograph.optim.lr_scheduler.ReduceLROnPlateau(dopt, **kwargs)
+    tsched = torch.optim.lr_scheduler.ReduceLROnPlateau(topt, **kwargs)
+    for i, m in enumerate(metrics):
+        dsched.step(m)
+        tsched.step(m)
+        assert dsched.get_last_lr() == tsched.get_last_lr(), i
+        if i == 12:
+            state = dsched.state_dict()
+            dsched = dynograph.optim.lr_scheduler.ReduceLROnPlateau(dopt, **kwargs)
+            dsched.load_state_dict(state)

@@ -9,6 +9,7 @@ from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSprop
 from .sgd import SGD
+from . import lr_scheduler
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam",
-           "RAdam"]
+           "RAdam", "lr_scheduler"]
