@@ -3,3 +3,7 @@ from .module import Module  # noqa: F401
 from .container import (  # noqa: F401
     Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict,
 )
+from .linear import *  # noqa: F401,F403
+from .activation import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .dropout import *  # noqa: F401,F403
