@@ -450,3 +450,16 @@ def test_sparse():
     assert ((t == 0).sum(0) == 3).all()
     with pytest.raises(ValueError, match="Only tensors with 2 dimensions are supported"):
         init.sparse_(dynograph.empty(3), 0.1)
+
+
+def test_error_texts():
+    with pytest.raises(ValueError, match=r"Expected input batch_size \(5\) to match target batch_size \(4\)."):
+        F.cross_entropy(dynograph.randn(5, 3), dynograph.randn(4, 3))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError: alpha cannot be 0 for CELU"):
+        F.celu(dynograph.randn(2), 0.0)
+    with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh."):
+        F.gelu(dynograph.randn(2), approximate="x")
+    with pytest.raises(RuntimeError, match="Padding length must be divisible by 2"):
+        F.pad(dynograph.randn(2), (1,))
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(5x3 and 4x4\)"):
+        F.linear(dynograph.randn(5, 3), dynograph.randn(4, 4))

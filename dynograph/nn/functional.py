@@ -99,7 +99,7 @@ def selu_(input):
 def celu(input, alpha=1.0, inplace=False):
     """input where positive, alpha * (exp(input / alpha) - 1) elsewhere."""
     if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     out = _d.where(input > 0, input, _expm1_neg(input, alpha) * alpha)
     return _inplace_result(input, out, inplace)
 
@@ -547,6 +547,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     red = _reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    _check_nll_shapes(input, target)
     class_dim = 0 if input.dim() == 1 else 1
     logp = log_softmax(input, class_dim)
     n_classes = input.shape[class_dim]
