@@ -1,31 +1,17 @@
 """nn.functional and nn.init against PyTorch: values, gradients, errors, distributions."""
-import importlib.util
 import math
-import pathlib
 import warnings
 
 import numpy as np
 import pytest
 
 import dynograph
+import dynograph.nn as nn
 from conftest import assert_same, from_torch
 
 
-def _load(name):
-    # dynograph.nn needs the Module files; these two modules stand alone, so load them directly
-    # if the package cannot be imported yet
-    try:
-        return importlib.import_module(f"dynograph.nn.{name}")
-    except ImportError:
-        path = pathlib.Path(dynograph.__file__).parent / "nn" / f"{name}.py"
-        spec = importlib.util.spec_from_file_location(f"_nn_{name}", path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-
-
-F = _load("functional")
-init = _load("init")
+F = nn.functional
+init = nn.init
 
 
 def _inputs(torch, shapes, seed, scale=2.0):
@@ -463,3 +449,30 @@ def test_error_texts():
         F.pad(dynograph.randn(2), (1,))
     with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(5x3 and 4x4\)"):
         F.linear(dynograph.randn(5, 3), dynograph.randn(4, 4))
+
+
+@pytest.mark.parametrize("name", ["gelu", "softplus", "logsigmoid", "elu", "hardswish", "mish"])
+def test_non_contiguous_inputs(torch, name):
+    t = torch.randn(4, 3, 5, dtype=torch.float64).permute(2, 0, 1)[:, ::2].requires_grad_()
+    base = from_torch(t.detach().permute(1, 2, 0).contiguous(), requires_grad=True)
+    d = base.permute(2, 0, 1)
+    expect = getattr(torch.nn.functional, name)(t)
+    got = getattr(F, name)(d)
+    assert not d.is_contiguous()
+    assert_same(got, expect)
+    expect.sum().backward()
+    got.sum().backward()
+    assert_same(base.grad.permute(2, 0, 1), t.grad)
+
+
+def test_losses_float32_and_expanded_target(torch):
+    x = torch.randn(4, 3, requires_grad=True)
+    t = torch.randn(1, 3).expand(4, 3)
+    xd = from_torch(x, requires_grad=True)
+    td = from_torch(t[:1]).expand(4, 3)
+    for name in ("mse_loss", "l1_loss", "huber_loss"):
+        assert_same(getattr(F, name)(xd, td), getattr(torch.nn.functional, name)(x, t))
+    logits = torch.randn(3, 5).t()
+    target = torch.tensor([0, 2, 1, 1, 0])
+    assert_same(F.cross_entropy(from_torch(logits.contiguous()).t().t(), from_torch(target)),
+                torch.nn.functional.cross_entropy(logits, target))
