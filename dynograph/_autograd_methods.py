@@ -114,3 +114,20 @@ def retain_grad(self):
 
 
 Tensor.retains_grad = property(lambda self: bool(self._retains_grad))
+
+
+def zero_grads(tensors, set_to_none=True):
+    """Reset the ``.grad`` of each tensor: to None, or to zeros in place (detached first), as
+    Module.zero_grad and Optimizer.zero_grad both do."""
+    for p in tensors:
+        g = p.grad
+        if g is None:
+            continue
+        if set_to_none:
+            p.grad = None
+            continue
+        if g.grad_fn is not None:
+            g.detach_()
+        else:
+            g.requires_grad_(False)
+        g.zero_()

@@ -127,20 +127,8 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all optimized tensors (to None by default, else to zero)."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    g = p.grad
-                    if g.grad_fn is not None:
-                        g = g.detach()
-                        p.grad = g
-                    else:
-                        g.requires_grad_(False)
-                    g.zero_()
+        from .._autograd_methods import zero_grads
+        zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         """Perform a single optimization step; subclasses implement ``_step``."""

@@ -694,18 +694,8 @@ class Module:
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all parameters (to None, or to zeros in place)."""
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                g = p.grad
-                if g.grad_fn is not None:
-                    g.detach_()
-                else:
-                    g.requires_grad_(False)
-                g.zero_()
+        from ..._autograd_methods import zero_grads
+        zero_grads(self.parameters(), set_to_none)
 
     # ------------------------------------------------------------ conversion
 
