@@ -651,12 +651,17 @@ def _diagonal_scatter(x, src, offset, dim1, dim2):
     return out
 
 
-def _diagonal_scatter_meta(x, src, offset, dim1, dim2):
-    want = _diagonal_meta(x, offset, dim1, dim2).shape
+def _scatter_spec(x, src, want):
+    """Meta of the *_scatter ops: ``src`` must have the shape of the part of ``x`` it replaces."""
     if tuple(src.shape) != want:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
                            f"{list(src.shape)}, slice size = {list(want)}")
     return _same_spec(x, x.shape)
+
+
+def _diagonal_scatter_meta(x, src, offset, dim1, dim2):
+    want = _diagonal_meta(x, offset, dim1, dim2).shape
+    return _scatter_spec(x, src, want)
 
 
 def _diagonal_scatter_vjp(ctx, g):
@@ -1019,10 +1024,7 @@ def _slice_scatter(x, src, dim, start, end, step):
 
 def _slice_scatter_meta(x, src, dim, start, end, step):
     want = slice_shape(x.shape, dim, start, end, step)
-    if tuple(src.shape) != want:
-        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
-                           f"{list(src.shape)}, slice size = {list(want)}")
-    return _same_spec(x, x.shape)
+    return _scatter_spec(x, src, want)
 
 
 def _slice_scatter_vjp(ctx, g):
