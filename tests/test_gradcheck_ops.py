@@ -6,7 +6,9 @@ singularities (positive values for log/sqrt, distinct values for sort/max/median
 conditioned matrices for inv/solve).  Each test also profiles one call to prove the case really
 dispatches to the primitive it is filed under.
 """
-import numpy as np
+import importlib
+import pathlib
+
 import pytest
 
 import dynograph as dg
@@ -15,45 +17,7 @@ from dynograph.autograd import gradcheck, gradgradcheck
 from dynograph.autograd.gradcheck import GradcheckError
 from dynograph.autograd.profiler import profile
 from dynograph.compiler.ops import REGISTRY
-
-F64 = dg.float64
-
-
-def r(*shape, lo=-1.0, hi=1.0, seed=0):
-    """A float64 leaf with uniform values in (lo, hi)."""
-    a = np.random.default_rng(seed).uniform(lo, hi, size=shape)
-    return dg.tensor(a, dtype=F64, requires_grad=True)
-
-
-def distinct(*shape, seed=0, lo=-1.0, hi=1.0):
-    """A float64 leaf whose values are well separated (no ties for sort/max/median)."""
-    n = int(np.prod(shape)) if shape else 1
-    vals = np.linspace(lo, hi, n)[np.random.default_rng(seed).permutation(n)]
-    return dg.tensor(vals.reshape(shape), dtype=F64, requires_grad=True)
-
-
-def idx(values):
-    return dg.tensor(values, dtype=dg.int64)
-
-
-def mask(values):
-    return dg.tensor(values, dtype=dg.bool)
-
-
-def spd(a):
-    """A symmetric positive definite matrix that depends smoothly on ``a``."""
-    return a @ a.mT + 3 * dg.eye(a.shape[-1], dtype=F64)
-
-
-def grad_of(forward):
-    """fn(x, g): the vector-Jacobian product of ``forward`` at x, kept differentiable.
-
-    Reaches the primitives that only appear inside derivative rules (e.g. as_strided_backward).
-    """
-    def fn(x, g):
-        return dg.autograd.grad(forward(x), x, g, create_graph=True)[0]
-    return fn
-
+from grad_inputs import F64, distinct, grad_of, idx, mask, r, spd  # noqa: F401
 
 def _copy_into(a, b):
     y = a * 1
@@ -297,6 +261,12 @@ NOT_SMOOTH = {
     "normal_tensor_float": "a sample; PyTorch's gradient is not the reparameterized derivative",
     "normal_float_tensor": "a sample; PyTorch's gradient is not the reparameterized derivative",
 }
+
+# Areas added later keep their cases in tests/grad_cases_<area>.py (CASES and NOT_SMOOTH dicts).
+for _path in sorted(pathlib.Path(__file__).parent.glob("grad_cases_*.py")):
+    _area = importlib.import_module(_path.stem)
+    CASES.update(_area.CASES)
+    NOT_SMOOTH.update(getattr(_area, "NOT_SMOOTH", {}))
 
 # derivative rules known to be wrong (name -> the bug); none at present
 XFAIL = {}

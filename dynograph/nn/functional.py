@@ -638,3 +638,12 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if red == "batchmean":
         return loss.sum() / input.shape[0] if input.dim() else loss.sum()
     return _reduce(loss, red)
+
+
+# The larger areas live in dynograph/nn/_functional/; they are part of this module's namespace.
+from ._functional import attention, conv, losses, normalization, pooling, sampling  # noqa: E402
+
+for _area in (conv, pooling, sampling, normalization, losses, attention):
+    globals().update({_name: getattr(_area, _name) for _name in _area.__all__})
+    __all__ += _area.__all__
+del _area

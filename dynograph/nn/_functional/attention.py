@@ -1,0 +1,3 @@
+"""Scaled dot-product and multi-head attention."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Convolutions and their transposes, unfold and fold."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Losses beyond the basic ones in functional.py."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Batch, layer, group and instance normalization, and embeddings."""
+
+__all__ = []

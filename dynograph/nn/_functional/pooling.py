@@ -1,0 +1,3 @@
+"""Max, average, adaptive and unpooling."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Interpolation, grid sampling and pixel shuffling."""
+
+__all__ = []

@@ -1,0 +1,1 @@
+"""dynograph.nn.utils: gradient clipping, parameter/vector conversion and recurrent-sequence helpers."""

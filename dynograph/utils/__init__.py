@@ -1,0 +1,1 @@
+"""dynograph.utils: data loading (dynograph.utils.data) and other helpers."""
