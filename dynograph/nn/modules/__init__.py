@@ -7,3 +7,4 @@ from .linear import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
