@@ -1,0 +1,239 @@
+"""What runs inside a DataLoader worker process (torch.utils.data._utils.worker): seeding,
+``get_worker_info``, the fetch loop, and how exceptions and tensors cross back to the main
+process."""
+import os
+import pickle
+import random
+import sys
+import traceback
+from multiprocessing.reduction import ForkingPickler
+
+import numpy as np
+
+import dynograph
+from ._fetch import create_fetcher
+
+__all__ = ["WorkerInfo", "get_worker_info"]
+
+STATUS_CHECK_INTERVAL = 1.0   # seconds between a worker's checks that its parent still lives
+
+
+class WorkerInfo:
+    """Read-only facts about the current worker: ``id``, ``num_workers``, ``seed``, ``dataset``."""
+
+    __initialized = False
+
+    def __init__(self, **kwargs):
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+        self.__keys = tuple(kwargs.keys())
+        self.__initialized = True
+
+    def __setattr__(self, key, val):
+        if self.__initialized:
+            raise RuntimeError(f"Cannot assign attributes to {self.__class__.__name__} objects")
+        return super().__setattr__(key, val)
+
+    def __repr__(self):
+        items = [f"{k}={getattr(self, k)}" for k in self.__keys]
+        return f"{self.__class__.__name__}({', '.join(items)})"
+
+
+_worker_info = None
+
+
+def get_worker_info():
+    """In a DataLoader worker: its WorkerInfo (``id``, ``num_workers``, ``seed`` and its copy
+    of the ``dataset``); in the main process: None."""
+    return _worker_info
+
+
+def _generate_state(base_seed, worker_id):
+    """numpy's seed for a worker: torch's hash of (base_seed, worker_id) into 4 words
+    (after numpy's SeedSequence), so workers get unrelated numpy streams."""
+    mask32 = 0xFFFFFFFF
+    entropy = [worker_id, base_seed & mask32, base_seed >> 32, 0]
+    const_a = [0x43b0d7e5]
+
+    def hash32(value):
+        value = (value ^ const_a[0]) & mask32
+        const_a[0] = (const_a[0] * 0x931e8875) & mask32
+        value = (value * const_a[0]) & mask32
+        return (value ^ (value >> 16)) & mask32
+
+    def mix(x, y):
+        result = ((0xca01f9dd * x) - (0x4973f715 * y)) & mask32
+        return (result ^ (result >> 16)) & mask32
+
+    pool = [hash32(e) for e in entropy]
+    for i_src in range(4):
+        for i_dst in range(4):
+            if i_src != i_dst:
+                pool[i_dst] = mix(pool[i_dst], hash32(pool[i_src]))
+    const_b, state = 0x8b51f9dd, []
+    for value in pool:
+        value = (value ^ const_b) & mask32
+        const_b = (const_b * 0x58f38ded) & mask32
+        value = (value * const_b) & mask32
+        state.append((value ^ (value >> 16)) & mask32)
+    return state
+
+
+def seed_worker(base_seed, worker_id):
+    """Seed ``random``, dynograph's global generator and numpy's global generator of a
+    worker from the loader's ``base_seed``, as torch does (seed = base_seed + worker_id)."""
+    seed = base_seed + worker_id
+    random.seed(seed)
+    dynograph.manual_seed(seed)
+    np.random.seed(_generate_state(base_seed, worker_id))
+    return seed
+
+
+class KeyErrorMessage(str):
+    """A KeyError's message shown as is (KeyError would print the repr of its argument)."""
+
+    def __repr__(self):
+        return self
+
+
+class ExceptionWrapper:
+    """An exception caught in a worker, with its traceback as text, re-raised in the main
+    process by ``reraise``."""
+
+    def __init__(self, exc_info=None, where="in background"):
+        if exc_info is None:
+            exc_info = sys.exc_info()
+        self.exc_name = exc_info[0].__name__
+        self.exc_type = exc_info[0] if _picklable(exc_info[0]) else None
+        self.exc_msg = "".join(traceback.format_exception(*exc_info))
+        self.where = where
+
+    def reraise(self):
+        """Raise the exception again here: same type when it can be built from a message,
+        RuntimeError with the same text otherwise."""
+        msg = f"Caught {self.exc_name} {self.where}.\nOriginal {self.exc_msg}"
+        if self.exc_type is None:
+            raise RuntimeError(msg)
+        if self.exc_type is KeyError:
+            msg = KeyErrorMessage(msg)
+        elif getattr(self.exc_type, "message", None):
+            raise self.exc_type(message=msg)
+        try:
+            exception = self.exc_type(msg)
+        except Exception:
+            raise RuntimeError(msg) from None
+        raise exception
+
+
+def _picklable(obj):
+    try:
+        pickle.dumps(obj)
+        return True
+    except Exception:
+        return False
+
+
+class _IterableDatasetStopIteration:
+    """A worker's iterable dataset is exhausted."""
+
+    def __init__(self, worker_id):
+        self.worker_id = worker_id
+
+
+class _ResumeIteration:
+    """Sent to persistent workers at a new epoch: restart the dataset's iterator."""
+
+
+# ---------------------------------------------------------------- tensors across processes
+
+def _rebuild_tensor(array, requires_grad):
+    t = dynograph.Tensor._wrap(array)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _reduce_tensor(t):
+    """A tensor travels as its numpy array (contiguous, so no base buffer rides along)."""
+    if t.requires_grad and not t.is_leaf:
+        raise RuntimeError(
+            "Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd does "
+            "not support crossing process boundaries.  If you just want to transfer the data, call "
+            "detach() on the tensor before serializing (e.g., putting it on the queue).")
+    return _rebuild_tensor, (np.ascontiguousarray(t._data), t.requires_grad)
+
+
+ForkingPickler.register(dynograph.Tensor, _reduce_tensor)
+
+
+def _send(lock, conn, obj):
+    """Pickle here (so a pickling error is ours to report), then write under the lock."""
+    payload = ForkingPickler.dumps(obj)
+    with lock:
+        conn.send_bytes(payload)
+
+
+# ---------------------------------------------------------------- the worker loop
+
+def _fetch_one(fetcher, idx, index, iterable, worker_id):
+    """Data for one task: the batch, the end-of-stream marker, or a wrapped exception."""
+    try:
+        return fetcher.fetch(index), False
+    except StopIteration:
+        if iterable:
+            return _IterableDatasetStopIteration(worker_id), True
+        return ExceptionWrapper(where=f"in DataLoader worker process {worker_id}"), False
+    except Exception:
+        where = f"in DataLoader worker process {worker_id}"
+        if fetcher.current is not None:
+            where += f" (sample index {fetcher.current})"
+        return ExceptionWrapper(where=where), False
+
+
+def _worker_loop(iterable, dataset, index_conn, result_lock, result_conn, auto_collation, collate_fn,
+                 drop_last, base_seed, init_fn, worker_id, num_workers):
+    """Serve ``(task_idx, index)`` requests from ``index_conn`` until ``None`` arrives or
+    the parent process goes away; each answer is ``(task_idx, data)`` on ``result_conn``."""
+    global _worker_info
+    try:
+        seed = seed_worker(base_seed, worker_id)
+        _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
+        init_exception, fetcher = None, None
+        try:
+            if init_fn is not None:
+                init_fn(worker_id)
+            fetcher = create_fetcher(iterable, dataset, auto_collation, collate_fn, drop_last)
+        except Exception:
+            init_exception = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+        parent = os.getppid()
+        iteration_end = False
+        while True:
+            if not index_conn.poll(STATUS_CHECK_INTERVAL):
+                if os.getppid() != parent:      # orphaned: the main process is gone
+                    break
+                continue
+            r = index_conn.recv()
+            if r is None:
+                break
+            if isinstance(r, _ResumeIteration):
+                iteration_end = False
+                fetcher = create_fetcher(iterable, dataset, auto_collation, collate_fn, drop_last)
+                _send(result_lock, result_conn, (r, None))
+                continue
+            if iteration_end:
+                continue
+            idx, index = r
+            if init_exception is not None:
+                data, init_exception = init_exception, None
+            else:
+                data, iteration_end = _fetch_one(fetcher, idx, index, iterable, worker_id)
+            try:
+                _send(result_lock, result_conn, (idx, data))
+            except Exception:                    # the batch could not be pickled
+                wrapped = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+                _send(result_lock, result_conn, (idx, wrapped))
+            del data, idx, index, r
+    except KeyboardInterrupt:
+        pass                                     # the main process raises it anyway
+    except (BrokenPipeError, EOFError, OSError):
+        pass                                     # the main process closed the pipes: shut down

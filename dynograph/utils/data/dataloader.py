@@ -1,0 +1,533 @@
+"""DataLoader (torch.utils.data.dataloader): batches from a dataset, in this process
+(``num_workers=0``) or in worker processes.
+
+Worker processes start with ``multiprocessing_context`` (a start-method name or a context).
+The default is 'forkserver' where the platform has it (Linux) and 'spawn' elsewhere: both
+start workers from a clean, single-threaded process, so a parent that runs threads (BLAS
+pools, the result reader of another loader, user threads) cannot leave a lock held in a
+forked child.  With 'forkserver' the server process imports dynograph once, so each worker
+starts without re-importing it.
+
+Each worker has its own index pipe; all answer on one result pipe.  The main process keeps
+``prefetch_factor`` tasks per worker in flight and hands the batches back in sampler order
+(a reorder buffer keyed by task number).  It waits on the result pipe and on the workers'
+process sentinels together, so a worker that dies is reported at once.
+"""
+import itertools
+import math
+import multiprocessing as mp
+import os
+import pickle
+import time
+import warnings
+import weakref
+from multiprocessing import connection
+
+import dynograph
+from . import _collate
+from ._fetch import create_fetcher
+from ._worker import (ExceptionWrapper, _IterableDatasetStopIteration, _ResumeIteration,
+                      _worker_loop)
+from .dataset import IterableDataset
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+
+__all__ = ["DataLoader"]
+
+SHUTDOWN_TIMEOUT = 5.0       # seconds workers get to exit cleanly before they are terminated
+
+
+class _DatasetKind:
+    Map = 0
+    Iterable = 1
+
+
+class _InfiniteConstantSampler(Sampler):
+    """The sampler of an IterableDataset: one placeholder index, forever."""
+
+    def __iter__(self):
+        while True:
+            yield None
+
+
+def _default_context():
+    methods = mp.get_all_start_methods()
+    return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def _preload_forkserver(ctx):
+    """Have a not-yet-started fork server import dynograph, so its workers start warm."""
+    if ctx.get_start_method() != "forkserver":
+        return
+    from multiprocessing import forkserver
+    server = forkserver._forkserver
+    if getattr(server, "_forkserver_pid", 0) is None:
+        modules = list(getattr(server, "_preload_modules", ["__main__"]))
+        if __package__ not in modules:
+            ctx.set_forkserver_preload(modules + [__package__])
+
+
+def _cpu_count():
+    if hasattr(os, "sched_getaffinity"):
+        try:
+            return len(os.sched_getaffinity(0))
+        except Exception:
+            pass
+    return os.cpu_count()
+
+
+class DataLoader:
+    """Iterate over ``dataset`` in batches (PyTorch's DataLoader, same arguments).
+
+    ``shuffle`` draws a new order each epoch from ``generator`` (default: the global
+    generator); ``num_workers > 0`` loads in that many processes, each seeded with
+    ``base_seed + worker_id`` where ``base_seed`` is drawn from ``generator`` at each
+    ``iter()``.  ``pin_memory`` is accepted; tensors live in host memory, so it changes
+    nothing.
+    """
+
+    __initialized = False
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
+                 in_order=True):
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; "
+                             "use num_workers=0 to disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError(
+                "prefetch_factor option could only be specified in multiprocessing."
+                "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+        elif num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.in_order = in_order
+
+        shuffle = self._check_dataset_kind(dataset, shuffle, sampler, batch_sampler)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive "
+                                 "with batch_size, shuffle, sampler, and drop_last")
+            batch_size = None
+            drop_last = False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching "
+                             "and is mutually exclusive with drop_last")
+        if sampler is None:
+            if self._dataset_kind == _DatasetKind.Iterable:
+                sampler = _InfiniteConstantSampler()
+            elif shuffle:
+                sampler = RandomSampler(dataset, generator=generator)
+            else:
+                sampler = SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.generator = generator
+        if collate_fn is None:
+            collate_fn = _collate.default_collate if self._auto_collation else _collate.default_convert
+        self.collate_fn = collate_fn
+        self.persistent_workers = persistent_workers
+        self.__initialized = True
+        self._IterableDataset_len_called = None
+        self._iterator = None
+        self.check_worker_number_rationality()
+
+    def _check_dataset_kind(self, dataset, shuffle, sampler, batch_sampler):
+        """Record map-style or iterable; iterable datasets take no shuffle or sampler."""
+        if not isinstance(dataset, IterableDataset):
+            self._dataset_kind = _DatasetKind.Map
+            return bool(shuffle)
+        self._dataset_kind = _DatasetKind.Iterable
+        if shuffle not in {False, None}:
+            raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle option, "
+                             f"but got shuffle={shuffle}")
+        if sampler is not None:
+            raise ValueError("DataLoader with IterableDataset: expected unspecified sampler option, "
+                             f"but got sampler={sampler}")
+        if batch_sampler is not None:
+            raise ValueError("DataLoader with IterableDataset: expected unspecified "
+                             f"batch_sampler option, but got batch_sampler={batch_sampler}")
+        return shuffle
+
+    @property
+    def multiprocessing_context(self):
+        return self.__multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, multiprocessing_context):
+        if multiprocessing_context is not None:
+            if self.num_workers <= 0:
+                raise ValueError("multiprocessing_context can only be used with "
+                                 "multi-process loading (num_workers > 0), but got "
+                                 f"num_workers={self.num_workers}")
+            if isinstance(multiprocessing_context, str):
+                valid_start_methods = mp.get_all_start_methods()
+                if multiprocessing_context not in valid_start_methods:
+                    raise ValueError(
+                        "multiprocessing_context option "
+                        f"should specify a valid start method in {valid_start_methods!r}, but got "
+                        f"multiprocessing_context={multiprocessing_context!r}")
+                multiprocessing_context = mp.get_context(multiprocessing_context)
+            if not isinstance(multiprocessing_context, mp.context.BaseContext):
+                raise TypeError("multiprocessing_context option should be a valid context "
+                                "object or a string specifying the start method, but got "
+                                f"multiprocessing_context={multiprocessing_context}")
+        self.__multiprocessing_context = multiprocessing_context
+
+    def __setattr__(self, attr, val):
+        if self.__initialized and attr in ("batch_size", "batch_sampler", "sampler", "drop_last",
+                                           "dataset", "persistent_workers"):
+            raise ValueError(f"{attr} attribute should not be set after "
+                             f"{self.__class__.__name__} is initialized")
+        super().__setattr__(attr, val)
+
+    def _get_iterator(self):
+        if self.num_workers == 0:
+            return _SingleProcessDataLoaderIter(self)
+        self.check_worker_number_rationality()
+        return _MultiProcessingDataLoaderIter(self)
+
+    def __iter__(self):
+        # persistent workers outlive the epoch: the loader keeps one iterator and resets it
+        if self.persistent_workers and self.num_workers > 0:
+            if self._iterator is None:
+                self._iterator = self._get_iterator()
+            else:
+                self._iterator._reset(self)
+            return self._iterator
+        return self._get_iterator()
+
+    @property
+    def _auto_collation(self):
+        return self.batch_sampler is not None
+
+    @property
+    def _index_sampler(self):
+        return self.batch_sampler if self._auto_collation else self.sampler
+
+    def __len__(self):
+        if self._dataset_kind == _DatasetKind.Iterable:
+            length = self._IterableDataset_len_called = len(self.dataset)
+            if self.batch_size is not None:
+                length = length // self.batch_size if self.drop_last else math.ceil(length / self.batch_size)
+            return length
+        return len(self._index_sampler)
+
+    def check_worker_number_rationality(self):
+        """Warn when more workers are asked for than this process may use CPUs."""
+        if not self.num_workers:
+            return
+        suggest = _cpu_count()
+        if suggest is None or self.num_workers > suggest:
+            cpuset_checked = hasattr(os, "sched_getaffinity")
+            if suggest is not None:
+                sugg = (f"Our suggested max number of worker in current system is {suggest}"
+                        f"{'' if cpuset_checked else ' (`cpuset` is not taken into account)'}, which is "
+                        "smaller than what this DataLoader is going to create.")
+            else:
+                sugg = "DataLoader is not able to compute a suggested max number of worker in current system."
+            warnings.warn(
+                f"This DataLoader will create {self.num_workers} worker processes in total. {sugg} "
+                "Please be aware that excessive worker creation might get DataLoader running slow or even "
+                "freeze, lower the worker number to avoid potential slowness/freeze if necessary.",
+                stacklevel=2)
+
+
+class _BaseDataLoaderIter:
+    def __init__(self, loader):
+        self._dataset = loader.dataset
+        self._dataset_kind = loader._dataset_kind
+        self._IterableDataset_len_called = loader._IterableDataset_len_called
+        self._auto_collation = loader._auto_collation
+        self._drop_last = loader.drop_last
+        self._index_sampler = loader._index_sampler
+        self._num_workers = loader.num_workers
+        if loader.pin_memory and not dynograph.cuda.is_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
+                          "then device pinned memory won't be used.", stacklevel=3)
+        self._pin_memory = False         # host tensors: nothing to pin
+        self._timeout = loader.timeout
+        self._collate_fn = loader.collate_fn
+        self._sampler_iter = iter(self._index_sampler)
+        # drawn like torch, so loaders seeded the same give workers the same seeds
+        self._base_seed = int(dynograph.empty((), dtype=dynograph.int64)
+                              .random_(generator=loader.generator).item())
+        self._persistent_workers = loader.persistent_workers
+        self._num_yielded = 0
+
+    def __iter__(self):
+        return self
+
+    def _reset(self, loader, first_iter=False):
+        self._sampler_iter = iter(self._index_sampler)
+        self._num_yielded = 0
+        self._IterableDataset_len_called = loader._IterableDataset_len_called
+
+    def _next_index(self):
+        return next(self._sampler_iter)       # may raise StopIteration
+
+    def __next__(self):
+        data = self._next_data()
+        self._num_yielded += 1
+        if self._dataset_kind == _DatasetKind.Iterable and self._IterableDataset_len_called is not None \
+                and self._num_yielded > self._IterableDataset_len_called:
+            msg = (f"Length of IterableDataset {self._dataset} was reported to be "
+                   f"{self._IterableDataset_len_called}(when accessing len(dataloader)), but "
+                   f"{self._num_yielded} samples have been fetched. ")
+            if self._num_workers > 0:
+                msg += ("For multiprocessing data-loading, this could be caused by not properly "
+                        "configuring the IterableDataset replica at each worker.")
+            warnings.warn(msg, stacklevel=2)
+        return data
+
+    def __len__(self):
+        return len(self._index_sampler)
+
+    def __getstate__(self):
+        raise NotImplementedError("{} cannot be pickled", self.__class__.__name__)
+
+
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
+    def __init__(self, loader):
+        super().__init__(loader)
+        if self._timeout != 0:
+            raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
+        self._dataset_fetcher = create_fetcher(self._dataset_kind == _DatasetKind.Iterable, self._dataset,
+                                               self._auto_collation, self._collate_fn, self._drop_last)
+
+    def _next_data(self):
+        index = self._next_index()
+        return self._dataset_fetcher.fetch(index)    # may raise StopIteration
+
+
+class _Workers:
+    """The worker processes and pipes of one iterator.  Kept apart from the iterator so a
+    weakref finalizer (run on garbage collection and at exit) can shut them down."""
+
+    def __init__(self):
+        self.processes, self.index_conns = [], []
+        self.result_conn = self.result_lock = None
+        self.closed = False
+
+    def shutdown(self):
+        """Ask every worker to stop, wait a little, then terminate (and kill) stragglers."""
+        if self.closed:
+            return
+        self.closed = True
+        for conn in self.index_conns:
+            try:
+                conn.send(None)
+            except (OSError, ValueError):
+                pass
+        deadline = time.monotonic() + SHUTDOWN_TIMEOUT
+        alive = [w for w in self.processes if w.is_alive()]
+        while alive and time.monotonic() < deadline:
+            self._drain()                     # unblock workers waiting to write a batch
+            connection.wait([w.sentinel for w in alive], timeout=0.05)
+            alive = [w for w in alive if w.is_alive()]
+        for w in alive:
+            w.terminate()
+            w.join(1.0)
+            if w.is_alive():
+                w.kill()
+        for w in self.processes:
+            w.join(1.0)
+        for conn in self.index_conns + [self.result_conn]:
+            if conn is not None:
+                conn.close()
+
+    def _drain(self):
+        try:
+            while self.result_conn.poll(0):
+                self.result_conn.recv_bytes()
+        except (OSError, EOFError):
+            pass
+
+
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
+    def __init__(self, loader):
+        super().__init__(loader)
+        self._prefetch_factor = loader.prefetch_factor
+        ctx = loader.multiprocessing_context or _default_context()
+        _preload_forkserver(ctx)
+        self._workers = workers = _Workers()
+        self._finalizer = weakref.finalize(self, workers.shutdown)
+        workers.result_conn, result_writer = ctx.Pipe(duplex=False)
+        # the parent keeps the lock alive: its semaphore must outlive the workers' start
+        workers.result_lock = result_lock = ctx.Lock()
+        iterable = self._dataset_kind == _DatasetKind.Iterable
+        child_ends = [result_writer]
+        for worker_id in range(self._num_workers):
+            index_reader, index_writer = ctx.Pipe(duplex=False)
+            w = ctx.Process(target=_worker_loop, daemon=True,
+                            args=(iterable, self._dataset, index_reader, result_lock, result_writer,
+                                  self._auto_collation, self._collate_fn, self._drop_last,
+                                  self._base_seed, loader.worker_init_fn, worker_id, self._num_workers))
+            workers.index_conns.append(index_writer)
+            w.start()
+            workers.processes.append(w)
+            child_ends.append(index_reader)
+        for conn in child_ends:               # the children hold their own copies now
+            conn.close()
+        self._reset(loader, first_iter=True)
+
+    def _reset(self, loader, first_iter=False):
+        super()._reset(loader, first_iter)
+        self._send_idx = 0                    # next task number to hand out
+        self._rcvd_idx = 0                    # next task number to give back
+        self._task_info = {}                  # task -> (worker,) or (worker, data)
+        self._tasks_outstanding = 0
+        self._workers_status = [True] * self._num_workers
+        self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
+        if not first_iter:
+            self._resume_workers()
+        for _ in range(self._prefetch_factor * self._num_workers):
+            self._try_put_index()
+
+    def _resume_workers(self):
+        """Persistent workers at a new epoch: restart their fetchers and drop what the
+        previous epoch left in flight (it arrives before each worker's acknowledgement)."""
+        for conn in self._workers.index_conns:
+            conn.send(_ResumeIteration())
+        remaining = self._num_workers
+        while remaining > 0:
+            idx, _ = self._get_data()
+            if isinstance(idx, _ResumeIteration):
+                remaining -= 1
+
+    def _try_put_index(self):
+        try:
+            index = self._next_index()
+        except StopIteration:
+            return
+        for _ in range(self._num_workers):    # the next worker still serving
+            worker_id = next(self._worker_queue_idx_cycle)
+            if self._workers_status[worker_id]:
+                break
+        else:
+            return
+        self._send(worker_id, (self._send_idx, index))
+        self._task_info[self._send_idx] = (worker_id,)
+        self._tasks_outstanding += 1
+        self._send_idx += 1
+
+    def _send(self, worker_id, message):
+        try:
+            self._workers.index_conns[worker_id].send(message)
+        except (BrokenPipeError, ConnectionResetError):
+            self._check_workers()
+            raise
+
+    def _check_workers(self):
+        """Raise (after shutting down) if a worker still serving has died."""
+        failed = [w for i, w in enumerate(self._workers.processes)
+                  if self._workers_status[i] and not w.is_alive()]
+        if not failed:
+            return
+        self._shutdown_workers()
+        details = "; ".join(_exit_description(w) for w in failed)
+        pids = ", ".join(str(w.pid) for w in failed)
+        raise RuntimeError(f"DataLoader worker (pid {pids}) exited unexpectedly ({details}). "
+                           "Rerunning with num_workers=0 may give a better error trace.")
+
+    def _get_data(self):
+        """The next ``(task_idx, data)`` from any worker, watching for dead workers and
+        for ``timeout``."""
+        if self._workers.closed:
+            raise RuntimeError("DataLoader workers have been shut down")
+        reader = self._workers.result_conn
+        deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
+        while True:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            sentinels = [w.sentinel for i, w in enumerate(self._workers.processes) if self._workers_status[i]]
+            ready = connection.wait([reader] + sentinels, timeout=wait)
+            if reader in ready or reader.poll(0):
+                return pickle.loads(reader.recv_bytes())
+            self._check_workers()
+            if deadline is not None and time.monotonic() >= deadline:
+                raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
+
+    def _next_data(self):
+        while True:
+            # skip tasks of workers whose iterable dataset has ended
+            while self._rcvd_idx < self._send_idx:
+                info = self._task_info[self._rcvd_idx]
+                if len(info) == 2 or self._workers_status[info[0]]:
+                    break
+                del self._task_info[self._rcvd_idx]
+                self._rcvd_idx += 1
+            else:
+                if not self._persistent_workers:
+                    self._shutdown_workers()
+                raise StopIteration
+            if len(self._task_info[self._rcvd_idx]) == 2:   # already buffered
+                return self._process_data(self._task_info.pop(self._rcvd_idx)[1])
+            idx, data = self._get_data()
+            self._tasks_outstanding -= 1
+            if isinstance(data, _IterableDatasetStopIteration):
+                self._worker_ended(data.worker_id)
+                self._try_put_index()
+                continue
+            if idx != self._rcvd_idx:
+                self._task_info[idx] += (data,)
+            else:
+                del self._task_info[idx]
+                return self._process_data(data)
+
+    def _worker_ended(self, worker_id):
+        """A worker's iterable dataset is exhausted: it serves no more tasks this epoch."""
+        self._workers_status[worker_id] = False
+        if not self._persistent_workers:
+            try:
+                self._workers.index_conns[worker_id].send(None)
+            except OSError:
+                pass
+
+    def _process_data(self, data):
+        self._rcvd_idx += 1
+        self._try_put_index()
+        if isinstance(data, ExceptionWrapper):
+            data.reraise()
+        return data
+
+    def _shutdown_workers(self):
+        self._finalizer()
+
+    def __del__(self):
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer()
+
+
+def _exit_description(w):
+    code = w.exitcode
+    if code is not None and code < 0:
+        import signal
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(-code)
+        return f"killed by signal: {name}"
+    return f"exit code {code}"
