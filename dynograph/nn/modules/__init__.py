@@ -8,3 +8,4 @@ from .activation import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
