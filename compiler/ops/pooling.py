@@ -1,0 +1,553 @@
+"""Pooling primitives: max pooling with indices, average pooling, adaptive average and max
+pooling, max unpooling, and the backward primitives their derivative rules use.
+
+Conventions of this file:
+
+* every primitive works on ``nd`` spatial dims (2 or 3) preceded by one or two leading dims
+  ((C, *spatial) unbatched or (N, C, *spatial)); the 1-d forms are the 2-d primitives on an
+  unsqueezed input (as in PyTorch, whose 1-d pools report ``SqueezeBackward1``);
+* window attributes (``kernel_size``, ``stride``, ``padding``, ``dilation``) are tuples of
+  ``nd`` ints; the public layer (dynograph/nn/_functional/pooling.py) normalizes them;
+* indices are PyTorch's: the flat position of the chosen element within its input plane;
+* impls view the (padded) input as a grid of windows with ``as_strided`` and reduce the window
+  axes in one numpy call; backward impls scatter with ``np.bincount`` or add one strided slice
+  per kernel offset, never a Python loop over pixels or batch items.
+"""
+import itertools
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from dynograph.runtime import dtypes as D
+from .core import TensorSpec, define
+from .movement import prod
+
+
+def _call(op, *args, **attrs):
+    from dynograph._dispatch import call
+    return call(op, *args, **attrs)
+
+
+_DIM_NAMES = {2: ("H", "W"), 3: ("T", "H", "W")}
+
+
+# ---------------------------------------------------------------- shapes and checks
+
+def pool_output_size(size, k, p, s, d, ceil_mode):
+    """PyTorch's pooling_output_shape for one dim."""
+    out = (size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1                        # the last window must start inside the input or left pad
+    return out
+
+
+def _fmt(shape):
+    return "x".join(str(n) for n in shape)
+
+
+def _check_input(x, nd, batch_msg=None):
+    """(nd+1)-d or (nd+2)-d input whose non-batch dims are non-empty."""
+    shape = tuple(x.shape)
+    if len(shape) not in (nd + 1, nd + 2):
+        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
+    if any(n == 0 for n in shape[len(shape) - nd - 1:]):
+        raise RuntimeError(f"Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim "
+                           f"batch size for input, but got:{list(shape)}")
+
+
+def _check_window(nd, kernel_size, stride, padding, dilation):
+    names = _DIM_NAMES[nd]
+    if any(k <= 0 for k in kernel_size):
+        raise RuntimeError("kernel size should be greater than zero, but got "
+                           + " ".join(f"k{n}: {k}" for n, k in zip(names, kernel_size)))
+    if any(s == 0 for s in stride):
+        raise RuntimeError("stride should not be zero")
+    if any(s < 0 for s in stride):
+        raise RuntimeError("stride should be greater than zero, but got "
+                           + " ".join(f"d{n}: {s}" for n, s in zip(names, stride)))
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero, but got "
+                           + " ".join(f"dilation{n}: {d}" for n, d in zip(names, dilation)))
+    for p in padding:
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+    for k, p, d in zip(kernel_size, padding, dilation):
+        if p > ((k - 1) * d + 1) // 2:
+            raise RuntimeError("pad should be at most half of effective kernel size, but got "
+                               f"pad={p}, kernel_size={k} and dilation={d}")
+
+
+def _pool_out_shape(x, nd, kernel_size, stride, padding, dilation, ceil_mode):
+    """The output shape of a pool, with PyTorch's 'Output size is too small' error."""
+    shape = tuple(x.shape)
+    spatial = shape[-nd:]
+    out = tuple(pool_output_size(n, k, p, s, d, ceil_mode)
+                for n, k, p, s, d in zip(spatial, kernel_size, padding, stride, dilation))
+    if any(o < 1 for o in out):
+        c = shape[-nd - 1]
+        raise RuntimeError(f"Given input size: ({_fmt((c,) + spatial)}). Calculated output size: "
+                           f"({_fmt((c,) + out)}). Output size is too small")
+    return shape[:-nd] + out
+
+
+# ---------------------------------------------------------------- windows
+
+def _padded(x, nd, lo, hi, fill):
+    """x with ``lo``/``hi`` extra elements on each spatial side, filled with ``fill``."""
+    if not any(lo) and not any(hi):
+        return x
+    spatial = x.shape[-nd:]
+    out = np.full(x.shape[:-nd] + tuple(n + a + b for n, a, b in zip(spatial, lo, hi)), fill, x.dtype)
+    out[(Ellipsis,) + tuple(slice(a, a + n) for a, n in zip(lo, spatial))] = x
+    return out
+
+
+def _overhang(spatial, out, kernel_size, stride, padding, dilation):
+    """Right padding so that every window of the output grid lies inside the array."""
+    return tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (n + p)) if o > 0 else 0
+                 for n, o, k, s, p, d in zip(spatial, out, kernel_size, stride, padding, dilation))
+
+
+def _windows(xp, nd, out, kernel_size, stride, dilation):
+    """A read-only (*lead, *out, *kernel) view of the windows of padded array ``xp``."""
+    lead = xp.strides[:-nd]
+    sp = xp.strides[-nd:]
+    shape = xp.shape[:-nd] + tuple(out) + tuple(kernel_size)
+    strides = lead + tuple(a * s for a, s in zip(sp, stride)) + tuple(a * d for a, d in zip(sp, dilation))
+    return as_strided(xp, shape, strides, writeable=False)
+
+
+def _axis(i, nd, n):
+    """arange(n) shaped to broadcast along output axis i of nd."""
+    shape = [1] * nd
+    shape[i] = n
+    return np.arange(n).reshape(shape)
+
+
+# ---------------------------------------------------------------- max pooling
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _tap(xp, nd, offset, out, stride, dilation):
+    """The strided view of ``xp`` holding tap ``offset`` of every window."""
+    key = tuple(slice(o * d, o * d + s * (n - 1) + 1, s)
+                for o, d, s, n in zip(offset, dilation, stride, out))
+    return xp[(Ellipsis,) + key]
+
+
+def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
+    nd = len(kernel_size)
+    spatial = x.shape[-nd:]
+    out = tuple(pool_output_size(n, k, p, s, d, ceil_mode)
+                for n, k, p, s, d in zip(spatial, kernel_size, padding, stride, dilation))
+    hi = tuple(p + e for p, e in zip(padding, _overhang(spatial, out, kernel_size, stride, padding,
+                                                        dilation)))
+    low = _lowest(x.dtype)
+    xp = _padded(x, nd, padding, hi, low)
+    taps = list(itertools.product(*(range(k) for k in kernel_size)))
+    views = [_tap(xp, nd, t, out, stride, dilation) for t in taps]
+    # One elementwise pass per kernel tap over all windows at once: on small windows (2x2) this
+    # is several times faster than copying the windows out and reducing their last axis.
+    best = views[0].copy() if len(views) == 1 else np.maximum(views[0], views[1])
+    for v in views[2:]:
+        np.maximum(best, v, out=best)                      # propagates nan, as PyTorch does
+    # the first tap holding the max wins: arg counts the taps before the first match
+    # (branch-free arithmetic; a masked copy per tap is several times slower on random data)
+    arg = np.zeros(best.shape, np.int8 if len(taps) < 128 else np.int64)
+    missing = views[0] != best
+    for v in views[1:]:
+        np.add(arg, missing, out=arg, casting="unsafe")
+        missing &= v != best
+    if best.dtype.kind == "f":
+        nan = np.isnan(best)
+        if nan.any():                                       # PyTorch keeps the last nan
+            for k, v in enumerate(views):
+                np.copyto(arg, k, where=nan & np.isnan(v))
+    # flat plane index = window start + the tap's offset
+    plane = [prod(spatial[i + 1:]) for i in range(nd)]
+    offsets = np.array([sum(t[i] * dilation[i] * plane[i] for i in range(nd)) for t in taps], np.int64)
+    base = 0
+    for i in range(nd):
+        base = base + (_axis(i, nd, out[i]) * stride[i] - padding[i]) * plane[i]
+    index = offsets[arg] + base
+    if (any(padding) or any(hi)) and (best == low).any():
+        index = _fix_padding_picks(index, arg, taps, spatial, out, stride, padding, dilation)
+    return best, index
+
+
+def _fix_padding_picks(index, arg, taps, spatial, out, stride, padding, dilation):
+    """A window whose elements are all the lowest value may have picked a padding cell:
+    PyTorch reports the window's first element inside the input instead."""
+    nd = len(spatial)
+    tap = np.array(taps, np.int64)
+    valid = True
+    first = np.zeros(index.shape[-nd:], np.int64)
+    for i in range(nd):
+        start = _axis(i, nd, out[i]) * stride[i] - padding[i]
+        p = start + tap[arg, i] * dilation[i]
+        valid = valid & (p >= 0) & (p < spatial[i])
+        k = np.maximum(0, -(start // dilation[i]))          # first tap at or after position 0
+        first = first * spatial[i] + start + k * dilation[i]
+    return np.where(valid, index, first)
+
+
+def _max_pool_meta_for(nd):
+    def meta(x, kernel_size, stride, padding, dilation, ceil_mode):
+        _check_input(x, nd)
+        _check_window(nd, kernel_size, stride, padding, dilation)
+        shape = _pool_out_shape(x, nd, kernel_size, stride, padding, dilation, ceil_mode)
+        return TensorSpec(shape, x.dtype), TensorSpec(shape, D.int64)
+    return meta
+
+
+def _max_pool_vjp(ctx, g, _gi=None):
+    x = ctx.inputs[0]
+    nd = len(ctx.attrs["kernel_size"])
+    return (_call(max_pool_backward, g, ctx.output[1], input_shape=tuple(x.shape), nd=nd),)
+
+
+max_pool2d_with_indices = define(
+    "max_pool2d_with_indices", "reduction", _max_pool_impl, meta=_max_pool_meta_for(2),
+    vjp=_max_pool_vjp, grad_name="MaxPool2DWithIndicesBackward0",
+    doc="2-d max pooling: the largest value of each window and its flat index in the plane.")
+max_pool3d_with_indices = define(
+    "max_pool3d_with_indices", "reduction", _max_pool_impl, meta=_max_pool_meta_for(3),
+    vjp=_max_pool_vjp, grad_name="MaxPool3DWithIndicesBackward0",
+    doc="3-d max pooling: the largest value of each window and its flat index in the volume.")
+
+
+def _plane_rows(indices, input_shape, nd):
+    """Flat indices into the whole input: each plane's indices offset by its start."""
+    planes = prod(input_shape[:-nd])
+    size = prod(input_shape[-nd:])
+    rows = indices.reshape(planes, -1)
+    return (rows + (np.arange(planes, dtype=np.int64) * size)[:, None]).ravel(), planes * size
+
+
+def _max_pool_backward_impl(g, indices, input_shape, nd):
+    flat, total = _plane_rows(indices, input_shape, nd)
+    # bincount sums the gradients of windows that chose the same element (overlapping windows)
+    out = np.bincount(flat, weights=g.ravel(), minlength=total)
+    return out.astype(g.dtype, copy=False).reshape(input_shape)
+
+
+def _max_pool_backward_meta(g, indices, input_shape, nd):
+    return TensorSpec(tuple(input_shape), g.dtype)
+
+
+def gather_planes(t, indices, nd):
+    """t's values at ``indices`` (flat positions in t's planes); shape of ``indices``."""
+    lead = tuple(indices.shape[:-nd]) if nd else ()
+    planes = t.reshape(prod(lead), -1)
+    return planes.gather(1, indices.reshape(prod(lead), -1)).reshape(tuple(indices.shape))
+
+
+def _max_pool_backward_vjp(ctx, gg):
+    indices = ctx.inputs[1]
+    return gather_planes(gg, indices, ctx.attrs["nd"]), None
+
+
+max_pool_backward = define(
+    "max_pool_backward", "index", _max_pool_backward_impl, meta=_max_pool_backward_meta,
+    vjp=_max_pool_backward_vjp, grad_name="MaxPool2DWithIndicesBackwardBackward0",
+    doc="The input gradient of a max pool: each output gradient added at its index.")
+
+
+# ---------------------------------------------------------------- average pooling
+
+def _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad, divisor_override):
+    """The divisor of every output position (broadcastable to the output's spatial shape)."""
+    if divisor_override:
+        return divisor_override
+    nd = len(spatial)
+    div = 1
+    for i, (n, o, k, s, p) in enumerate(zip(spatial, out, kernel_size, stride, padding)):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, n + p)
+        if count_include_pad:
+            count = end - start
+        else:
+            count = np.minimum(end, n) - np.maximum(start, 0)
+        div = div * count.reshape([-1 if j == i else 1 for j in range(nd)])
+    return div
+
+
+def _divide(total, div, dtype):
+    if dtype.kind == "f":
+        return (total / div).astype(dtype, copy=False)
+    q = np.abs(total) // div                            # C++ integer division truncates
+    return (np.sign(total) * q).astype(dtype)
+
+
+def _avg_pool_impl(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    nd = len(kernel_size)
+    spatial = x.shape[-nd:]
+    ones = (1,) * nd
+    out = tuple(pool_output_size(n, k, p, s, 1, ceil_mode)
+                for n, k, p, s in zip(spatial, kernel_size, padding, stride))
+    hi = tuple(p + e for p, e in zip(padding, _overhang(spatial, out, kernel_size, stride, padding,
+                                                        ones)))
+    acc = np.int64 if x.dtype.kind in "biu" else x.dtype
+    xp = _padded(x.astype(acc, copy=False), nd, padding, hi, 0)
+    win = _windows(xp, nd, out, kernel_size, stride, ones)
+    total = win.sum(axis=tuple(range(-nd, 0)))
+    div = _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad,
+                       divisor_override)
+    return _divide(total, div, x.dtype)
+
+
+def _avg_pool_meta_for(nd):
+    def meta(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+        _check_input(x, nd)
+        if divisor_override is not None and divisor_override == 0:
+            raise RuntimeError("divisor must be not zero")
+        spatial = tuple(x.shape)[-nd:]
+        if nd == 3 and any(n < k for n, k in zip(spatial, kernel_size)) and not any(padding):
+            raise RuntimeError(
+                f"input image (T: {spatial[0]} H: {spatial[1]} W: {spatial[2]}) smaller than kernel "
+                f"size (kT: {kernel_size[0]} kH: {kernel_size[1]} kW: {kernel_size[2]})")
+        _check_window(nd, kernel_size, stride, padding, (1,) * nd)
+        shape = _pool_out_shape(x, nd, kernel_size, stride, padding, (1,) * nd, ceil_mode)
+        return TensorSpec(shape, x.dtype)
+    return meta
+
+
+def _avg_pool_vjp(ctx, g):
+    return (_call(avg_pool_backward, g, input_shape=tuple(ctx.inputs[0].shape), **ctx.attrs),)
+
+
+avg_pool2d = define("avg_pool2d", "reduction", _avg_pool_impl, meta=_avg_pool_meta_for(2),
+                    vjp=_avg_pool_vjp, grad_name="AvgPool2DBackward0",
+                    doc="2-d average pooling.")
+avg_pool3d = define("avg_pool3d", "reduction", _avg_pool_impl, meta=_avg_pool_meta_for(3),
+                    vjp=_avg_pool_vjp, grad_name="AvgPool3DBackward0",
+                    doc="3-d average pooling.")
+
+
+def _avg_pool_backward_impl(g, input_shape, kernel_size, stride, padding, ceil_mode,
+                            count_include_pad, divisor_override):
+    nd = len(kernel_size)
+    spatial = tuple(input_shape[-nd:])
+    out = g.shape[-nd:]
+    div = _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad,
+                       divisor_override)
+    share = (g / div).astype(g.dtype, copy=False)
+    hi = tuple(p + e for p, e in zip(padding, _overhang(spatial, out, kernel_size, stride, padding,
+                                                        (1,) * nd)))
+    gp = np.zeros(tuple(input_shape[:-nd]) + tuple(n + a + b for n, a, b in zip(spatial, padding, hi)),
+                  g.dtype)
+    # one strided add per kernel offset: every window sends its share to that tap
+    for offset in itertools.product(*(range(k) for k in kernel_size)):
+        key = tuple(slice(o, o + s * (n - 1) + 1, s) for o, s, n in zip(offset, stride, out))
+        gp[(Ellipsis,) + key] += share
+    crop = tuple(slice(p, p + n) for p, n in zip(padding, spatial))
+    return np.ascontiguousarray(gp[(Ellipsis,) + crop])
+
+
+def _avg_pool_backward_meta(g, input_shape, **attrs):
+    return TensorSpec(tuple(input_shape), g.dtype)
+
+
+def _avg_pool_backward_vjp(ctx, gg):
+    attrs = dict(ctx.attrs)
+    del attrs["input_shape"]
+    op = avg_pool2d if len(attrs["kernel_size"]) == 2 else avg_pool3d
+    return (_call(op, gg, **attrs),)
+
+
+avg_pool_backward = define(
+    "avg_pool_backward", "reduction", _avg_pool_backward_impl, meta=_avg_pool_backward_meta,
+    vjp=_avg_pool_backward_vjp, grad_name="AvgPool2DBackwardBackward0",
+    doc="The input gradient of an average pool: each window's share spread over its taps.")
+
+
+# ---------------------------------------------------------------- adaptive pooling
+
+def adaptive_bounds(size, out):
+    """PyTorch's adaptive windows of one dim: start = floor(i*size/out), end = ceil(...)."""
+    i = np.arange(out)
+    return (i * size) // out, ((i + 1) * size + out - 1) // out
+
+
+def adaptive_matrix(size, out, dtype):
+    """The (out, size) averaging matrix of one dim."""
+    start, end = adaptive_bounds(size, out)
+    j = np.arange(size)
+    inside = (j >= start[:, None]) & (j < end[:, None])
+    return (inside / np.maximum(end - start, 1)[:, None]).astype(dtype)
+
+
+def _check_adaptive(x, nd, output_size, name, got_sep=""):
+    shape = tuple(x.shape)
+    if len(shape) not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got{got_sep} "
+                           f"{list(shape)}")
+    for i, n in enumerate(shape[1:], 1):
+        if n == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(shape)} with dimension {i} "
+                               "being empty")
+    out = shape[:-nd] + tuple(output_size)
+    if any(o < 0 for o in output_size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(output_size)}: {list(out)}")
+    return out
+
+
+def _adaptive_avg_impl(x, output_size):
+    nd = len(output_size)
+    acc = x.dtype if x.dtype.kind == "f" else np.float64
+    y = x.astype(acc, copy=False)
+    for i in range(nd):
+        ax = x.ndim - nd + i
+        m = adaptive_matrix(x.shape[ax], output_size[i], acc)
+        y = np.moveaxis(np.moveaxis(y, ax, -1) @ m.T, -1, ax)
+    return np.ascontiguousarray(y.astype(x.dtype, copy=False))
+
+
+def _adaptive_avg_meta_for(nd):
+    def meta(x, output_size):
+        return TensorSpec(_check_adaptive(x, nd, output_size, f"adaptive_avg_pool{nd}d"), x.dtype)
+    return meta
+
+
+def _adaptive_avg_vjp(ctx, g):
+    """Adaptive averaging is one matrix per dim: its adjoint multiplies by the transposes."""
+    from dynograph import tensor
+    x = ctx.inputs[0]
+    nd = len(ctx.attrs["output_size"])
+    for i in range(nd):
+        ax = x.ndim - nd + i
+        m = tensor(adaptive_matrix(x.shape[ax], g.shape[ax], np.float64), dtype=g.dtype)
+        g = (g.movedim(ax, -1) @ m).movedim(-1, ax)
+    return (g.contiguous(),)
+
+
+adaptive_avg_pool2d = define(
+    "adaptive_avg_pool2d", "reduction", _adaptive_avg_impl, meta=_adaptive_avg_meta_for(2),
+    vjp=_adaptive_avg_vjp, grad_name="AdaptiveAvgPool2DBackward0",
+    doc="2-d adaptive average pooling to a given output size.")
+adaptive_avg_pool3d = define(
+    "adaptive_avg_pool3d", "reduction", _adaptive_avg_impl, meta=_adaptive_avg_meta_for(3),
+    vjp=_adaptive_avg_vjp, grad_name="AdaptiveAvgPool3DBackward0",
+    doc="3-d adaptive average pooling to a given output size.")
+
+
+def _adaptive_max_impl(x, output_size):
+    nd = len(output_size)
+    spatial = x.shape[-nd:]
+    taps = []                                       # per dim: (out, kmax) input positions
+    for n, o in zip(spatial, output_size):
+        start, end = adaptive_bounds(n, o)
+        kmax = int((end - start).max()) if o else 1
+        # short windows repeat their last element: harmless for a max, and never chosen over
+        # the first occurrence on a tie
+        taps.append(np.minimum(start[:, None] + np.arange(kmax), np.maximum(end - 1, 0)[:, None]))
+    # index arrays laid out (o1, k1, o2, k2, ...) then moved to (o1, o2, ..., k1, k2, ...)
+    keys = []
+    for i, t in enumerate(taps):
+        shape = [1] * (2 * nd)
+        shape[2 * i], shape[2 * i + 1] = t.shape
+        keys.append(t.reshape(shape))
+    if min(output_size) == 0:
+        shape = x.shape[:-nd] + tuple(output_size)
+        return np.empty(shape, x.dtype), np.empty(shape, np.int64)
+    win = x[(Ellipsis,) + tuple(keys)]
+    lead = x.ndim - nd
+    order = tuple(range(lead)) + tuple(lead + 2 * i for i in range(nd)) + \
+        tuple(lead + 2 * i + 1 for i in range(nd))
+    win = win.transpose(order)
+    kshape = tuple(t.shape[1] for t in taps)
+    flat = win.reshape(win.shape[:lead + nd] + (-1,))
+    arg = flat.argmax(-1)
+    if flat.dtype.kind == "f":
+        nan = np.isnan(flat)
+        if nan.any():
+            arg = np.where(nan.any(-1), nan.argmax(-1), arg)
+    val = np.take_along_axis(flat, arg[..., None], -1)[..., 0]
+    pos = np.unravel_index(arg, kshape)
+    index = np.zeros(arg.shape, np.int64)
+    for i, t in enumerate(taps):
+        o = _axis(i, nd, output_size[i])
+        index = index * spatial[i] + t[o, pos[i]]
+    return val, index
+
+
+def _adaptive_max_meta_for(nd):
+    def meta(x, output_size):
+        shape = _check_adaptive(x, nd, output_size, f"adaptive_max_pool{nd}d", ":")
+        return TensorSpec(shape, x.dtype), TensorSpec(shape, D.int64)
+    return meta
+
+
+def _adaptive_max_vjp(ctx, g, _gi=None):
+    x = ctx.inputs[0]
+    nd = len(ctx.attrs["output_size"])
+    return (_call(max_pool_backward, g, ctx.output[1], input_shape=tuple(x.shape), nd=nd),)
+
+
+adaptive_max_pool2d = define(
+    "adaptive_max_pool2d", "reduction", _adaptive_max_impl, meta=_adaptive_max_meta_for(2),
+    vjp=_adaptive_max_vjp, grad_name="AdaptiveMaxPool2DBackward0",
+    doc="2-d adaptive max pooling: values and flat indices in the plane.")
+adaptive_max_pool3d = define(
+    "adaptive_max_pool3d", "reduction", _adaptive_max_impl, meta=_adaptive_max_meta_for(3),
+    vjp=_adaptive_max_vjp, grad_name="AdaptiveMaxPool3DBackward0",
+    doc="3-d adaptive max pooling: values and flat indices in the volume.")
+
+
+# ---------------------------------------------------------------- max unpooling
+
+def _max_unpool_impl(x, indices, output_size):
+    nd = len(output_size)
+    lead = x.shape[:-nd]
+    size = prod(output_size)
+    planes = prod(lead)
+    rows = indices.reshape(planes, -1)
+    out = np.zeros((planes, size), x.dtype)
+    if rows.size:
+        bad = (rows < 0) | (rows >= size)
+        if bad.any():
+            raise RuntimeError(f"Found an invalid max index: {int(rows[bad][0])} (output volumes are "
+                               f"of size {_fmt(output_size)})")
+        out[np.arange(planes)[:, None], rows] = x.reshape(planes, -1)
+    return out.reshape(lead + tuple(output_size))
+
+
+def _max_unpool_meta_for(nd):
+    def meta(x, indices, output_size):
+        shape = tuple(x.shape)
+        if len(shape) not in (nd + 1, nd + 2):
+            raise RuntimeError(f"Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d "
+                               f"Tensor, but got a tensor with {len(shape)} dimensions.")
+        if indices.dtype is not D.int64:
+            raise RuntimeError("elements in indices should be type int64 but got: "
+                               f"{_TYPE_NAMES.get(indices.dtype.name, indices.dtype.name)}")
+        if tuple(indices.shape) != shape:
+            raise RuntimeError("Expected shape of indices to be same as that of the input tensor "
+                               f"({list(shape)}) but got indices tensor with shape: "
+                               f"{list(indices.shape)}")
+        return TensorSpec(shape[:-nd] + tuple(output_size), x.dtype)
+    return meta
+
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "int32": "Int", "float16": "Half",
+               "bool": "Bool", "int16": "Short", "int8": "Char", "uint8": "Byte",
+               "bfloat16": "BFloat16"}
+
+
+def _max_unpool_vjp(ctx, g):
+    indices = ctx.inputs[1]
+    return gather_planes(g, indices, len(ctx.attrs["output_size"])), None
+
+
+max_unpool2d = define("max_unpool2d", "index", _max_unpool_impl, meta=_max_unpool_meta_for(2),
+                      vjp=_max_unpool_vjp, grad_name="MaxUnpool2DBackward0",
+                      doc="The inverse of a 2-d max pool: values written at their indices, zeros "
+                          "elsewhere.")
+max_unpool3d = define("max_unpool3d", "index", _max_unpool_impl, meta=_max_unpool_meta_for(3),
+                      vjp=_max_unpool_vjp, grad_name="MaxUnpool3DBackward0",
+                      doc="The inverse of a 3-d max pool: values written at their indices, zeros "
+                          "elsewhere.")
