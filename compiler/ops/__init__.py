@@ -6,3 +6,4 @@ from . import movement  # noqa: F401
 from . import creation  # noqa: F401
 from . import linalg  # noqa: F401
 from . import indexing  # noqa: F401
+from . import pooling  # noqa: F401
