@@ -1,0 +1,91 @@
+"""Checks of untrusted header values, made before anything is allocated from them.
+
+Every check raises ``CheckpointError`` with a message naming the field, so a damaged
+file never reaches numpy as a shape, an offset or a size it could choke on.
+"""
+import builtins
+
+from dynograph.runtime import dtypes as D
+
+from .errors import CheckpointError
+
+DTYPES = {d.name: d for d in D.ALL_DTYPES}
+MAX_DIMS = 64
+
+
+def fail(what, error=CheckpointError):
+    raise error(what)
+
+
+def need(cond, what, error=CheckpointError):
+    if not cond:
+        raise error(what)
+
+
+def is_int(x):
+    # JSON true/false are bools, which are ints in Python: exclude them explicitly
+    return type(x) is builtins.int
+
+
+def nonneg_int(x, what, error=CheckpointError):
+    need(is_int(x) and x >= 0, f"{what} must be a non-negative integer, got {x!r}", error)
+    return x
+
+
+def int_list(x, what, error=CheckpointError):
+    need(type(x) is list and len(x) <= MAX_DIMS, f"{what} must be a list of at most {MAX_DIMS} "
+         f"integers, got {x!r}"[:300], error)
+    for v in x:
+        nonneg_int(v, what, error)
+    return x
+
+
+def dtype_named(name, what="dtype", error=CheckpointError):
+    need(type(name) is str and name in DTYPES, f"unknown {what} {name!r}"[:200], error)
+    return DTYPES[name]
+
+
+def exact_keys(obj, required, optional=(), what="entry", error=CheckpointError):
+    """``obj`` is a dict with every key of ``required`` and nothing outside ``optional``."""
+    need(type(obj) is dict, f"{what} must be a JSON object, got {type(obj).__name__}", error)
+    missing = [k for k in required if k not in obj]
+    need(not missing, f"{what} lacks the key(s) {missing}", error)
+    unknown = sorted(k for k in obj if k not in required and k not in optional)
+    need(not unknown, f"{what} has unknown key(s) {unknown}"[:300], error)
+    return obj
+
+
+def byte_range(pair, limit, what, error=CheckpointError):
+    """A ``[begin, end]`` pair of byte offsets inside ``[0, limit]``."""
+    need(type(pair) is list and len(pair) == 2, f"{what} must be a [begin, end] pair, got "
+         f"{pair!r}"[:300], error)
+    begin, end = (nonneg_int(v, what, error) for v in pair)
+    need(begin <= end <= limit, f"{what} [{begin}, {end}] lies outside the {limit} bytes of data",
+         error)
+    return begin, end
+
+
+def disjoint(ranges, what, error=CheckpointError):
+    """No two ``(begin, end, name)`` ranges overlap."""
+    prev = None
+    for begin, end, name in sorted(r for r in ranges if r[1] > r[0]):
+        if prev is not None and begin < prev[1]:
+            fail(f"{what} {prev[2]} and {name} overlap (bytes {prev[0]}..{prev[1]} and "
+                 f"{begin}..{end})", error)
+        prev = (begin, end, name)
+
+
+def strided_extent(shape, stride, offset, itemsize, storage_nbytes, what, error=CheckpointError):
+    """The byte span a strided view needs fits inside its storage (Python ints: no overflow)."""
+    need(len(stride) == len(shape), f"{what}: shape {shape} and stride {stride} differ in length",
+         error)
+    numel = 1
+    for n in shape:
+        numel *= n
+    if numel == 0:
+        return 0
+    last = offset + sum((n - 1) * s for n, s in zip(shape, stride))
+    need((last + 1) * itemsize <= storage_nbytes,
+         f"{what}: shape {shape}, stride {stride} and offset {offset} reach byte "
+         f"{(last + 1) * itemsize} of a storage of {storage_nbytes} bytes", error)
+    return numel
