@@ -7,3 +7,4 @@ from . import creation  # noqa: F401
 from . import linalg  # noqa: F401
 from . import indexing  # noqa: F401
 from . import pooling  # noqa: F401
+from . import normalization  # noqa: F401

@@ -13,3 +13,8 @@ from .pooling import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
 from .pixelshuffle import *  # noqa: F401,F403
+from .batchnorm import *  # noqa: F401,F403
+from .instancenorm import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
+from .prelu import *  # noqa: F401,F403
