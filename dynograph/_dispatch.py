@@ -10,12 +10,14 @@ import warnings
 import numpy as np
 
 from dynograph.compiler.ops.core import TensorSpec
+from dynograph.compiler.ops.indexing import DATA_DEPENDENT_OPS
 from dynograph.runtime import dtypes as D
 from ._tensor import Tensor
 from .autograd.grad_mode import STATE
 from .autograd.anomaly_mode import ANOMALY, forward_trace
 from .autograd.graph import OpNode
 from .autograd.profiler import RECORDER
+from dynograph.compiler.tracer import TRACE
 
 _ndarray = np.ndarray
 _wrap = Tensor._wrap
@@ -40,6 +42,8 @@ def call(op, *args, **attrs):
         result = _run(op, args, attrs)
     if CHECK_META:
         check_meta(op, args, attrs, result)
+    if TRACE.tracer is not None:
+        return _traced(op, args, attrs, result)
     if STATE.grad_enabled and op.differentiable:
         for a in args:
             if type(a) is Tensor or isinstance(a, Tensor):
@@ -54,6 +58,31 @@ def call(op, *args, **attrs):
     out = _wrap(result)
     if op.view:
         _mark_view(out, args[0])
+    return out
+
+
+def _traced(op, args, attrs, result):
+    """Tracing: the op ran eagerly; wrap its result as usual, then append its graph node."""
+    tracer = TRACE.tracer
+    TRACE.tracer = None                 # autograd bookkeeping below is not part of the program
+    try:
+        if STATE.grad_enabled and op.differentiable and any(
+                isinstance(a, Tensor) and a._rg for a in args):
+            out = _record(op, args, attrs, result)
+        elif type(result) is tuple:
+            out = tuple(_wrap(r) for r in result)
+            if op.view:
+                for o in out:
+                    _mark_view(o, args[0])
+        else:
+            out = _wrap(result)
+            if op.view:
+                _mark_view(out, args[0])
+    finally:
+        TRACE.tracer = tracer
+    if op.name in DATA_DEPENDENT_OPS:
+        tracer.graph_break(f"{op.name} has an output shape that depends on the data")
+    tracer.record(op, args, attrs, result, out if type(out) is tuple else (out,))
     return out
 
 

@@ -22,6 +22,7 @@ from dynograph.compiler.ops import indexing as I
 from dynograph.compiler.ops import movement as M
 from dynograph.compiler.ops.core import TensorSpec, check_broadcast, type_name, wrap_dim
 from dynograph.runtime import dtypes as D
+from dynograph.compiler.tracer import TRACE
 from ._dispatch import call
 from ._inplace import (alias_of, assign, check_inplace_leaf, check_no_internal_overlap, commit,
                        refresh_view, write, write_out, writable)
@@ -441,8 +442,10 @@ def _setitem(self, key, value):
         return
     v = _value_of(self, value)
     steps, adv, shape = _plan(self._data.shape, _items(key))
-    if STATE.grad_enabled and (self.requires_grad or (isinstance(v, Tensor) and v.requires_grad
-                                                      and self.is_floating_point())):
+    if TRACE.tracer is not None or (STATE.grad_enabled and (
+            self.requires_grad or (isinstance(v, Tensor) and v.requires_grad
+                                   and self.is_floating_point()))):
+        # the recorded path writes through ops, which the tracer sees
         _setitem_autograd(self, steps, adv, shape, v)
     else:
         _setitem_eager(self, steps, adv, shape, v)

@@ -2,6 +2,7 @@
 import numpy as np
 
 from dynograph.compiler.ops.core import can_cast, type_name
+from dynograph.compiler.tracer import TRACE
 from .autograd.grad_mode import STATE
 
 
@@ -55,6 +56,8 @@ def commit(self, src):
               and self.is_floating_point())     # integer results carry no gradient
     if record and src.grad_fn is not None:
         _preserve_inputs(src.grad_fn, self)
+    if TRACE.tracer is not None:
+        TRACE.tracer.write(self, src)
     write(self._data, src._data)
     self._bump_version()
     if record:
@@ -79,6 +82,8 @@ def _preserve_inputs(node, self):
         if overwritten(x, v):
             snap = alias_of(x)
             snap._data = x._data.copy()
+            if TRACE.tracer is not None:         # the snapshot holds x's value before the write
+                TRACE.tracer.alias(snap, x)
             x, v = snap, 0
         new.append(x)
         versions.append(v)
@@ -214,6 +219,8 @@ def write_out(out, result):
             f"{type_name(out.dtype)}")
     if out._data.shape != result._data.shape:
         out._data = np.empty(result._data.shape, out._data.dtype)
+    if TRACE.tracer is not None:
+        TRACE.tracer.write(out, result)
     out._data[...] = result._data
     out._bump_version()
     return out

@@ -379,8 +379,10 @@ def _scalars_ok(name, input, other):
 @_public
 def add(input, other, *, alpha=1, out=None):
     """``input + alpha * other`` with broadcasting and type promotion."""
-    if alpha == 1 and type(alpha) is int:
+    if type(alpha) is int and alpha == 1:
         r = call(E.add, input, other)
+    elif isinstance(alpha, Tensor):     # a traced learning rate: the same arithmetic, as ops
+        r = call(E.add, input, call(E.mul, other, alpha))
     else:
         r = call(E.add, input, other, alpha=alpha)
     return r if out is None else _finish("add", r, out)
@@ -389,8 +391,10 @@ def add(input, other, *, alpha=1, out=None):
 @_public
 def sub(input, other, *, alpha=1, out=None):
     """``input - alpha * other``."""
-    if alpha == 1 and type(alpha) is int:
+    if type(alpha) is int and alpha == 1:
         r = call(E.sub, input, other)
+    elif isinstance(alpha, Tensor):
+        r = call(E.sub, input, call(E.mul, other, alpha))
     else:
         r = call(E.sub, input, other, alpha=alpha)
     return r if out is None else _finish("sub", r, out)
@@ -591,6 +595,9 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     _need_tensor(input, "addcmul")
     _need_tensor(tensor1, "addcmul", "tensor1", 2)
     _need_tensor(tensor2, "addcmul", "tensor2", 3)
+    if isinstance(value, Tensor):       # a traced step size: the same arithmetic, as ops
+        prod = call(E.mul, call(E.mul, tensor1, tensor2), value)
+        return _finish("addcmul", call(E.add, input, prod), out)
     if value == 1:
         return _finish("addcmul", call(E.addcmul, input, tensor1, tensor2), out)
     return _finish("addcmul", call(E.addcmul, input, tensor1, tensor2, value=value), out)
@@ -602,6 +609,9 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     _need_tensor(input, "addcdiv")
     _need_tensor(tensor1, "addcdiv", "tensor1", 2)
     _need_tensor(tensor2, "addcdiv", "tensor2", 3)
+    if isinstance(value, Tensor):
+        quot = call(E.mul, call(E.div, tensor1, tensor2), value)
+        return _finish("addcdiv", call(E.add, input, quot), out)
     if value == 1:
         return _finish("addcdiv", call(E.addcdiv, input, tensor1, tensor2), out)
     return _finish("addcdiv", call(E.addcdiv, input, tensor1, tensor2, value=value), out)

@@ -9,6 +9,7 @@ and draw from nothing else.  dynograph does not reproduce PyTorch's random strea
 its own are reproducible: the same seed and the same calls give the same values.
 """
 import builtins
+import weakref
 import os
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from dynograph.compiler.ops import creation as C
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import as_device
+from dynograph.compiler.tracer import TRACE
 from ._convert import _copy_recorded, _records
 from ._creation import (parse_size, _finish, _out_dtype, _as_int, _tname, _check_input, _sequence_size,
                         _dt)
@@ -39,12 +41,16 @@ def _seed_int(seed):
     return seed % _U64
 
 
+_GENERATORS = weakref.WeakSet()    # every Generator, so the tracer can find a draw's owner
+
+
 class Generator:
     """A random number generator with its own state (torch.Generator)."""
 
     def __init__(self, device="cpu"):
         self.device = as_device(device)
         self.manual_seed(DEFAULT_SEED)
+        _GENERATORS.add(self)
 
     def manual_seed(self, seed):
         """Reset the state from ``seed`` (an int); returns this generator."""
@@ -97,6 +103,15 @@ class Generator:
 
 
 default_generator = Generator()
+
+
+def generator_of(bits):
+    """The dynograph Generator whose numpy Generator is ``bits`` (the tracer binds the owner,
+    since ``manual_seed`` replaces the numpy Generator)."""
+    for g in list(_GENERATORS):
+        if g._np is bits:
+            return g
+    return None
 
 
 def _bits(generator):
@@ -323,6 +338,8 @@ def _overwrite(self, result):
     check_no_internal_overlap(self)
     if _records(self, None):
         return _copy_recorded(self, result)
+    if TRACE.tracer is not None:
+        TRACE.tracer.write(self, result)
     self._data[...] = result._data
     self._bump_version()
     return self

@@ -7,6 +7,7 @@ one other (the module that declares the public function).
 """
 import numpy as np
 
+from dynograph.compiler.tracer import TRACE
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import CPU, as_device
 
@@ -193,21 +194,29 @@ class Tensor:
     # ---------------------------------------------------------------- conversion
 
     def numpy(self, *, force=False):
+        if TRACE.tracer is not None:
+            TRACE.tracer.graph_break('Tensor.numpy() hands the data to code the compiler cannot see')
         if self.requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if TRACE.tracer is not None:
+            TRACE.tracer.graph_break('the tensor is converted to a numpy array (non-dynograph code)')
         if dtype is None:
             return self._data
         return self._data.astype(dtype, copy=False)
 
     def tolist(self):
+        if TRACE.tracer is not None:
+            TRACE.tracer.graph_break('Tensor.tolist() reads values into Python')
         return self._data.tolist() if self._data.dtype != D.bfloat16.np else \
             self._data.astype(np.float32).tolist()
 
     def item(self):
+        if TRACE.tracer is not None:
+            TRACE.tracer.graph_break('Tensor.item() reads a value into Python')
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
@@ -220,6 +229,8 @@ class Tensor:
             raise ValueError("only one element tensors can be converted to Python scalars")
 
     def __bool__(self):
+        if TRACE.tracer is not None:
+            TRACE.tracer.graph_break("bool(tensor) lets a tensor's value steer Python control flow")
         if self._data.size != 1:
             raise RuntimeError(
                 "Boolean value of Tensor with more than one value is ambiguous"
@@ -263,6 +274,8 @@ class Tensor:
                            self.requires_grad))
 
     def __repr__(self, *, tensor_contents=None):
+        if TRACE.tracer is not None:
+            TRACE.tracer.graph_break('printing a tensor reads its values')
         from ._printing import tensor_repr
         return tensor_repr(self, tensor_contents=tensor_contents)
 

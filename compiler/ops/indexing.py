@@ -48,6 +48,10 @@ class _DataDependentSize:
 
 DATA_DEPENDENT = _DataDependentSize()
 
+# ops whose output sizes depend on the values of their inputs (the tracer cannot capture them)
+DATA_DEPENDENT_OPS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive",
+                                "bincount"})
+
 # Ops whose derivative reads only the *shape* of input 0, never its values: the public layer
 # lets their input be modified in place afterwards without invalidating the graph (PyTorch
 # does not save that input either).

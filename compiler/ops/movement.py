@@ -1055,3 +1055,52 @@ narrow_copy = define(
     meta=lambda x, dim, start, length: _same_spec(
         x, slice_shape(x.shape, dim, start, start + length, 1)),
     vjp=_narrow_copy_vjp, doc="A copy of length elements of dim from start.")
+
+
+# ---------------------------------------------------------------- functionalized aliasing
+# The tracer turns reads and writes through views of a buffer into pure ops over the buffer's
+# elements in C order: ``strided_view`` reads a strided window, ``strided_scatter`` returns a
+# copy with that window replaced.  Neither depends on where a backend keeps its arrays.
+
+def _flat_window(flat, size, stride, offset):
+    item = flat.itemsize
+    return _np_as_strided(flat[offset:], tuple(size), tuple(s * item for s in stride))
+
+
+def _strided_view(x, size, stride, offset):
+    flat = np.ascontiguousarray(x).reshape(-1)
+    return _flat_window(flat, size, stride, offset).copy()
+
+
+def _strided_view_meta(x, size, stride, offset):
+    numel = _spec_numel(x)
+    last = offset + sum((n - 1) * s for n, s in zip(size, stride) if n > 0)
+    if len(size) != len(stride) or (prod(size) > 0 and (offset < 0 or last >= numel)):
+        raise RuntimeError(f"strided_view: window size={list(size)} stride={list(stride)} "
+                           f"offset={offset} does not fit {numel} elements")
+    return _same_spec(x, size)
+
+
+def _strided_scatter(base, src, size, stride, offset):
+    out = np.array(base, order="C")
+    _flat_window(out.reshape(-1), size, stride, offset)[...] = src
+    return out
+
+
+def _strided_scatter_meta(base, src, size, stride, offset):
+    _strided_view_meta(base, size, stride, offset)
+    from .core import broadcast_shapes
+    if broadcast_shapes(tuple(src.shape), tuple(size)) != tuple(size):
+        raise RuntimeError(f"strided_scatter: source of shape {list(src.shape)} does not "
+                           f"broadcast to the window {list(size)}")
+    return _same_spec(base, base.shape)
+
+
+strided_view = define("strided_view", "movement", _strided_view, meta=_strided_view_meta,
+                      differentiable=False,
+                      doc="The elements of x (in C order) at offset + sum(i_k * stride_k): a read "
+                          "through a view, as the tracer functionalizes it.")
+strided_scatter = define("strided_scatter", "movement", _strided_scatter,
+                         meta=_strided_scatter_meta, differentiable=False,
+                         doc="A copy of base with the strided window replaced by src: a write "
+                             "through a view, as the tracer functionalizes it.")

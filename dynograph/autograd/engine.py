@@ -2,7 +2,8 @@
 from dynograph.compiler.ops.movement import sum_to_shape
 from .._tensor import Tensor
 from .graph import AccumulateGrad, OpNode
-from .grad_mode import STATE
+from dynograph.compiler.tracer import TRACE
+from .grad_mode import STATE, no_grad
 from .anomaly_mode import ANOMALY, check_node
 from .profiler import RECORDER
 
@@ -189,10 +190,16 @@ def _node_post_hooks(node, grad_inputs, grad_outputs):
 
 
 def _accumulate(leaf, g, create_graph):
+    tracer = TRACE.tracer
     if leaf._grad is None:
         # the incoming buffer may be shared with other gradients: the leaf gets its own
         leaf._grad = g if create_graph else Tensor._wrap(g._data.copy())
+        if tracer is not None and not create_graph:
+            tracer.alias(leaf._grad, g)
     elif create_graph:
         leaf._grad = leaf._grad + g
+    elif tracer is not None:
+        with no_grad():
+            leaf._grad.add_(g)
     else:
         leaf._grad._data += g._data

@@ -7,6 +7,7 @@ import math
 import warnings
 
 import dynograph as _d
+from dynograph.compiler.tracer import is_tracing as _tracing
 
 __all__ = [
     "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_", "celu",
@@ -515,7 +516,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     n_classes = input.shape[1]
     valid = target != ignore_index
     safe = _d.where(valid, target, _d.zeros_like(target))
-    if bool(((safe < 0) | (safe >= n_classes)).any().item()):
+    # eager checks the targets here; compiled code relies on gather's own bounds check
+    if not _tracing() and bool(((safe < 0) | (safe >= n_classes)).any().item()):
         bad = int(safe[(safe < 0) | (safe >= n_classes)][0].item())
         raise IndexError(f"Target {bad} is out of bounds.")
     picked = input.gather(1, safe.unsqueeze(1)).squeeze(1)

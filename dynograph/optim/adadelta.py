@@ -1,7 +1,7 @@
 """Adadelta, as torch.optim.Adadelta."""
 from .. import zeros_like
 from ._single import _PerParameterOptimizer
-from .optimizer import _check_range, _step_tensor
+from .optimizer import _check_range, _step_tensor, traced_lr
 
 __all__ = ["Adadelta"]
 
@@ -35,4 +35,4 @@ class Adadelta(_PerParameterOptimizer):
         delta = acc_delta.add(eps).sqrt_()
         delta.div_(std).mul_(grad)
         acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
-        p.add_(delta, alpha=-group["lr"])
+        p.add_(delta, alpha=-traced_lr(self, group))

@@ -1,7 +1,7 @@
 """Adagrad, as torch.optim.Adagrad."""
 from .. import full_like
 from ._single import _PerParameterOptimizer
-from .optimizer import _check_range, _step_tensor
+from .optimizer import _check_range, _step_tensor, traced_lr, step_count
 
 __all__ = ["Adagrad"]
 
@@ -32,10 +32,10 @@ class Adagrad(_PerParameterOptimizer):
 
     def _update(self, p, grad, state, group):
         state["step"].add_(1)
-        step = state["step"].item()
+        step = step_count(state["step"])
         if group["weight_decay"] != 0:
             grad = grad.add(p, alpha=group["weight_decay"])
-        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+        clr = traced_lr(self, group) / (1 + (step - 1) * group["lr_decay"])
         state["sum"].addcmul_(grad, grad, value=1)
         std = state["sum"].sqrt().add_(group["eps"])
         p.addcdiv_(grad, std, value=-clr)

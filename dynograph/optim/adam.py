@@ -1,7 +1,7 @@
 """Adam, as torch.optim.Adam (with optional AMSGrad and decoupled weight decay)."""
 from .. import zeros_like
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, _check_range, _run_closure, _step_tensor
+from .optimizer import Optimizer, _check_range, _run_closure, _step_tensor, step_count, traced_lr
 
 __all__ = ["Adam"]
 
@@ -47,7 +47,7 @@ class Adam(Optimizer):
         return state
 
     def _update(self, p, group):
-        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        lr, (beta1, beta2), eps = traced_lr(self, group), group["betas"], group["eps"]
         weight_decay = group["weight_decay"]
         state = self._init_state(p, group["amsgrad"])
         grad = p.grad if not group["maximize"] else -p.grad
@@ -60,7 +60,7 @@ class Adam(Optimizer):
                 grad = grad.add(p, alpha=weight_decay)
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        step = state["step"].item()
+        step = step_count(state["step"])
         bias_correction1 = 1 - beta1 ** step
         bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
         step_size = lr / bias_correction1

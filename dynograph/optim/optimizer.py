@@ -3,6 +3,7 @@ from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
 
+from dynograph.compiler.tracer import TRACE
 from .._tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -36,6 +37,26 @@ class _RemovableHandle:
 
     def __exit__(self, *exc):
         self.remove()
+
+
+def traced_lr(opt, group):
+    """``group['lr']``: a Python float, or, while the step is being compiled, a graph input
+    that is read on every call (so a scheduler changing it does not force a retrace)."""
+    lr = group["lr"]
+    tracer = TRACE.tracer
+    if tracer is None or not isinstance(lr, float):
+        return lr
+    i = next(k for k, g in enumerate(opt.param_groups) if g is group)
+    return tracer.scalar_input(f"{getattr(opt, '_trace_name', 'opt')}.param_groups[{i}].lr", lr,
+                               lambda: group["lr"])
+
+
+def step_count(step_t):
+    """The step counter as a Python float; while compiling, a float64 0-d tensor, so the bias
+    corrections that depend on it are computed in the graph."""
+    if TRACE.tracer is not None:
+        return step_t.double()
+    return step_t.item()
 
 
 def _clone_state_value(value):
@@ -128,10 +149,14 @@ class Optimizer:
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all optimized tensors (to None by default, else to zero)."""
         from .._autograd_methods import zero_grads
+        if TRACE.tracer is not None:
+            TRACE.tracer.announce_optimizer(self)
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         """Perform a single optimization step; subclasses implement ``_step``."""
+        if TRACE.tracer is not None:
+            TRACE.tracer.announce_optimizer(self)
         for hook in list(self._optimizer_step_pre_hooks.values()):
             result = hook(self, (), {})
             if result is not None:

@@ -1,7 +1,7 @@
 """RMSprop, as torch.optim.RMSprop."""
 from .. import zeros_like
 from ._single import _PerParameterOptimizer
-from .optimizer import _check_range, _step_tensor
+from .optimizer import _check_range, _step_tensor, traced_lr
 
 __all__ = ["RMSprop"]
 
@@ -30,7 +30,7 @@ class RMSprop(_PerParameterOptimizer):
             state["grad_avg"] = zeros_like(p)
 
     def _update(self, p, grad, state, group):
-        lr, alpha, eps, momentum = group["lr"], group["alpha"], group["eps"], group["momentum"]
+        lr, alpha, eps, momentum = traced_lr(self, group), group["alpha"], group["eps"], group["momentum"]
         state["step"].add_(1)
         if group["weight_decay"] != 0:
             grad = grad.add(p, alpha=group["weight_decay"])

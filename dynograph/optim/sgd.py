@@ -1,6 +1,6 @@
 """Stochastic gradient descent (optionally with momentum), as torch.optim.SGD."""
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, _check_range, _run_closure
+from .optimizer import Optimizer, _check_range, _run_closure, traced_lr
 
 __all__ = ["SGD"]
 
@@ -28,7 +28,7 @@ class SGD(Optimizer):
         return loss
 
     def _update_group(self, group):
-        lr, momentum = group["lr"], group["momentum"]
+        lr, momentum = traced_lr(self, group), group["momentum"]
         dampening, weight_decay = group["dampening"], group["weight_decay"]
         for p in group["params"]:
             if p.grad is None:

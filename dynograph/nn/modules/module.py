@@ -11,6 +11,7 @@ from dynograph.autograd.grad_mode import no_grad
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import as_device
 
+from dynograph.compiler.tracer import TRACE
 from ..parameter import Buffer, Parameter
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -799,6 +800,8 @@ class Module:
         return _add_hook(self._backward_pre_hooks, hook, prepend)
 
     def _call_impl(self, *args, **kwargs):
+        if TRACE.tracer is not None:
+            TRACE.tracer.announce_module(self)
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _GLOBAL_ANY[0]):
             return self.forward(*args, **kwargs)

@@ -1,0 +1,47 @@
+"""Running a compiled entry on a backend, then applying its effects to the user's objects."""
+import numpy as np
+
+from . import interpreter
+
+BACKENDS = ("interpreter",)
+
+
+def get_runner(backend):
+    if backend == "interpreter":
+        return interpreter.run
+    raise ValueError(f"dynograph.compile: unknown backend {backend!r}; available: "
+                     f"{', '.join(BACKENDS)}")
+
+
+def run_entry(backend, entry, flat):
+    """Execute ``entry``'s graph on the arguments ``flat``; returns the flat outputs."""
+    from dynograph._tensor import Tensor
+    from .compiled import _write_binding
+    arrays = entry.read_inputs(flat)
+    outs, updates = get_runner(backend)(entry.graph, arrays)
+    inputs = {id(a) for a in arrays}
+    used = set(inputs)
+
+    def fresh(a):
+        # a result that is an input buffer or already handed out must not alias it
+        a = np.asarray(a)
+        if id(a) in used or (a.base is not None and id(a.base) in inputs):
+            a = a.copy()
+        used.add(id(a))
+        return a
+
+    for slot, array in updates.items():
+        binding, kind = entry.effects[slot]
+        if kind == "write":
+            _write_binding(binding, flat, array)
+        else:
+            binding.set(Tensor._wrap(fresh(array)))
+    for slot in entry.clears:
+        slot.set(None)
+    result = []
+    for kind in entry.out_kinds:
+        if kind[0] == "const":
+            result.append(kind[1])
+        else:
+            result.append(Tensor._wrap(fresh(outs[kind[1]])))
+    return result

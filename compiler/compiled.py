@@ -1,0 +1,376 @@
+"""``dynograph.compile``: trace a function into graphs, guard them, and replay them.
+
+A ``CompiledFunction`` keeps a small cache of entries.  Each entry holds one traced graph
+(optimized by the pass pipeline), the bindings of its inputs to the user's tensors, the
+effects to apply after a call (state written in place, slots given new tensors) and the guards
+it was specialized on.  A call whose guards hold runs the graph on the chosen backend; a miss
+traces again (the traced call itself runs eagerly, so it is always exact).  A function that
+cannot be captured (a graph break) runs eagerly from then on, with one warning.
+"""
+import functools
+import os
+import types
+import warnings
+
+import numpy as np
+
+from dynograph.runtime import dtypes as D
+from . import logs
+from .guards import Guards
+from .tracer import TRACE, GraphBreak, Tracer, storage_root
+
+DEFAULT_CACHE_LIMIT = 8
+
+
+def _enabled():
+    return os.environ.get("DYNOGRAPH_COMPILE", "1") != "0"
+
+
+class CompileError(RuntimeError):
+    """A user-facing compiler error: title, explanation, hint and the user's line."""
+
+    def __init__(self, title, explanation, hint, where):
+        self.title, self.explanation, self.hint, self.where = title, explanation, hint, where
+        super().__init__(f"{title}\n  {explanation}\n  hint: {hint}\n  at {where}")
+
+
+# ---------------------------------------------------------------- pytrees
+
+def flatten(tree, out):
+    """Append the leaves of nested tuples/lists/dicts to ``out``; return the structure."""
+    if isinstance(tree, (tuple, list)):
+        kind = type(tree)
+        return (kind, [flatten(x, out) for x in tree])
+    if isinstance(tree, dict):
+        return (dict, [(k, flatten(v, out)) for k, v in tree.items()])
+    out.append(tree)
+    return None
+
+
+def unflatten(spec, leaves):
+    it = iter(leaves)
+    return _unflatten(spec, it)
+
+
+def _unflatten(spec, it):
+    if spec is None:
+        return next(it)
+    kind, items = spec
+    if kind is dict:
+        return {k: _unflatten(s, it) for k, s in items}
+    vals = [_unflatten(s, it) for s in items]
+    if kind in (tuple, list):
+        return kind(vals)
+    if hasattr(kind, "_fields"):
+        return kind(*vals)
+    return kind(vals)
+
+
+# ---------------------------------------------------------------- one specialization
+
+class Entry:
+    """One traced graph with everything needed to replay it."""
+
+    def __init__(self, graph, captured, bindings, effects, clears, guards, out_spec, out_kinds,
+                 stats):
+        self.graph = graph                  # optimized graph that runs
+        self.captured = captured            # as traced (before the passes)
+        self.bindings = bindings
+        self.effects = effects              # slot name -> (binding, 'write' | 'assign')
+        self.clears = clears
+        self.guards = guards
+        self.out_spec = out_spec
+        self.out_kinds = out_kinds          # per flat output: ('tensor', i) or ('const', value)
+        self.stats = stats
+        self.calls = 0
+        self.program = None                 # the backend's executable form of graph
+
+    def read_inputs(self, flat_args):
+        arrays = []
+        for b in self.bindings:
+            arrays.append(_read_binding(b, flat_args))
+        return arrays
+
+
+def _read_binding(b, flat_args):
+    if isinstance(b, tuple):
+        kind, what = b
+        if kind == "arg":
+            return flat_args[what]._data
+        if kind == "scalar":
+            return np.array(what(), dtype=np.float64)
+        if kind == "rng":
+            return what._np
+        raise AssertionError(kind)
+    t = b.get()
+    return storage_root(t._data)
+
+
+def _write_binding(b, flat_args, array):
+    """Write ``array`` into the buffer behind binding ``b`` (an in-place state update)."""
+    if isinstance(b, tuple):
+        t = flat_args[b[1]]
+        root = t._data
+    else:
+        t = b.get()
+        root = storage_root(t._data)
+    if not root.flags.writeable:
+        from dynograph._inplace import writable
+        root = writable(root)
+    np.copyto(root, array, casting="unsafe")
+    t._bump_version()
+
+
+# ---------------------------------------------------------------- the compiled function
+
+class CompiledFunction:
+    def __init__(self, fn, backend="interpreter", fullgraph=False, dynamic=None, mode=None,
+                 verify=False, cache_limit=None, passes=None):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.backend = backend
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self.mode = mode
+        self.verify = verify
+        self.cache_limit = cache_limit or DEFAULT_CACHE_LIMIT
+        self.passes = passes
+        self.entries = []
+        self.eager_reason = None            # set once the function fell back to eager
+        self.events = []                    # explain(): traces, recompiles, breaks, hits
+        self.hits = 0
+        self.misses = 0
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        bound = self.__dict__.setdefault("_bound", {})
+        c = bound.get(id(obj))
+        if c is None:
+            c = CompiledFunction(types.MethodType(self.fn, obj), self.backend, self.fullgraph,
+                                 self.dynamic, self.mode, self.verify, self.cache_limit, self.passes)
+            bound[id(obj)] = c
+        return c
+
+    # ------------------------------------------------------------ calling
+
+    def __call__(self, *args, **kwargs):
+        if not _enabled() or self.eager_reason is not None or TRACE.tracer is not None:
+            return self.fn(*args, **kwargs)
+        flat = []
+        flatten((args, kwargs), flat)
+        failures = []
+        for entry in self.entries:
+            failed = entry.guards.check(flat)
+            if failed is None:
+                self.hits += 1
+                entry.calls += 1
+                return self._run(entry, flat, args, kwargs)
+            failures.append(failed)
+        self.misses += 1
+        if len(self.entries) >= self.cache_limit:
+            return self._give_up(failures)
+        if failures:
+            name, expected, actual = failures[-1]
+            self._event("recompile", f"guard failed: {name}: expected {expected!r}, got {actual!r}")
+            logs.log("recompiles", f"{self.__name__}: recompiling because {name} changed "
+                                   f"(expected {expected!r}, got {actual!r})")
+        return self._trace(args, kwargs, flat)
+
+    def _give_up(self, failures):
+        name, expected, actual = failures[-1]
+        self.eager_reason = (f"{self.cache_limit} recompilations (cache_limit); the guard that "
+                             f"keeps failing is {name}: expected {expected!r}, got {actual!r}")
+        warnings.warn(f"dynograph.compile: {self.__name__} fell back to eager execution after "
+                      f"{self.eager_reason}", stacklevel=3)
+        self._event("fallback", self.eager_reason)
+        return self.fn
+
+    def _run(self, entry, flat, args, kwargs):
+        from .backends import run_entry
+        outs = run_entry(self.backend, entry, flat)
+        result = unflatten(entry.out_spec, outs)
+        if self.verify:
+            self._check_against_eager(entry, result, args, kwargs)
+        return result
+
+    # ------------------------------------------------------------ tracing
+
+    def _trace(self, args, kwargs, flat):
+        from dynograph._tensor import Tensor
+        from .pipeline import optimize
+        tracer = Tracer(fullgraph=self.fullgraph)
+        for i, x in enumerate(flat):
+            if isinstance(x, Tensor):
+                tracer.bind_argument(x, i, _arg_name(self.fn, i, len(flat)))
+        guards = Guards(self.fn, flat)
+        TRACE.tracer = tracer
+        try:
+            result = self.fn(*args, **kwargs)
+            out_flat = []
+            out_spec = flatten(result, out_flat)
+            out_tensors = [x for x in out_flat if isinstance(x, Tensor)]
+            effects, clears = tracer.finish(out_tensors) if not tracer.breaks else ([], [])
+        except GraphBreak as e:
+            where = str(e).split("\n  at ")[-1].split("\n")[0]
+            raise CompileError("dynograph.compile: graph break under fullgraph=True",
+                               str(e).split("\n")[0], "move the call out of the compiled function, "
+                               "or compile without fullgraph=True", where) from None
+        finally:
+            TRACE.tracer = None
+        if tracer.breaks:
+            return self._fall_back(tracer, result)
+        guards.capture_world(tracer)
+        out_kinds = []
+        k = 0
+        for x in out_flat:
+            if isinstance(x, Tensor):
+                out_kinds.append(("tensor", k, x.dtype, x.requires_grad))
+                k += 1
+            else:
+                out_kinds.append(("const", x))
+        captured = tracer.graph
+        graph, stats = optimize(captured, self.passes, self.backend)
+        effect_map = {}
+        for slot_or_binding, kind in effects:
+            name = getattr(slot_or_binding, "name", None)
+            if name is None:
+                name = next(inp.name for inp, b in zip(captured.inputs, tracer.bindings)
+                            if b is slot_or_binding)
+            effect_map[name] = (slot_or_binding, kind)
+        bindings = [tracer.bindings[i] for i in stats["kept_inputs"]]
+        entry = Entry(graph, captured, bindings, effect_map, clears, guards, out_spec, out_kinds,
+                      stats)
+        self.entries.append(entry)
+        self._event("trace", f"graph {len(self.entries) - 1}: {stats['captured_nodes']} nodes "
+                             f"captured, {stats['optimized_nodes']} after optimization")
+        logs.log("guards", f"{self.__name__}: graph {len(self.entries) - 1} guards:\n"
+                           + guards.describe())
+        from . import dump
+        dump.maybe_dump(self, entry)
+        return result
+
+    def _fall_back(self, tracer, result):
+        reason, where = tracer.breaks[0]
+        self.eager_reason = f"graph break: {reason} at {where}"
+        warnings.warn(f"dynograph.compile: {self.__name__} runs eagerly: graph break at {where}: "
+                      f"{reason}", stacklevel=3)
+        for r, w in tracer.breaks:
+            self._event("break", f"{r} at {w}")
+            logs.log("breaks", f"{self.__name__}: graph break at {w}: {r}")
+        return result
+
+    def _check_against_eager(self, entry, result, args, kwargs):
+        """verify=True: the compiled result against eager execution on copies of the state."""
+        del entry, result, args, kwargs
+
+    def _event(self, kind, text):
+        self.events.append((kind, text))
+
+    # ------------------------------------------------------------ inspection
+
+    def graphs(self):
+        """The optimized graph of every cached specialization."""
+        return [e.graph for e in self.entries]
+
+    def explain(self):
+        from .explain import explain_compiled
+        return explain_compiled(self)
+
+
+def _arg_name(fn, i, n):
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is not None:
+        names = code.co_varnames[:code.co_argcount]
+        if getattr(fn, "__self__", None) is not None:
+            names = names[1:]
+        if i < len(names):
+            return names[i]
+    return f"arg{i}"
+
+
+# ---------------------------------------------------------------- public entry points
+
+def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, mode=None, verify=False,
+            cache_limit=None, options=None):
+    """Compile a function, a bound method or a module for faster repeated calls.
+
+    ``@dynograph.compile`` (with or without arguments) traces the function on its first call
+    into one graph (forward, ``backward()`` and optimizer updates alike), optimizes it and
+    replays it on later calls whose guards hold.  ``dynograph.compile(model)`` returns a module
+    that shares ``model``'s parameters and runs its forward compiled.
+
+    Example::
+
+        @dynograph.compile
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+    """
+    options = dict(options or {})
+    backend = backend or options.pop("backend", None) or "interpreter"
+
+    def wrap(f):
+        from dynograph.nn import Module
+        if isinstance(f, Module):
+            return _compiled_module(f, backend, fullgraph, dynamic, mode, verify, cache_limit)
+        if not callable(f):
+            raise TypeError(f"dynograph.compile expects a function or a module, got "
+                            f"{type(f).__name__}")
+        return CompiledFunction(f, backend, fullgraph, dynamic, mode, verify, cache_limit)
+
+    if fn is None:
+        return wrap
+    return wrap(fn)
+
+
+def _compiled_module(module, *options):
+    from dynograph.nn import Module
+
+    class OptimizedModule(Module):
+        """``module`` with its forward compiled; parameters and buffers are the module's own."""
+
+        def __init__(self, mod):
+            super().__init__()
+            self._orig_mod = mod
+            self._compiled_call = CompiledFunction(lambda *a, **k: mod(*a, **k), *options)
+
+        def forward(self, *args, **kwargs):
+            return self._compiled_call(*args, **kwargs)
+
+        def __repr__(self):
+            return f"OptimizedModule(\n  (_orig_mod): {_indent(repr(self._orig_mod))}\n)"
+
+    return OptimizedModule(module)
+
+
+def _indent(text):
+    return text.replace("\n", "\n  ")
+
+
+def trace(fn, *example_args, **example_kwargs):
+    """The graph ``fn`` produces on these arguments, as captured (before optimization).
+
+    The function runs once for real on the arguments (its side effects happen)."""
+    from dynograph._tensor import Tensor
+    tracer = Tracer(fullgraph=True)
+    flat = []
+    flatten((example_args, example_kwargs), flat)
+    for i, x in enumerate(flat):
+        if isinstance(x, Tensor):
+            tracer.bind_argument(x, i, _arg_name(fn, i, len(flat)))
+    TRACE.tracer = tracer
+    try:
+        result = fn(*example_args, **example_kwargs)
+        out = []
+        flatten(result, out)
+        tracer.finish([x for x in out if isinstance(x, Tensor)])
+    finally:
+        TRACE.tracer = None
+    return tracer.graph
+
+
+del D

@@ -1,0 +1,83 @@
+"""The reference semantics of the IR: run a graph with the op set's numpy implementations.
+
+This is the ``interpreter`` backend and the oracle every pass and code generator is checked
+against.  Values live in an environment and are dropped after their last use.
+"""
+import numpy as np
+
+from dynograph.runtime import dtypes as D
+from .ir import Value
+from .ops import REGISTRY
+from .ops.core import TensorSpec
+
+
+def evaluate(op, args, attrs):
+    """Apply one primitive to numpy arrays and Python literals (as eager execution does)."""
+    if op.kind != "elementwise":
+        return op.impl(*args, **attrs)
+    ct, odt = op.dtype_rule(*[_spec(a) for a in args], **attrs)
+    if op.cast_inputs:
+        args = [a.astype(ct.np) if isinstance(a, np.ndarray) and a.dtype != ct.np else a
+                for a in args]
+    try:
+        r = op.impl(*args, **attrs)
+    except OverflowError:
+        # a Python int that does not fit the compute dtype wraps around, as in torch
+        args = [np.array(a).astype(ct.np) if isinstance(a, int) else a for a in args]
+        r = op.impl(*args, **attrs)
+    r = np.asarray(r)
+    return r if r.dtype == odt.np else r.astype(odt.np)
+
+
+def _spec(a):
+    if isinstance(a, np.ndarray):
+        return TensorSpec(a.shape, D.from_numpy_dtype(a.dtype))
+    return a
+
+
+def _resolve(x, env):
+    if isinstance(x, Value):
+        return env[x]
+    if isinstance(x, tuple):
+        return tuple(_resolve(a, env) for a in x)
+    if isinstance(x, list):
+        return [_resolve(a, env) for a in x]
+    return x
+
+
+def last_uses(graph):
+    """node index -> the values whose last read is that node (they can be freed after it)."""
+    last = {}
+    for i, node in enumerate(graph.nodes):
+        for v in node.input_values():
+            last[v] = i
+    keep = set(graph.outputs) | {v for _, v in graph.updates}
+    frees = {}
+    for v, i in last.items():
+        if v not in keep:
+            frees.setdefault(i, []).append(v)
+    return frees
+
+
+def run(graph, inputs):
+    """Execute ``graph`` on ``inputs`` (arrays, or numpy Generators for ``rng`` inputs, in the
+    order of ``graph.inputs``).  Returns (outputs, {slot name: new value})."""
+    env = {inp.value: x for inp, x in zip(graph.inputs, inputs)}
+    frees = last_uses(graph)
+    for i, node in enumerate(graph.nodes):
+        args = _resolve(node.args, env)
+        attrs = {k: _resolve(v, env) for k, v in node.attrs.items()}
+        if node.op == "fused":
+            sub = attrs.pop("graph")
+            result, _ = run(sub, args)
+            result = tuple(result)
+        else:
+            result = evaluate(REGISTRY[node.op], args, attrs)
+        if len(node.outs) == 1 and not (node.op == "fused"):
+            env[node.outs[0]] = result
+        else:
+            for v, r in zip(node.outs, result):
+                env[v] = r
+        for v in frees.get(i, ()):
+            del env[v]
+    return [env[v] for v in graph.outputs], {slot: env[v] for slot, v in graph.updates}

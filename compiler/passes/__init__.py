@@ -1,0 +1,1 @@
+"""Graph-to-graph passes.  Each is a pure function ``Graph -> Graph`` in its own module."""

@@ -1,0 +1,25 @@
+"""Dead-code elimination: drop nodes whose values nobody reads, and unused inputs.
+
+Random ops are kept even when unused: they advance the generator, and later draws depend on
+it.  Inputs that no node, output or update reads are removed, except random generators.
+"""
+from ..ops import REGISTRY
+
+EFFECTFUL_KINDS = ("random",)
+
+
+def has_effect(node):
+    op = REGISTRY.get(node.op)
+    return op is not None and op.kind in EFFECTFUL_KINDS
+
+
+def dce(graph):
+    live = set(graph.outputs) | {v for _, v in graph.updates}
+    kept = []
+    for node in reversed(graph.nodes):
+        if has_effect(node) or any(v in live for v in node.outs):
+            kept.append(node)
+            live.update(node.input_values())
+    kept.reverse()
+    inputs = [inp for inp in graph.inputs if inp.value in live or inp.kind == "rng"]
+    return graph.replace(nodes=kept, inputs=inputs)

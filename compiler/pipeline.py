@@ -1,0 +1,34 @@
+"""The pass pipeline: a flat list of named passes run in order, each verified in tests."""
+import os
+import time
+
+from .passes.dce import dce
+from .verify import verify, ENABLED as VERIFY_ENABLED
+
+# (name, pass); a pass is Graph -> Graph
+DEFAULT_PASSES = [
+    ("dce", dce),
+]
+
+
+def optimize(graph, passes=None, backend="interpreter"):
+    """Run the pipeline; returns (graph, stats) where stats holds node counts, pass timings
+    and ``kept_inputs``: the indices of the captured graph's inputs that survived."""
+    del backend
+    passes = DEFAULT_PASSES if passes is None else passes
+    check = VERIFY_ENABLED or os.environ.get("DYNOGRAPH_VERIFY") == "1"
+    stats = {"captured_nodes": len(graph.nodes), "timings": {}}
+    out = graph
+    if check:
+        verify(out, "captured graph")
+    for name, fn in passes:
+        start = time.perf_counter()
+        out = fn(out)
+        stats["timings"][name] = time.perf_counter() - start
+        if check:
+            verify(out, f"after {name}")
+    position = {id(inp): i for i, inp in enumerate(graph.inputs)}
+    stats["kept_inputs"] = [position[id(inp)] for inp in out.inputs]
+    stats["optimized_nodes"] = len(out.nodes)
+    stats["kernels"] = sum(1 for n in out.nodes if n.op == "fused")
+    return out, stats

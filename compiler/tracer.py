@@ -1,0 +1,545 @@
+"""The tracer: run a Python function once and record what it did as a graph.
+
+Tracing executes the function for real (eager tensors, real numbers) while the dispatcher
+appends one IR node per op call.  Executing rather than only propagating shapes keeps the
+first call's side effects exact (parameters are updated, gradients set) and lets a graph break
+(``.item()`` steering control flow) fall back to plain eager execution mid-function.
+
+Functionalization: the tracer keeps, for every buffer (numpy storage root) it has seen, the IR
+value of its current contents.  A read of a tensor is its cached value when the buffer has not
+been written since; otherwise a ``strided_view`` of the buffer's value.  A write (an in-place
+op, ``copy_``, ``x[...] = v``, ``.grad`` accumulation) makes the buffer's value a new one:
+the source itself when the write covers the whole buffer, else a ``strided_scatter``.  After
+the call, every state buffer whose value changed becomes an ``update`` of the graph.
+
+Tensors the function reads but did not create are graph inputs, classified by what they are:
+user arguments, parameters and buffers of modules that were called, gradients, optimizer
+state, or captured constants.  Python numbers are specialized (the caller guards them), except
+learning rates, which optimizers hand over as ``scalar`` inputs so that a scheduler does not
+force a retrace.
+"""
+import os
+import sys
+
+import numpy as np
+
+from dynograph.runtime import dtypes as D
+from .ir import RNG, Graph, Input, Node, TensorType, Value
+from .ops import REGISTRY
+
+
+class _Active:
+    tracer = None
+
+
+TRACE = _Active()
+
+
+def is_tracing():
+    """Whether a function is being traced for compilation right now."""
+    return TRACE.tracer is not None
+
+_PKG_DIRS = tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in (
+    __file__, os.path.join(os.path.dirname(__file__), "..", "runtime", "x"),
+    os.path.join(os.path.dirname(__file__), "..", "dynograph", "x")))
+
+
+class GraphBreak(RuntimeError):
+    """Raised under ``fullgraph=True`` where the function cannot be captured in one graph."""
+
+
+def user_frame(depth=2):
+    """'file:line in function' of the innermost frame outside dynograph, and the frame."""
+    f = sys._getframe(depth)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not name.startswith(_PKG_DIRS) and "dynograph" + os.sep not in name:
+            return f"{name}:{f.f_lineno} in {f.f_code.co_name}", f
+        f = f.f_back
+    return "<unknown>", None
+
+
+def storage_root(a):
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return root
+
+
+def _geometry(a, root):
+    off = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return (a.shape, a.strides, off)
+
+
+class _Storage:
+    """What the tracer knows of one buffer: the IR value of its contents (for the geometry
+    ``geom``), a write counter, and the state slot it came from (None: made in the graph)."""
+    __slots__ = ("root", "value", "version", "geom", "slot", "input_value")
+
+    def __init__(self, root, value, geom, slot=None):
+        self.root = root
+        self.value = value
+        self.input_value = value
+        self.version = 0
+        self.geom = geom
+        self.slot = slot
+
+
+class Slot:
+    """A place in the user's program that holds a tensor: how to read and replace it."""
+    __slots__ = ("name", "kind", "get", "set", "owner")
+
+    def __init__(self, name, kind, get, set=None, owner=None):
+        self.name = name
+        self.kind = kind
+        self.get = get            # () -> Tensor or None
+        self.set = set            # (Tensor or None) -> None
+        self.owner = owner
+
+
+class Tracer:
+    def __init__(self, fullgraph=False):
+        self.graph = Graph()
+        self.fullgraph = fullgraph
+        self.storages = {}          # id(root array) -> _Storage
+        self.cache = {}             # id(tensor) -> (tensor, array, value, storage, version)
+        self.known = {}             # id(tensor) -> Slot: tensors whose place is known
+        self.bindings = []          # parallel to graph.inputs: Slot, or ("arg", i), or scalar getter
+        self.breaks = []            # (reason, "file:line")
+        self.keep = []              # strong references: ids must stay unique while tracing
+        self.modules = []           # modules called (announced by Module.__call__)
+        self.optimizers = []        # optimizers used (announced by step/zero_grad)
+        self.params = {}            # id(param) -> (param, name, grad object before tracing)
+        self.rngs = {}              # id(numpy Generator) -> Value
+        self.scalars = {}           # slot name -> 0-d tensor handed to the program
+        self.n_const = 0
+        self.arg_storages = {}      # id(argument array) -> _Storage
+        # guard facts, recorded when first seen (before the call changes them):
+        # (name, getter, value then)
+        self.facts = []
+
+    # ------------------------------------------------------------ inputs
+
+    def add_input(self, kind, name, type, binding):
+        value = Value(type)
+        self.graph.inputs.append(Input(value, kind, name))
+        self.bindings.append(binding)
+        return value
+
+    def bind_argument(self, tensor, index, name):
+        """A user argument: its own array (not the buffer it may be a window of: a batch sliced
+        from a dataset tensor is a different window each call) becomes an ``input``."""
+        a = tensor._data
+        if id(a) in self.arg_storages:
+            return
+        v = self.add_input("input", name, TensorType(a.shape, D.from_numpy_dtype(a.dtype)),
+                           ("arg", index))
+        self.arg_storages[id(a)] = _Storage(a, v, (a.shape, a.strides, 0), slot=name)
+        self.keep.extend((tensor, a))
+
+    def scalar_input(self, name, value, get):
+        """A Python number the program reads each call (a learning rate): a 0-d float64 input."""
+        from dynograph._tensor import Tensor
+        t = self.scalars.get(name)
+        if t is None:
+            t = Tensor._wrap(np.array(value, dtype=np.float64))
+            v = self.add_input("scalar", name, TensorType((), D.float64), ("scalar", get))
+            root = storage_root(t._data)
+            self.storages[id(root)] = _Storage(root, v, _geometry(t._data, root))
+            self.keep.append(t)
+            self.scalars[name] = t
+        return t
+
+    def _external(self, tensor, binding, kind, name):
+        a = tensor._data
+        root = storage_root(a)
+        if id(root) in self.storages:
+            return self.storages[id(root)]
+        v = self.add_input(kind, name, TensorType(root.shape, D.from_numpy_dtype(root.dtype)), binding)
+        if hasattr(binding, "get"):
+            self.fact(name, lambda: _slot_key(binding.get()))
+        s = _Storage(root, v, (root.shape, root.strides, 0), slot=name)
+        self.storages[id(root)] = s
+        self.keep.append(root)
+        return s
+
+    def _classify(self, tensor):
+        """An unknown tensor read by the program: a parameter, a gradient, state or a constant."""
+        slot = self.known.get(id(tensor))
+        if slot is None:
+            slot = self._find_grad_slot(tensor)
+        if slot is None:
+            from dynograph.nn import Parameter
+            kind = "param" if isinstance(tensor, Parameter) else "const"
+            name = f"{kind}{self.n_const}"
+            self.n_const += 1
+            ref = tensor
+            slot = Slot(name, kind, lambda: ref)
+            self.known[id(tensor)] = slot
+        self.keep.append(tensor)
+        return self._external(tensor, slot, slot.kind if slot.kind != "grad" else "state", slot.name)
+
+    def _find_grad_slot(self, tensor):
+        for p, name, _ in self.params.values():
+            if p._grad is tensor:
+                return self._grad_slot(p, name)
+        return None
+
+    def _grad_slot(self, p, name):
+        def get():
+            return p._grad
+
+        def set(t):
+            p._grad = t
+        return Slot(f"{name}.grad", "grad", get, set, owner=p)
+
+    # ------------------------------------------------------------ announcements
+
+    def announce_module(self, module):
+        """A module is being called: name its parameters and buffers, note their grads."""
+        if any(m is module for m in self.modules):
+            return
+        prefix = "" if not self.modules else f"m{len(self.modules)}."
+        if any(module is sub for m in self.modules for sub in m.modules()):
+            return                                  # a submodule of one announced already
+        self.modules.append(module)
+        for name, sub in module.named_modules(prefix=prefix.rstrip(".")):
+            self.fact(f"{name or type(module).__name__}.training", lambda s=sub: s.training)
+        for name, p in module.named_parameters(prefix=prefix.rstrip("."), remove_duplicate=True):
+            if id(p) in self.params and self.params[id(p)][1].startswith("opt"):
+                # named by an optimizer first (zero_grad before forward): the module's name
+                # is the readable one, as long as the parameter was not read yet
+                if not self._unread(p):
+                    continue
+                _, _, before = self.params.pop(id(p))
+                self.known.pop(id(p), None)
+                if before is not None:
+                    self.known.pop(id(before), None)
+                self._register_param(p, name, before)
+                continue
+            self.announce_param(p, name)
+        for name, b in module.named_buffers(prefix=prefix.rstrip(".")):
+            if id(b) not in self.known:
+                self.known[id(b)] = _attr_slot(module, name, "buffer")
+
+    def fact(self, name, get):
+        self.facts.append((name, get, get()))
+
+    def _unread(self, p):
+        return id(storage_root(p._data)) not in self.storages
+
+    def announce_param(self, p, name):
+        if id(p) in self.params:
+            return
+        self.fact(f"{name}.grad", lambda: _grad_key(p._grad))
+        self._register_param(p, name, p._grad)
+
+    def _register_param(self, p, name, grad_before):
+        self.params[id(p)] = (p, name, grad_before)
+        self.keep.append(p)
+        if id(p) not in self.known:
+            self.known[id(p)] = Slot(name, "param", lambda: p, owner=p)
+        if p._grad is not None:
+            self.known[id(p._grad)] = self._grad_slot(p, name)
+
+    def announce_optimizer(self, opt):
+        if any(o is opt for o in self.optimizers):
+            return
+        self.optimizers.append(opt)
+        oname = "opt" if len(self.optimizers) == 1 else f"opt{len(self.optimizers) - 1}"
+        for group in opt.param_groups:
+            for p in group["params"]:
+                if id(p) not in self.params:
+                    self.announce_param(p, f"{oname}.param{len(self.params)}")
+        before = {}
+        for p, st in opt.state.items():
+            pname = self.params[id(p)][1] if id(p) in self.params else "?"
+            for k, v in st.items():
+                before[(id(p), k)] = v
+                if hasattr(v, "_data") and id(v) not in self.known:
+                    self.known[id(v)] = _state_slot(opt, p, k, f"{oname}.state[{pname}].{k}")
+        opt._trace_before = before
+        opt._trace_name = oname
+        for i, group in enumerate(opt.param_groups):
+            for k in group:
+                if k not in ("params", "lr", "initial_lr"):
+                    self.fact(f"{oname}.param_groups[{i}][{k!r}]",
+                              lambda g=group, k=k: _value_key(g.get(k)))
+        self.fact(f"{oname}.state keys", lambda: _state_keys(opt))
+
+    # ------------------------------------------------------------ reads
+
+    def value_of(self, t):
+        """The IR value of tensor ``t`` now."""
+        a = t._data
+        hit = self.cache.get(id(t))
+        if hit is not None and hit[0] is t and hit[1] is a and hit[4] == hit[3].version:
+            return hit[2]
+        s = self.arg_storages.get(id(a))
+        if s is None:
+            s = self.storages.get(id(storage_root(a)))
+            if s is None:
+                s = self._classify(t)
+        geom = _geometry(a, s.root)
+        if geom == s.geom:
+            v = s.value
+        else:
+            v = self._window(s, a, geom)
+        self.cache[id(t)] = (t, a, v, s, s.version)
+        return v
+
+    def _window(self, s, a, geom):
+        """A read of part of a buffer: strided_view over the buffer's elements."""
+        size, stride, offset = self._element_geometry(s, a, geom)
+        return self.emit("strided_view", (s.value,), dict(size=size, stride=stride, offset=offset),
+                         [TensorType(a.shape, D.from_numpy_dtype(a.dtype))])[0]
+
+    def _element_geometry(self, s, a, geom):
+        root = s.root
+        item = a.itemsize
+        whole = (root.shape, root.strides, 0)
+        if (s.geom != whole or not root.flags.c_contiguous or a.dtype != root.dtype
+                or geom[2] % item or any(st % item for st in geom[1])):
+            self.graph_break("a tensor aliases memory in a way the compiler cannot follow "
+                             "(a view of an op's internal buffer, or of another element type)")
+            raise _Abandon()
+        return (tuple(a.shape), tuple(st // item for st in geom[1]), geom[2] // item)
+
+    # ------------------------------------------------------------ recording ops
+
+    def emit(self, op, args, attrs, types, source=None):
+        outs = tuple(Value(t) for t in types)
+        self.graph.nodes.append(Node(op, tuple(args), dict(attrs), outs,
+                                     source if source is not None else user_frame(3)[0]))
+        return outs
+
+    def record(self, op, args, attrs, result, outs):
+        """The dispatcher ran ``op`` eagerly, producing tensors ``outs``: append its node."""
+        try:
+            vargs = tuple(self._lift(a) for a in args)
+            vattrs = {k: self._lift(v) for k, v in attrs.items()}
+        except _Abandon:
+            return
+        arrays = result if type(result) is tuple else (result,)
+        types = [TensorType(r.shape, D.from_numpy_dtype(r.dtype)) for r in arrays]
+        values = self.emit(op.name, vargs, vattrs, types)
+        for t, v in zip(outs, values):
+            self._bind(t, v)
+
+    def _bind(self, t, v):
+        a = t._data
+        root = storage_root(a)
+        s = self.storages.get(id(root))
+        if s is None:
+            s = _Storage(root, v, _geometry(a, root))
+            self.storages[id(root)] = s
+            self.keep.append(root)
+        self.keep.append(t)
+        self.cache[id(t)] = (t, a, v, s, s.version)
+
+    def _lift(self, x):
+        from dynograph._tensor import Tensor
+        if isinstance(x, Tensor):
+            return self.value_of(x)
+        if isinstance(x, (tuple, list)):
+            lifted = [self._lift(a) for a in x]
+            return tuple(lifted) if isinstance(x, tuple) else lifted
+        if isinstance(x, np.random.Generator):
+            return self._rng(x)
+        if isinstance(x, np.ndarray):
+            return self.value_of(Tensor._wrap(x))
+        if isinstance(x, np.generic):
+            return x.item()
+        return x
+
+    def _rng(self, gen):
+        v = self.rngs.get(id(gen))
+        if v is None:
+            from dynograph._random import generator_of
+            owner = generator_of(gen)
+            name = "rng" if len(self.rngs) == 0 else f"rng{len(self.rngs)}"
+            v = self.add_input("rng", name, RNG, ("rng", owner))
+            self.rngs[id(gen)] = v
+            self.keep.append(gen)
+        return v
+
+    def alias(self, new, old):
+        """``new`` is a fresh copy of ``old`` made outside the dispatcher: same value."""
+        try:
+            v = self.value_of(old)
+        except _Abandon:
+            return
+        self._bind(new, v)
+
+    # ------------------------------------------------------------ writes
+
+    def write(self, dst, src):
+        """``dst``'s memory now holds ``src`` (broadcast and cast to dst): functionalize it."""
+        try:
+            v = self._lift(src)
+            a = dst._data
+            dtype = D.from_numpy_dtype(a.dtype)
+            if not isinstance(v, Value):
+                v = self.emit("full", (), dict(shape=tuple(a.shape), fill_value=v, dtype=dtype),
+                              [TensorType(a.shape, dtype)])[0]
+            if v.type.dtype is not dtype:
+                v = self.emit("to_copy", (v,), dict(dtype=dtype),
+                              [TensorType(v.type.shape, dtype)])[0]
+            if v.type.shape != a.shape:
+                v = self.emit("expand", (v,), dict(shape=tuple(a.shape)),
+                              [TensorType(a.shape, dtype)])[0]
+            s = self.arg_storages.get(id(a)) or self.storages.get(id(storage_root(a)))
+            if s is None:
+                s = self._classify(dst)
+            geom = _geometry(a, s.root)
+            if geom == s.geom:
+                s.value = v
+            else:
+                size, stride, offset = self._element_geometry(s, a, geom)
+                s.value = self.emit("strided_scatter", (s.value, v),
+                                    dict(size=size, stride=stride, offset=offset),
+                                    [s.value.type])[0]
+            s.version += 1
+            self.cache[id(dst)] = (dst, a, v, s, s.version)
+            self.keep.append(dst)
+        except _Abandon:
+            pass
+
+    # ------------------------------------------------------------ breaks
+
+    def graph_break(self, reason):
+        where, _ = user_frame(2)
+        if self.fullgraph:
+            raise GraphBreak(f"{reason}\n  at {where}\nfullgraph=True: the function must be "
+                             "captured as one graph. Move this out of the compiled function, "
+                             "or compile without fullgraph=True to run it eagerly.")
+        if not any(r == reason and w == where for r, w in self.breaks):
+            self.breaks.append((reason, where))
+
+    # ------------------------------------------------------------ the end of a trace
+
+    def finish(self, out_tensors):
+        """Close the graph: outputs, state updates and slot assignments.
+
+        Returns the effects the runtime applies after each call: a list of (Slot, kind) in the
+        order of ``graph.updates`` where kind is 'write' (into the tensor the slot held when
+        the graph was traced) or 'assign' (the slot gets a new tensor), and the slots cleared.
+        """
+        self.graph.outputs = [self.value_of(t) for t in out_tensors]
+        effects, clears = [], []
+        assigned = set()
+        for p, name, before in list(self.params.values()):
+            after = p._grad
+            if after is before:
+                continue
+            slot = self._grad_slot(p, name)
+            if after is None:
+                clears.append(slot)
+            else:
+                self.graph.updates.append((slot.name, self.value_of(after)))
+                effects.append((slot, "assign"))
+                assigned.add(id(after))
+        for opt in self.optimizers:
+            self._optimizer_effects(opt, effects, assigned)
+        for m in self.modules:
+            self._module_effects(m, effects, assigned)
+        by_name = {inp.name: (inp, b) for inp, b in zip(self.graph.inputs, self.bindings)}
+        for s in [*self.arg_storages.values(), *self.storages.values()]:
+            if s.slot is None or s.value is s.input_value:
+                continue
+            self.graph.updates.append((s.slot, s.value))
+            effects.append((by_name[s.slot][1], "write"))
+        return effects, clears
+
+    def _optimizer_effects(self, opt, effects, assigned):
+        before = opt._trace_before
+        for p, st in opt.state.items():
+            pname = self.params[id(p)][1] if id(p) in self.params else "?"
+            for k, v in st.items():
+                old = before.get((id(p), k), _MISSING)
+                if old is v:
+                    continue
+                if not hasattr(v, "_data"):
+                    self.graph_break(f"optimizer state {k!r} holds a Python value "
+                                     f"({type(v).__name__}) that changes between steps")
+                    continue
+                slot = _state_slot(opt, p, k, f"{opt._trace_name}.state[{pname}].{k}")
+                self.graph.updates.append((slot.name, self.value_of(v)))
+                effects.append((slot, "assign"))
+                assigned.add(id(v))
+
+    def _module_effects(self, module, effects, assigned):
+        for mname, m in module.named_modules():
+            for store in ("_parameters", "_buffers"):
+                for k, t in m.__dict__.get(store, {}).items():
+                    if t is None or id(t) in assigned or id(t) in self.known:
+                        continue
+                    # a tensor put into the module during the call (buffer reassignment)
+                    name = f"{mname}.{k}" if mname else k
+                    slot = _attr_slot(module, name, "buffer")
+                    self.graph.updates.append((slot.name, self.value_of(t)))
+                    effects.append((slot, "assign"))
+
+
+def _grad_key(g):
+    return None if g is None else (g._data.shape, g.dtype)
+
+
+def _slot_key(t):
+    if t is None:
+        return None
+    a = t._data
+    root = storage_root(a)
+    return (root.shape, root.dtype.str, _geometry(a, root))
+
+
+def _state_keys(opt):
+    return tuple(tuple(sorted(st)) for st in opt.state.values())
+
+
+def _value_key(v):
+    import numbers
+    if v is None or isinstance(v, (numbers.Number, str, bytes, tuple)):
+        return ("value", v)
+    return ("object", id(v))
+
+
+class _Abandon(Exception):
+    """Stop recording one node: the trace already has a graph break."""
+
+
+_MISSING = object()
+
+
+def _attr_slot(module, dotted, kind):
+    *path, leaf = dotted.split(".")
+
+    def owner():
+        m = module
+        for part in path:
+            m = getattr(m, part)
+        return m
+
+    def get():
+        o = owner()
+        store = o._parameters if leaf in o._parameters else o._buffers
+        return store.get(leaf)
+
+    def set(t):
+        o = owner()
+        store = o._parameters if leaf in o._parameters else o._buffers
+        store[leaf] = t
+    return Slot(dotted, kind, get, set, owner=module)
+
+
+def _state_slot(opt, p, key, name):
+    def get():
+        return opt.state[p].get(key)
+
+    def set(t):
+        opt.state[p][key] = t
+    return Slot(name, "state", get, set, owner=opt)
+
+
+def op_named(name):
+    return REGISTRY[name]
