@@ -57,11 +57,11 @@ def _check_input(x, nd, batch_msg=None):
 
 def _check_window(nd, kernel_size, stride, padding, dilation):
     names = _DIM_NAMES[nd]
+    if any(s == 0 for s in stride):
+        raise RuntimeError("stride should not be zero")
     if any(k <= 0 for k in kernel_size):
         raise RuntimeError("kernel size should be greater than zero, but got "
                            + " ".join(f"k{n}: {k}" for n, k in zip(names, kernel_size)))
-    if any(s == 0 for s in stride):
-        raise RuntimeError("stride should not be zero")
     if any(s < 0 for s in stride):
         raise RuntimeError("stride should be greater than zero, but got "
                            + " ".join(f"d{n}: {s}" for n, s in zip(names, stride)))
@@ -75,6 +75,19 @@ def _check_window(nd, kernel_size, stride, padding, dilation):
         if p > ((k - 1) * d + 1) // 2:
             raise RuntimeError("pad should be at most half of effective kernel size, but got "
                                f"pad={p}, kernel_size={k} and dilation={d}")
+
+
+def _window_ok(x, nd, kernel_size, stride, padding, dilation, ceil_mode):
+    """Whether an impl may run; when not, it raises ValueError and the dispatcher asks the meta
+    rule for PyTorch's error text."""
+    if x.ndim not in (nd + 1, nd + 2) or 0 in x.shape[-nd - 1:]:
+        return False
+    for n, k, s, p, d in zip(x.shape[-nd:], kernel_size, stride, padding, dilation):
+        if k <= 0 or s <= 0 or d <= 0 or p < 0 or p > ((k - 1) * d + 1) // 2:
+            return False
+        if pool_output_size(n, k, p, s, d, ceil_mode) < 1:
+            return False
+    return True
 
 
 def _pool_out_shape(x, nd, kernel_size, stride, padding, dilation, ceil_mode):
@@ -139,6 +152,8 @@ def _tap(xp, nd, offset, out, stride, dilation):
 
 def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
     nd = len(kernel_size)
+    if not _window_ok(x, nd, kernel_size, stride, padding, dilation, ceil_mode):
+        raise ValueError("invalid pooling window")
     spatial = x.shape[-nd:]
     out = tuple(pool_output_size(n, k, p, s, d, ceil_mode)
                 for n, k, p, s, d in zip(spatial, kernel_size, padding, stride, dilation))
@@ -283,6 +298,9 @@ def _divide(total, div, dtype):
 
 def _avg_pool_impl(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     nd = len(kernel_size)
+    if divisor_override == 0 or not _window_ok(x, nd, kernel_size, stride, padding, (1,) * nd,
+                                               ceil_mode):
+        raise ValueError("invalid pooling window")
     spatial = x.shape[-nd:]
     ones = (1,) * nd
     out = tuple(pool_output_size(n, k, p, s, 1, ceil_mode)
