@@ -119,11 +119,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 def _add_mask(scores, bias):
     # the mask broadcasts onto the scores, never the other way (torch adds it in place)
-    shape = _d.broadcast_shapes(tuple(scores.shape), tuple(bias.shape))
-    if tuple(shape) != tuple(scores.shape):
+    out = scores + bias
+    if tuple(out.shape) != tuple(scores.shape):
         raise RuntimeError(f"output with shape {list(scores.shape)} doesn't match the broadcast "
-                           f"shape {list(shape)}")
-    return scores + bias
+                           f"shape {list(out.shape)}")
+    return out
 
 
 # ----------------------------------------------------------------------------- multi-head attention
