@@ -142,7 +142,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)), finite for any input."""
     red = _legacy_reduction(size_average, reduce, reduction)
-    return _F._reduce(_softplus(-target * input), red)
+    return _F._reduce(_softplus(-input * target), red)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
