@@ -313,6 +313,9 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, mode=None, 
     options = dict(options or {})
     backend = backend or options.pop("backend", None) or "interpreter"
 
+    from .backends import get_runner
+    get_runner(backend)                 # an unknown backend is an error now, not at the first call
+
     def wrap(f):
         from dynograph.nn import Module
         if isinstance(f, Module):

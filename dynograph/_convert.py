@@ -13,6 +13,7 @@ import numpy as np
 
 from dynograph.compiler.ops import core
 from dynograph.compiler.ops import creation as C
+from dynograph.compiler.tracer import TRACE
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import CPU, as_device, device as _device
 from ._dispatch import call
@@ -313,6 +314,8 @@ def copy_(self, src, non_blocking=False):
         C.copy.meta(_spec(self), _spec(src))      # raises PyTorch's broadcast error
     if data.dtype != dst.dtype:
         data = C.cast(data, dst.dtype)
+    if TRACE.tracer is not None:
+        TRACE.tracer.write(self, src)
     dst[...] = data
     self._bump_version()
     return self
@@ -344,11 +347,18 @@ def fill_(self, value):
     if isinstance(value, Tensor):
         if _records(self, value):
             return _copy_recorded(self, value)
+        if TRACE.tracer is not None:    # the value stays a graph value (no .item())
+            TRACE.tracer.write(self, value)
+            writable(self._data)[...] = value._data
+            self._bump_version()
+            return self
         value = value.item()
     C.check_scalar(value, self.dtype)
     if _records(self, None):
         return _copy_recorded(self, Tensor._wrap(np.array(value, dtype=self._data.dtype)))
     dst = writable(self._data)                      # fill_ may write an expanded tensor
+    if TRACE.tracer is not None:
+        TRACE.tracer.write(self, value)
     try:
         dst.fill(value)
     except OverflowError:                           # -1 into uint8 wraps, as in PyTorch
@@ -363,6 +373,8 @@ def zero_(self):
     check_inplace_leaf(self)
     if _records(self, None):
         return fill_(self, 0)
+    if TRACE.tracer is not None:
+        TRACE.tracer.write(self, 0)
     writable(self._data).fill(0)
     self._bump_version()
     return self

@@ -1,0 +1,246 @@
+"""@dynograph.compile on whole training steps: compiled (interpreter backend) against eager.
+
+Two copies of the same model and optimizer take the same steps, one eagerly and one through
+the compiled step; losses, weights, gradients and optimizer state must agree within 1e-5."""
+import copy
+import warnings
+
+import numpy as np
+import pytest
+
+import dynograph as dg
+import dynograph.nn as nn
+import dynograph.nn.functional as F
+from dynograph.compiler.compiled import CompileError
+
+
+def mlp(sizes=(20, 32, 32, 5), seed=0):
+    dg.manual_seed(seed)
+    layers = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers[:-1])
+
+
+def batches(n, batch=8, features=20, classes=5, seed=1):
+    rng = np.random.default_rng(seed)
+    return [(dg.tensor(rng.normal(size=(batch, features)), dtype=dg.float32),
+             dg.tensor(rng.integers(0, classes, size=batch))) for _ in range(n)]
+
+
+def make_step(model, opt, loss_fn=F.cross_entropy):
+    def step(x, y):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def assert_state_close(m1, o1, m2, o2, tol=1e-5):
+    for (n, p), (_, q) in zip(m1.named_parameters(), m2.named_parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=tol, atol=tol,
+                                   err_msg=n)
+        if p.grad is None:
+            assert q.grad is None, n
+        else:
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=tol, atol=tol,
+                                       err_msg=f"{n}.grad")
+    for s1, s2 in zip(o1.state.values(), o2.state.values()):
+        assert sorted(s1) == sorted(s2)
+        for k in s1:
+            np.testing.assert_allclose(np.asarray(s1[k].numpy()), np.asarray(s2[k].numpy()),
+                                       rtol=tol, atol=tol, err_msg=k)
+
+
+@pytest.mark.parametrize("make_opt", [
+    lambda ps: dg.optim.SGD(ps, lr=0.05, momentum=0.9),
+    lambda ps: dg.optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3),
+    lambda ps: dg.optim.Adam(ps, lr=1e-2),
+    lambda ps: dg.optim.AdamW(ps, lr=1e-2, weight_decay=0.1, amsgrad=True),
+    lambda ps: dg.optim.RMSprop(ps, lr=1e-2, momentum=0.5, centered=True),
+    lambda ps: dg.optim.Adagrad(ps, lr=0.1),
+], ids=["sgd-momentum", "sgd-nesterov", "adam", "adamw-amsgrad", "rmsprop", "adagrad"])
+def test_mlp_training_matches_eager(make_opt):
+    eager_model = mlp()
+    comp_model = copy.deepcopy(eager_model)
+    eager_opt, comp_opt = make_opt(eager_model.parameters()), make_opt(comp_model.parameters())
+    eager_step = make_step(eager_model, eager_opt)
+    comp_step = dg.compile(make_step(comp_model, comp_opt))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no graph break, no fallback
+        for x, y in batches(20):
+            a, b = eager_step(x, y), comp_step(x, y)
+            np.testing.assert_allclose(a.item(), b.item(), rtol=1e-5, atol=1e-6)
+    assert_state_close(eager_model, eager_opt, comp_model, comp_opt)
+    assert len(comp_step.entries) <= 2          # first step creates optimizer state
+    assert comp_step.hits >= 18
+
+
+def test_scheduler_changes_lr_without_retracing():
+    eager_model = mlp()
+    comp_model = copy.deepcopy(eager_model)
+    o1 = dg.optim.SGD(eager_model.parameters(), lr=0.1, momentum=0.9)
+    o2 = dg.optim.SGD(comp_model.parameters(), lr=0.1, momentum=0.9)
+    s1 = dg.optim.lr_scheduler.StepLR(o1, step_size=3, gamma=0.5)
+    s2 = dg.optim.lr_scheduler.StepLR(o2, step_size=3, gamma=0.5)
+    e, c = make_step(eager_model, o1), dg.compile(make_step(comp_model, o2))
+    for x, y in batches(10):
+        e(x, y)
+        c(x, y)
+        s1.step()
+        s2.step()
+    assert_state_close(eager_model, o1, comp_model, o2)
+    assert len(c.entries) == 2 and c.hits == 8
+
+
+def test_batch_size_change_retraces_and_stays_exact():
+    eager_model = mlp()
+    comp_model = copy.deepcopy(eager_model)
+    o1 = dg.optim.SGD(eager_model.parameters(), lr=0.1)
+    o2 = dg.optim.SGD(comp_model.parameters(), lr=0.1)
+    e, c = make_step(eager_model, o1), dg.compile(make_step(comp_model, o2))
+    for x, y in batches(3) + batches(2, batch=3, seed=5) + batches(2):
+        np.testing.assert_allclose(e(x, y).item(), c(x, y).item(), rtol=1e-5)
+    assert_state_close(eager_model, o1, comp_model, o2)
+    assert len(c.entries) == 3          # no gradients yet, then batch 8, then batch 3
+    assert any("argument 0" in r for r in c.explain().recompiles)
+
+
+def test_python_control_flow_on_shapes_is_specialized():
+    def f(x):
+        if x.shape[0] > 2:
+            return (x * 2).sum(0)
+        return x.exp()
+    c = dg.compile(f)
+    for shape in [(4, 3), (1, 3), (4, 3), (2, 3)]:
+        x = dg.randn(*shape)
+        np.testing.assert_allclose(c(x).numpy(), f(x).numpy(), rtol=1e-6)
+    assert len(c.entries) == 3 and c.hits == 1
+
+
+def test_graph_break_warns_and_runs_eagerly():
+    def f(x):
+        y = x * 2
+        if y.sum().item() > 0:
+            return y + 1
+        return y - 1
+    c = dg.compile(f)
+    x = dg.ones(3)
+    with pytest.warns(UserWarning, match=r"runs eagerly: graph break at .*test_compile_training.py:\d+ "
+                                         r"in f: Tensor.item\(\) reads a value into Python"):
+        out = c(x)
+    assert out.tolist() == [3.0, 3.0, 3.0]
+    assert c(-x).tolist() == [-3.0, -3.0, -3.0]
+    report = c.explain()
+    assert len(report.breaks) == 1 and "Tensor.item()" in report.breaks[0]
+
+
+def test_fullgraph_raises_with_the_users_line():
+    @dg.compile(fullgraph=True)
+    def f(x):
+        return x.tolist()
+    with pytest.raises(CompileError, match=r"graph break under fullgraph=True[\s\S]*Tensor.tolist\(\)"
+                                           r"[\s\S]*test_compile_training.py:\d+ in f"):
+        f(dg.ones(2))
+
+
+def test_data_dependent_shapes_break():
+    c = dg.compile(lambda x: x[x > 0])
+    with pytest.warns(UserWarning, match="depends on the data"):
+        assert c(dg.tensor([1.0, -1.0, 2.0])).tolist() == [1.0, 2.0]
+
+
+def test_dropout_draws_from_the_generator_and_replays_with_manual_seed():
+    model = nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.5))
+    model.requires_grad_(False)
+    c = dg.compile(lambda x: model(x))
+    x = dg.ones(4, 6)
+    dg.manual_seed(3)
+    first = [c(x).numpy().copy() for _ in range(3)]
+    assert not np.array_equal(first[1], first[2])       # a new mask each call
+    dg.manual_seed(3)
+    again = [c(x).numpy().copy() for _ in range(3)]
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+    dg.manual_seed(3)
+    eager = [model(x).detach().numpy().copy() for _ in range(3)]
+    for a, b in zip(first, eager):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_batchnorm_and_dropout_train_and_eval():
+    dg.manual_seed(0)
+    net = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.2),
+                        nn.Linear(8, 3))
+    twin = copy.deepcopy(net)
+    o1 = dg.optim.SGD(net.parameters(), lr=0.1)
+    o2 = dg.optim.SGD(twin.parameters(), lr=0.1)
+    e, c = make_step(net, o1), dg.compile(make_step(twin, o2))
+    data = batches(6, batch=10, features=6, classes=3)
+    for mode in ("train", "eval", "train"):
+        net.train(mode == "train")
+        twin.train(mode == "train")
+        for x, y in data:
+            dg.manual_seed(11)
+            a = e(x, y)
+            dg.manual_seed(11)
+            b = c(x, y)
+            np.testing.assert_allclose(a.item(), b.item(), rtol=1e-5)
+    assert_state_close(net, o1, twin, o2)
+    for name, buf in net.named_buffers():
+        np.testing.assert_allclose(buf.numpy(), dict(twin.named_buffers())[name].numpy(),
+                                   rtol=1e-5, err_msg=name)
+    assert len(c.entries) == 3          # train, eval; the first step builds no state (no momentum)
+
+
+def test_manual_data_updates_are_written_back():
+    w = nn.Parameter(dg.ones(3))
+
+    @dg.compile
+    def step(x):
+        loss = (w * x).sum()
+        loss.backward()
+        w.data.add_(w.grad, alpha=-0.5)
+        w.grad = None
+        return loss
+    for _ in range(3):
+        step(dg.ones(3))
+    np.testing.assert_allclose(w.detach().numpy(), [-0.5, -0.5, -0.5])
+    assert w.grad is None
+
+
+def test_compile_can_be_switched_off(monkeypatch):
+    monkeypatch.setenv("DYNOGRAPH_COMPILE", "0")
+    c = dg.compile(lambda x: x + 1)
+    c(dg.ones(2))
+    assert c.entries == []
+
+
+def test_compiled_module_shares_parameters():
+    model = mlp()
+    cm = dg.compile(model)
+    assert list(cm.state_dict()) == ["_orig_mod." + k for k in model.state_dict()]
+    x = batches(1)[0][0]
+    with dg.no_grad():
+        np.testing.assert_allclose(cm(x).numpy(), model(x).numpy(), rtol=1e-6)
+        with dg.no_grad():
+            model[0].weight.mul_(2)
+        np.testing.assert_allclose(cm(x).numpy(), model(x).numpy(), rtol=1e-6)
+
+
+def test_decorator_forms_and_trace():
+    @dg.compile()
+    def f(x):
+        return x.relu()
+
+    @dg.compile(backend="interpreter")
+    def g(x):
+        return x * 3
+    assert f(dg.tensor([-1.0, 2.0])).tolist() == [0.0, 2.0]
+    assert g(dg.ones(1)).tolist() == [3.0]
+    graph = dg.trace(lambda a, b: (a @ b).sum(), dg.ones(2, 3), dg.ones(3, 4))
+    assert [n.op for n in graph.nodes] == ["mm", "sum"]
+    with pytest.raises(ValueError, match="unknown backend 'nope'"):
+        dg.compile(lambda x: x, backend="nope")
