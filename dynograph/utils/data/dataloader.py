@@ -33,7 +33,7 @@ from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader"]
 
-SHUTDOWN_TIMEOUT = 5.0       # seconds workers get to exit cleanly before they are terminated
+SHUTDOWN_TIMEOUT = 2.0       # seconds workers get to exit cleanly before they are terminated
 
 
 class _DatasetKind:
@@ -331,17 +331,19 @@ class _Workers:
         self.result_conn = self.result_lock = None
         self.closed = False
 
-    def shutdown(self):
-        """Ask every worker to stop, wait a little, then terminate (and kill) stragglers."""
+    def shutdown(self, graceful=True):
+        """Ask every worker to stop, wait a little, then terminate (and kill) stragglers.
+        Not ``graceful`` (a worker died, perhaps holding the result pipe's lock or halfway
+        through a message): terminate them all at once."""
         if self.closed:
             return
         self.closed = True
-        for conn in self.index_conns:
+        for conn in self.index_conns if graceful else ():
             try:
                 conn.send(None)
             except (OSError, ValueError):
                 pass
-        deadline = time.monotonic() + SHUTDOWN_TIMEOUT
+        deadline = time.monotonic() + (SHUTDOWN_TIMEOUT if graceful else 0.0)
         alive = [w for w in self.processes if w.is_alive()]
         while alive and time.monotonic() < deadline:
             self._drain()                     # unblock workers waiting to write a batch
@@ -446,7 +448,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                   if self._workers_status[i] and not w.is_alive()]
         if not failed:
             return
-        self._shutdown_workers()
+        self._finalizer.detach()
+        self._workers.shutdown(graceful=False)
         details = "; ".join(_exit_description(w) for w in failed)
         pids = ", ".join(str(w.pid) for w in failed)
         raise RuntimeError(f"DataLoader worker (pid {pids}) exited unexpectedly ({details}). "
