@@ -12,7 +12,9 @@ import io
 import os
 import struct
 import tempfile
+import threading
 import zipfile
+import zlib
 from contextlib import contextmanager
 
 import numpy as np
@@ -22,7 +24,6 @@ from .errors import CheckpointError
 ALIGN = 64
 _PAD_ID = 0x4246                 # "FB": the padding extra field torch writes too
 _LOCAL_HEADER = struct.Struct("<4s22xHH")
-_DATE = (1980, 1, 1, 0, 0, 0)   # fixed: the same object saves to the same bytes
 
 
 def is_path(f):
@@ -116,31 +117,102 @@ def file_size(fp):
 
 # ---------------------------------------------------------------- zip writing
 
+_U32 = 0xFFFFFFFF
+_DOS_TIME, _DOS_DATE = 0, (0 << 9) | (1 << 5) | 1     # 1980-01-01: the same object saves to the
+_CHUNK = 1 << 22                                      # same bytes
+
+
+def _crc32(chunks, out):
+    crc = 0
+    for c in chunks:
+        for i in range(0, len(c), _CHUNK):
+            crc = zlib.crc32(c[i:i + _CHUNK], crc)
+    out.append(crc)
+
+
 class ZipWriter:
-    """Stored entries, each one's data aligned to ``ALIGN`` bytes from the start of the stream."""
+    """A zip archive of stored entries, each one's data aligned to ``ALIGN`` bytes from the start
+    of the stream.  The CRC of a large entry is computed in a second thread while the data is
+    written (zlib releases the GIL); on a seekable stream the local header is then patched, on
+    a pipe the sizes and CRC follow the data in a data descriptor.
+    """
 
     def __init__(self, fp):
         self.fp = fp
-        self.zf = zipfile.ZipFile(fp, "w", zipfile.ZIP_STORED, allowZip64=True)
+        self.seekable = bool(getattr(fp, "seekable", lambda: False)())
+        self.pos = fp.tell() if self.seekable else 0
+        self.start = self.pos
+        self.entries = []           # (name, crc, size, offset, flags)
+
+    def _put(self, data):
+        self.fp.write(data)
+        self.pos += len(data)
 
     def write(self, name, chunks, nbytes):
-        """Write entry ``name`` from byte-like ``chunks`` totalling ``nbytes``."""
-        info = zipfile.ZipInfo(name, date_time=_DATE)
-        info.compress_type = zipfile.ZIP_STORED
-        info.file_size = nbytes
-        zip64 = nbytes * 1.05 > zipfile.ZIP64_LIMIT        # zipfile's own rule, see _open_to_write
-        header_end = self.zf.fp.tell() + 30 + len(name.encode()) + (20 if zip64 else 0) + 4
-        pad = -header_end % ALIGN
-        info.extra = struct.pack("<HH", _PAD_ID, pad) + bytes(pad)
-        with self.zf.open(info, "w", force_zip64=zip64) as out:
-            for chunk in chunks:
-                out.write(chunk)
+        """Write entry ``name`` from byte-like ``chunks`` (memoryviews) totalling ``nbytes``."""
+        chunks = [memoryview(c).cast("B") for c in chunks]
+        raw_name = name.encode()
+        zip64 = nbytes >= _U32
+        flags = 0 if self.seekable else 0x08
+        header_at = self.pos
+        fixed = 30 + len(raw_name) + (20 if zip64 else 0) + 4
+        pad = -(header_at + fixed) % ALIGN
+        extra = struct.pack("<HH", _PAD_ID, pad) + bytes(pad)
+        if zip64:
+            extra = struct.pack("<HHQQ", 1, 16, nbytes, nbytes) + extra
+
+        def local_header(crc):
+            size = _U32 if zip64 else nbytes
+            return struct.pack("<IHHHHHIIIHH", 0x04034B50, 45 if zip64 else 20, flags, 0, _DOS_TIME,
+                               _DOS_DATE, crc, size, size, len(raw_name), len(extra)) + raw_name + extra
+
+        crc_box = []
+        worker = None
+        if nbytes > _CHUNK:
+            worker = threading.Thread(target=_crc32, args=(chunks, crc_box))
+            worker.start()
+        else:
+            _crc32(chunks, crc_box)
+        self._put(local_header(crc_box[0] if crc_box and not flags and worker is None else 0))
+        try:
+            for c in chunks:
+                self._put(c)
+        finally:
+            if worker is not None:
+                worker.join()
+        crc = crc_box[0]
+        if flags:
+            self._put(struct.pack("<IIQQ" if zip64 else "<IIII", 0x08074B50, crc, nbytes, nbytes))
+        elif worker is not None:
+            self.fp.seek(header_at)
+            self.fp.write(local_header(crc))
+            self.fp.seek(self.pos)
+        self.entries.append((raw_name, crc, nbytes, header_at - self.start, flags))
 
     def write_bytes(self, name, data):
         self.write(name, (data,), len(data))
 
     def close(self):
-        self.zf.close()
+        """Write the central directory (zip64 records where sizes or counts need them)."""
+        cd_at = self.pos - self.start
+        for raw_name, crc, size, offset, flags in self.entries:
+            extra = b""
+            if size >= _U32 or offset >= _U32:
+                fields = ([size, size] if size >= _U32 else []) + ([offset] if offset >= _U32 else [])
+                extra = struct.pack(f"<HH{len(fields)}Q", 1, 8 * len(fields), *fields)
+            big = size >= _U32
+            self._put(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 45, 45 if extra else 20, flags, 0,
+                                  _DOS_TIME, _DOS_DATE, crc, _U32 if big else size,
+                                  _U32 if big else size, len(raw_name), len(extra), 0, 0, 0, 0,
+                                  min(offset, _U32)) + raw_name + extra)
+        cd_size = self.pos - self.start - cd_at
+        n = len(self.entries)
+        if n >= 0xFFFF or cd_at >= _U32 or cd_size >= _U32:
+            end64_at = self.pos - self.start
+            self._put(struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, n, n, cd_size, cd_at))
+            self._put(struct.pack("<IIQI", 0x07064B50, 0, end64_at, 1))
+            n, cd_size, cd_at = min(n, 0xFFFF), min(cd_size, _U32), min(cd_at, _U32)
+        self._put(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, n, n, cd_size, cd_at, 0))
 
 
 # ---------------------------------------------------------------- zip reading

@@ -211,7 +211,10 @@ def load(reader, map_location, pickle_module, weights_only, mapped):
     V.need(header["byteorder"] in ("little", "big"), f"unknown byteorder {header['byteorder']!r}"[:200])
     storages, tensors = _check_layout(reader, header)
     blob = reader.array(BLOB, mapped) if storages else None
-    built = _build_tensors(blob, storages, tensors, header["byteorder"], map_location)
+    try:
+        built = _build_tensors(blob, storages, tensors, header["byteorder"], map_location)
+    except (ValueError, TypeError, OverflowError) as e:    # validated above; a last line of defence
+        raise CheckpointError(f"{reader.name}: bad tensor record ({e})"[:300]) from None
     return _Decoder(built).decode(header["object"], 0)
 
 
@@ -300,7 +303,7 @@ class _Decoder:
             return fn(self, node, depth + 1)
         except CheckpointError:
             raise
-        except (TypeError, ValueError, OverflowError) as e:   # e.g. an unhashable dict key
+        except (TypeError, ValueError, OverflowError, RuntimeError) as e:   # an unhashable key...
             raise CheckpointError(f"bad {kind} object: {e}"[:300]) from None
 
     def seq(self, node, depth):

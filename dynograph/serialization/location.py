@@ -12,6 +12,10 @@ def restore(storage, location, map_location):
     return a tensor to use instead (or None for the default); every other form names a device,
     and a CUDA device raises dynograph's no-CUDA error.
     """
+    try:
+        device(location)
+    except (RuntimeError, TypeError):
+        raise CheckpointError(f"unknown storage location {location!r}"[:100]) from None
     if callable(map_location) and not isinstance(map_location, (str, device)):
         out = map_location(Tensor._wrap(storage), location)
         if out is None:

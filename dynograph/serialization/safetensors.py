@@ -26,6 +26,8 @@ __all__ = ["save_file", "load_file", "save", "load"]
 _CODES = {D.bool: "BOOL", D.uint8: "U8", D.int8: "I8", D.int16: "I16", D.int32: "I32", D.int64: "I64",
           D.float16: "F16", D.bfloat16: "BF16", D.float32: "F32", D.float64: "F64"}
 _FROM_CODE = {c: d for d, c in _CODES.items()}
+_RANK = {d: i for i, d in enumerate([D.bool, D.uint8, D.int8, D.int16, D.float16, D.bfloat16, D.int32,
+                                     D.float32, D.float64, D.int64])}
 MAX_HEADER = 100 * 1024 * 1024      # the safetensors package's limit too
 
 
@@ -35,8 +37,8 @@ def _header(tensors, metadata):
     if metadata is not None and not (isinstance(metadata, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
         raise TypeError("metadata must be a dict of str to str")
-    # largest alignment first, then by name: the order the safetensors package writes
-    items = sorted(tensors.items(), key=lambda kv: (-kv[1].element_size(), kv[0]))
+    # the order the safetensors package writes: its dtype enum descending, then by name
+    items = sorted(tensors.items(), key=lambda kv: (-_RANK.get(kv[1].dtype, -1), kv[0]))
     header, arrays, pos = {}, [], 0
     if metadata:
         header["__metadata__"] = dict(metadata)
@@ -44,7 +46,7 @@ def _header(tensors, metadata):
         if not isinstance(name, str) or not isinstance(t, Tensor):
             raise TypeError(f"expected str keys and dynograph tensors, got {name!r}: "
                             f"{type(t).__name__}")
-        a = np.ascontiguousarray(t._data)
+        a = t._data if t._data.flags.c_contiguous else t._data.copy(order="C")
         header[name] = {"dtype": _CODES[t.dtype], "shape": list(a.shape),
                         "data_offsets": [pos, pos + a.nbytes]}
         arrays.append(a.reshape(-1).view(np.uint8))
@@ -111,7 +113,7 @@ def _parse(buf, name, device):
     out = {}
     for key, (dt, shape, begin, end) in specs.items():
         raw = restore(data[begin:end], "cpu", device)
-        out[key] = Tensor._wrap(raw.view(dt.np).reshape(shape))
+        out[key] = Tensor._wrap(raw.view(dt.np).reshape(tuple(shape)))
     return out
 
 

@@ -26,5 +26,5 @@ def locate(a):
             end = offset + sum((n - 1) * s for n, s in zip(a.shape, strides)) + item
             if end <= root.nbytes:
                 return root, offset, strides
-    own = np.ascontiguousarray(a)
+    own = a.copy(order="C")                 # (ascontiguousarray would make 0-d arrays 1-d)
     return own, 0, own.strides if own.size else (0,) * a.ndim

@@ -25,7 +25,7 @@ import numpy as np
 
 from dynograph._tensor import Size, Tensor
 from dynograph.runtime import dtypes as D
-from dynograph.runtime.device import device as Device
+from dynograph.runtime.device import NoCudaError, device as Device
 
 from . import validate as V
 from .container import ZipWriter
@@ -211,7 +211,7 @@ def load(reader, prefix, map_location, pickle_module, weights_only, mapped):
                            weights_only, reader.name)
     try:
         return unpickler.load()
-    except CheckpointError:
+    except (CheckpointError, NoCudaError):
         raise
     except RecursionError:
         raise CheckpointError(f"{reader.name}: data.pkl is nested too deeply") from None
@@ -283,7 +283,7 @@ class _Pickler(pickle._Pickler):
         root, offset, strides = locate(a)
         item = a.itemsize
         if root.nbytes % item:                  # a dtype view of a buffer torch cannot type
-            root, offset, strides = locate(np.ascontiguousarray(a))
+            root, offset, strides = locate(a.copy(order="C"))
         key = self.root_keys.get((id(root), a.dtype))
         if key is None:
             key = self.root_keys[id(root), a.dtype] = str(len(self.roots))
