@@ -8,3 +8,4 @@ from . import linalg  # noqa: F401
 from . import indexing  # noqa: F401
 from . import pooling  # noqa: F401
 from . import normalization  # noqa: F401
+from . import conv  # noqa: F401

@@ -20,3 +20,4 @@ from .distance import *  # noqa: F401,F403
 from .prelu import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
