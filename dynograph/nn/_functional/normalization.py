@@ -294,9 +294,10 @@ def _bag_inputs(input, offsets, per_sample_weights, include_last_offset):
     """input and per_sample_weights as 1-D, offsets and include_last_offset as torch sets them."""
     if input.dim() == 2:
         if offsets is not None:
+            kind = "<class 'dynograph.Tensor'>" if isinstance(offsets, _d.Tensor) else str(type(offsets))
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a "
                              "mini-batch of fixed length sequences. However, found offsets of type "
-                             f"{type(offsets)}")
+                             f"{kind}")
         offsets = _d.arange(0, input.numel(), input.size(1), dtype=input.dtype)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)
@@ -347,8 +348,40 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                                   f"is only supported for mode='sum' (got mode='{mode}'). Please open "
                                   "a feature request on GitHub.")
     padding_idx = _bag_padding(padding_idx, weight.size(0))
+    _check_offsets(input, offsets)
     return _bag_reduce(input, weight, offsets, mode, per_sample_weights, include_last_offset,
                        padding_idx, scale_grad_by_freq)
+
+
+def _tensor_type(input, offsets):
+    """'LongTensor' or 'IntTensor': the indices' common type as torch's C++ printer names it."""
+    from dynograph.compiler.ops.core import type_name
+    return f"{type_name(_d.promote_types(input.dtype, offsets.dtype))}Tensor"
+
+
+def _check_offsets(input, offsets):
+    """torch's checks of the offsets' values (they are data: reading them costs a sync)."""
+    if offsets.numel() == 0:
+        return
+    first, last = int(offsets[0]), int(offsets[-1])
+    if first != 0:
+        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to "
+                           f"start from position 0. However, got {first}\n"
+                           f"[ dynograph.{_tensor_type(input, offsets)}{{}} ]")   # torch prints the value
+    if last > input.numel():
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {input.numel()} but got "
+                           f"offsets[-1] of {last}")
+
+
+def _bag_lookup(weight, input, scale_grad_by_freq):
+    """The rows of every index; an index out of range is named with its position, as torch does."""
+    try:
+        return _lookup(weight, input, -1, scale_grad_by_freq)
+    except IndexError:
+        n = weight.shape[0]
+        pos = int(((input < 0) | (input >= n)).nonzero()[0, 0])
+        raise RuntimeError(f"Index {pos} of input takes value {int(input[pos])} which is not in the "
+                           f"valid range [0, {n})") from None
 
 
 def _bag_reduce(input, weight, offsets, mode, per_sample_weights, include_last_offset, padding_idx,
@@ -358,11 +391,11 @@ def _bag_reduce(input, weight, offsets, mode, per_sample_weights, include_last_o
     starts = offsets[:bags].to(_d.int64)
     positions = _d.arange(input.numel())
     bag = _d.searchsorted(starts, positions, right=True) - 1
-    keep = input != padding_idx
+    keep = (input != padding_idx) & (bag >= 0)
     if include_last_offset:
         keep = keep & (positions < offsets[bags])
     bag = _d.where(keep, bag, _d.full_like(bag, bags))
-    rows = _lookup(weight, input, -1, scale_grad_by_freq)
+    rows = _bag_lookup(weight, input, scale_grad_by_freq)
     dim = weight.shape[1]
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.unsqueeze(1)
