@@ -708,3 +708,21 @@ def test_transformer_errors(torch, expr):
         ours = run(dynograph, nn)
     assert theirs is not None
     assert_same_error(ours, theirs, expr)
+
+
+def test_compiled_transformer_is_one_graph():
+    """The causal-mask detection does not break a traced graph; compiled equals eager."""
+    model = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                           dim_feedforward=16, dropout=0.0).eval()
+    src, tgt = dynograph.randn(5, 2, 8), dynograph.randn(3, 2, 8)
+    src_mask = nn.Transformer.generate_square_subsequent_mask(5)
+    tgt_mask = nn.Transformer.generate_square_subsequent_mask(3).bool()
+    kpm = dynograph.tensor([[False] * 5, [False, False, False, True, True]])
+
+    def fn(s, t):
+        return model(s, t, src_mask=src_mask, tgt_mask=tgt_mask, src_key_padding_mask=kpm,
+                     memory_key_padding_mask=kpm)
+
+    compiled = dynograph.compile(fn, fullgraph=True)
+    for _ in range(2):
+        assert dynograph.allclose(compiled(src, tgt), fn(src, tgt), rtol=1e-5, atol=1e-6)

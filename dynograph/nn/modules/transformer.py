@@ -7,6 +7,7 @@ import copy
 import warnings
 
 import dynograph as _d
+from dynograph.compiler.tracer import is_tracing as _tracing
 from .. import functional as F
 from .. import init
 from .._functional.attention import _canonical_mask, _none_or_dtype
@@ -36,7 +37,9 @@ def _get_seq_len(src, batch_first):
 def _detect_is_causal_mask(mask, is_causal=None, size=None):
     """is_causal if given; otherwise whether ``mask`` equals the square subsequent mask."""
     make_causal = is_causal is True
-    if is_causal is None and mask is not None:
+    # comparing the mask's values would break a traced graph; the hint only selects a faster path
+    # (the mask itself still goes to the layers), so a traced graph just does without it
+    if is_causal is None and mask is not None and not _tracing():
         sz = size if size is not None else mask.size(-2)
         causal = _generate_square_subsequent_mask(sz, dtype=mask.dtype)
         if tuple(mask.shape) == tuple(causal.shape):
