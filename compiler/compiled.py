@@ -241,6 +241,7 @@ class CompiledFunction:
         bindings = [tracer.bindings[i] for i in stats["kept_inputs"]]
         entry = Entry(graph, captured, bindings, effect_map, clears, guards, out_spec, out_kinds,
                       stats)
+        entry.captured_bindings = tracer.bindings
         self.entries.append(entry)
         self._event("trace", f"graph {len(self.entries) - 1}: {stats['captured_nodes']} nodes "
                              f"captured, {stats['optimized_nodes']} after optimization")
@@ -357,8 +358,12 @@ def _indent(text):
 def trace(fn, *example_args, **example_kwargs):
     """The graph ``fn`` produces on these arguments, as captured (before optimization).
 
-    The function runs once for real on the arguments (its side effects happen)."""
+    The function runs once for real on the arguments (its side effects happen).
+    ``trace(tensor)`` is PyTorch's ``torch.trace``: the sum of a matrix's diagonal."""
     from dynograph._tensor import Tensor
+    if isinstance(fn, Tensor):
+        from dynograph._linalg import trace as matrix_trace
+        return matrix_trace(fn, *example_args, **example_kwargs)
     tracer = Tracer(fullgraph=True)
     flat = []
     flatten((example_args, example_kwargs), flat)
