@@ -1,2 +1,3 @@
 """Workload modules; importing this package registers all of them."""
 from . import eager  # noqa: F401
+from . import serialization  # noqa: F401
