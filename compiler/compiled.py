@@ -121,6 +121,65 @@ def _write_binding(b, flat_args, array):
     t._bump_version()
 
 
+# ---------------------------------------------------------------- verify=True
+
+def _snapshot(entry, flat):
+    """Copies of every buffer and slot a replay may change, and the generators' states."""
+    arrays = [None if isinstance(b, tuple) and b[0] in ("scalar", "rng") else
+              _read_binding(b, flat).copy() for b in entry.bindings]
+    slots = {name: b.get() for name, (b, kind) in entry.effects.items() if kind == "assign"}
+    slots.update({s.name: s.get() for s in entry.clears})
+    rngs = [(b[1], b[1]._np.bit_generator.state) for b in entry.bindings
+            if isinstance(b, tuple) and b[0] == "rng"]
+    return arrays, slots, rngs
+
+
+def _restore(entry, flat, snapshot):
+    arrays, slots, rngs = snapshot
+    for b, a in zip(entry.bindings, arrays):
+        if a is not None:
+            np.copyto(_read_binding(b, flat), a)
+    setters = {name: b for name, (b, kind) in entry.effects.items() if kind == "assign"}
+    setters.update({s.name: s for s in entry.clears})
+    for name, t in slots.items():
+        setters[name].set(t)
+    for gen, state in rngs:
+        gen._np.bit_generator.state = state
+
+
+def _slot_values(entry, flat):
+    out = {}
+    for name, (b, kind) in entry.effects.items():
+        t = flat[b[1]] if isinstance(b, tuple) else b.get()
+        out[name] = None if t is None else t._data.copy()
+    for s in entry.clears:
+        out[s.name] = None if s.get() is None else s.get()._data.copy()
+    return out
+
+
+def _compare(what, compiled, eager, rtol=1e-5, atol=1e-6):
+    c = getattr(compiled, "_data", compiled)
+    e = getattr(eager, "_data", eager)
+    if c is None or e is None or not isinstance(c, np.ndarray):
+        if (c is None) != (e is None) or (not isinstance(c, np.ndarray) and c != e):
+            raise VerifyMismatch(what, f"compiled gave {c!r}, eager {e!r}")
+        return
+    if c.shape != e.shape or c.dtype != e.dtype:
+        raise VerifyMismatch(what, f"compiled gave {c.dtype}{list(c.shape)}, eager "
+                                   f"{e.dtype}{list(e.shape)}")
+    if c.dtype.kind in "fc" and not np.allclose(c, e, rtol=rtol, atol=atol, equal_nan=True):
+        diff = np.nanmax(np.abs(c.astype(np.float64) - e.astype(np.float64)))
+        raise VerifyMismatch(what, f"values differ by up to {diff:.3g}")
+    if c.dtype.kind not in "fc" and not np.array_equal(c, e):
+        raise VerifyMismatch(what, "values differ")
+
+
+class VerifyMismatch(AssertionError):
+    def __init__(self, what, detail):
+        super().__init__(f"dynograph.compile(verify=True): compiled and eager execution "
+                         f"disagree on {what}: {detail}")
+
+
 # ---------------------------------------------------------------- the compiled function
 
 class CompiledFunction:
@@ -188,11 +247,26 @@ class CompiledFunction:
 
     def _run(self, entry, flat, args, kwargs):
         from .backends import run_entry
-        outs = run_entry(self.backend, entry, flat)
-        result = unflatten(entry.out_spec, outs)
         if self.verify:
-            self._check_against_eager(entry, result, args, kwargs)
-        return result
+            return self._run_verified(entry, flat, args, kwargs)
+        return unflatten(entry.out_spec, run_entry(self.backend, entry, flat))
+
+    def _run_verified(self, entry, flat, args, kwargs):
+        """verify=True: run compiled, put the state back, run eagerly, compare everything."""
+        from .backends import run_entry
+        before = _snapshot(entry, flat)
+        compiled_out = run_entry(self.backend, entry, flat)
+        compiled_state = _slot_values(entry, flat)
+        _restore(entry, flat, before)
+        TRACE.tracer = None
+        eager = self.fn(*args, **kwargs)
+        eager_out = []
+        flatten(eager, eager_out)
+        for i, (c, e) in enumerate(zip(compiled_out, eager_out)):
+            _compare(f"output {i}", c, e)
+        for name, value in _slot_values(entry, flat).items():
+            _compare(name, compiled_state.get(name), value)
+        return eager
 
     # ------------------------------------------------------------ tracing
 
@@ -213,9 +287,12 @@ class CompiledFunction:
             effects, clears = tracer.finish(out_tensors) if not tracer.breaks else ([], [])
         except GraphBreak as e:
             where = str(e).split("\n  at ")[-1].split("\n")[0]
-            raise CompileError("dynograph.compile: graph break under fullgraph=True",
+            err = CompileError("dynograph.compile: graph break under fullgraph=True",
                                str(e).split("\n")[0], "move the call out of the compiled function, "
-                               "or compile without fullgraph=True", where) from None
+                               "or compile without fullgraph=True", where)
+            if os.environ.get("DYNOGRAPH_VERBOSE") == "1":
+                raise err from e            # the compiler's own frames, for its developers
+            raise err.with_traceback(None) from None
         finally:
             TRACE.tracer = None
         if tracer.breaks:
@@ -260,10 +337,6 @@ class CompiledFunction:
             self._event("break", f"{r} at {w}")
             logs.log("breaks", f"{self.__name__}: graph break at {w}: {r}")
         return result
-
-    def _check_against_eager(self, entry, result, args, kwargs):
-        """verify=True: the compiled result against eager execution on copies of the state."""
-        del entry, result, args, kwargs
 
     def _event(self, kind, text):
         self.events.append((kind, text))

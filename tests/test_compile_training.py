@@ -244,3 +244,21 @@ def test_decorator_forms_and_trace():
     assert [n.op for n in graph.nodes] == ["mm", "sum"]
     with pytest.raises(ValueError, match="unknown backend 'nope'"):
         dg.compile(lambda x: x, backend="nope")
+
+
+def test_verify_runs_eager_beside_compiled_and_names_a_disagreement(monkeypatch):
+    model = mlp()
+    opt = dg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    step = dg.compile(make_step(model, opt), verify=True)
+    for x, y in batches(4):
+        step(x, y)                          # agrees: no error
+    from dynograph.compiler import interpreter
+    real = interpreter.evaluate
+
+    def wrong(op, args, attrs):             # a deliberately broken backend: relu is negated
+        out = real(op, args, attrs)
+        return -out if op.name == "relu" else out
+    monkeypatch.setattr(interpreter, "evaluate", wrong)
+    x, y = batches(1)[0]
+    with pytest.raises(AssertionError, match="compiled and eager execution disagree on output 0"):
+        step(x, y)
