@@ -332,10 +332,6 @@ def _grid_check(input, grid, mode, padding_mode):
         raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', "
                          f"or 'reflection', but got: '{padding_mode}'")
     nd = input.dim()
-    if nd not in (4, 5) or grid.dim() != nd:
-        raise RuntimeError("grid_sampler(): expected 4D or 5D input and grid with same number of "
-                           f"dimensions, but got input with sizes {list(input.shape)} and grid with "
-                           f"sizes {list(grid.shape)}")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError("grid_sampler(): expected grid and input to have same batch size, but got "
                            f"input with sizes {list(input.shape)} and grid with sizes "
@@ -343,6 +339,15 @@ def _grid_check(input, grid, mode, padding_mode):
     if grid.shape[-1] != nd - 2:
         raise RuntimeError(f"grid_sampler(): expected grid to have size {nd - 2} in last dimension, "
                            f"but got grid with sizes {list(grid.shape)}")
+    for d in range(2, nd):
+        if input.shape[d] == 0:
+            raise RuntimeError("grid_sampler(): expected input to have non-empty spatial dimensions, "
+                               f"but input has sizes {list(input.shape)} with dimension {d} being "
+                               "empty")
+    if nd not in (4, 5) or grid.dim() != nd:
+        raise RuntimeError("grid_sampler(): expected 4D or 5D input and grid with same number of "
+                           f"dimensions, but got input with sizes {list(input.shape)} and grid with "
+                           f"sizes {list(grid.shape)}")
     if mode == "bicubic" and nd != 4:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
 
@@ -459,7 +464,6 @@ def affine_grid(theta, size, align_corners=None):
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got "
                          f"{str(theta.dtype).replace('dynograph', 'torch')}")
-    size = list(size)
     if len(size) == 4:
         if theta.dim() != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
             raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}."
