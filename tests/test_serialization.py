@@ -521,6 +521,16 @@ def test_torch_written_checkpoint_loads(torch, tmp_path):
     assert math.isnan(out["nan"])
 
 
+def test_torch_checkpoint_mmap_and_legacy_format(torch, tmp_path):
+    x = torch.arange(6.0).reshape(2, 3)
+    torch.save({"x": x, "t": x.t()}, tmp_path / "t.pt")
+    out = dynograph.load(tmp_path / "t.pt", mmap=True)
+    assert out["t"].tolist() == x.t().tolist() and shares_memory(out["x"], out["t"])
+    torch.save(x, tmp_path / "old.pt", _use_new_zipfile_serialization=False)
+    with pytest.raises(CheckpointError, match="legacy PyTorch checkpoint"):
+        dynograph.load(tmp_path / "old.pt")
+
+
 def test_torch_state_dict_loads_into_dynograph_model(torch, tmp_path):
     torch.manual_seed(0)
     tm = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))

@@ -67,7 +67,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         reader = ZipReader(fp, name)
         names = reader.names()
         if _native.HEADER in names:
-            return _native.load(reader, map_location, pickle_module, weights_only, mapped)
+            return _native.load(reader, map_location, pickle_module, weights_only, mapped,
+                                pickle_load_args)
         prefix = _torch.archive_prefix(names)
         if prefix is not None:
             return _torch.load(reader, prefix, map_location, pickle_module, weights_only, mapped)

@@ -220,6 +220,10 @@ class ZipWriter:
 def _not_a_zip(fp, size, name, what):
     fp.seek(0)
     head = fp.read(4)
+    if head == b"\x80\x02\x8a\x0a":          # pickle protocol 2, then torch's legacy magic number
+        raise CheckpointError(f"{name}: the file is a legacy PyTorch checkpoint (written with "
+                              "_use_new_zipfile_serialization=False), which dynograph does not read; "
+                              "re-save it with torch.save's default zip format")
     if head == b"PK\x03\x04":
         raise CheckpointError(f"{name}: the file is truncated at byte {size} (its zip directory, "
                               f"at the end of the file, is missing or damaged)")
@@ -294,8 +298,9 @@ class ZipReader:
         """Entry ``entry`` as a writable uint8 array: a view of ``mapped`` (an mmap of the whole
         file) when given, else one read into a fresh buffer."""
         span = self.span(entry)
-        if span is None:                                # compressed by some other writer
-            return np.frombuffer(bytearray(self.read(entry, limit=1 << 62)), np.uint8)
+        if span is None:            # compressed by some other writer; deflate expands <= 1032x
+            limit = 1032 * self.info(entry).compress_size + 1024
+            return np.frombuffer(bytearray(self.read(entry, limit=limit)), np.uint8)
         offset, size = span
         if mapped is not None:
             return np.frombuffer(mapped, np.uint8, size, offset)

@@ -201,10 +201,11 @@ def read_header(reader):
     return header
 
 
-def load(reader, map_location, pickle_module, weights_only, mapped):
+def load(reader, map_location, pickle_module, weights_only, mapped, pickle_load_args=None):
     header = read_header(reader)
     if header["kind"] == "pickle":
-        return _load_pickle(reader, header, map_location, pickle_module, weights_only)
+        return _load_pickle(reader, header, map_location, pickle_module, weights_only,
+                            pickle_load_args or {})
     V.need(header["kind"] == "tree", f"unknown checkpoint kind {header['kind']!r}"[:200])
     V.exact_keys(header, ("format", "version", "kind", "byteorder", "storages", "tensors", "object"),
                  what="the header")
@@ -218,7 +219,7 @@ def load(reader, map_location, pickle_module, weights_only, mapped):
     return _Decoder(built).decode(header["object"], 0)
 
 
-def _load_pickle(reader, header, map_location, pickle_module, weights_only):
+def _load_pickle(reader, header, map_location, pickle_module, weights_only, pickle_load_args):
     V.exact_keys(header, ("format", "version", "kind", "type"), what="the header")
     if weights_only:
         raise UnsafeCheckpointError(
@@ -226,7 +227,7 @@ def _load_pickle(reader, header, map_location, pickle_module, weights_only):
             "tensors and containers; loading it could run arbitrary code, so weights_only=True "
             "refuses it. If you trust the file, load it with weights_only=False."[:600])
     check_target(map_location)
-    return (pickle_module or pickle).loads(reader.read(PICKLE, limit=reader.size))
+    return (pickle_module or pickle).loads(reader.read(PICKLE, limit=reader.size), **pickle_load_args)
 
 
 def _check_layout(reader, header):
