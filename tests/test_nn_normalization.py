@@ -356,3 +356,24 @@ def test_no_warnings_and_numpy_free_graph(torch):
         y = F.layer_norm(x, (3,))
     y.sum().backward()
     assert np.isfinite(x.grad.numpy()).all()
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("case", ["layer", "rms", "batch", "instance", "group"])
+def test_low_precision_computes_in_float32(torch, dtype, case):
+    x = torch.randn(4, 4, 6, dtype=torch.float32) * 3 + 10
+    t, d = x.to(getattr(torch, dtype)), from_torch(x).to(getattr(dynograph, dtype))
+    calls = {
+        "layer": lambda f, y: f.layer_norm(y, (6,)),
+        "rms": lambda f, y: f.rms_norm(y, (4, 6)),
+        "batch": lambda f, y: f.batch_norm(y, None, None, training=True),
+        "instance": lambda f, y: f.instance_norm(y),
+        "group": lambda f, y: f.group_norm(y, 2),
+    }
+    got, expect = calls[case](F, d), calls[case](torch.nn.functional, t)
+    tol = 2e-2 if dtype == "bfloat16" else 4e-3         # a few units in the last place
+    assert_same(got, expect, rtol=tol, atol=tol)
+    # no less accurate than torch against a float64 evaluation of the same rounded input
+    exact = calls[case](torch.nn.functional, t.double()).numpy()
+    ours_err = np.abs(got.double().numpy() - exact).max()
+    assert ours_err <= 1.5 * np.abs(expect.double().numpy() - exact).max() + tol / 10

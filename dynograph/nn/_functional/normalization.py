@@ -35,6 +35,15 @@ def _check_normalized(input, shape, weight, bias, sep=", "):
     return tuple(range(-n, 0))
 
 
+def _opmath(input):
+    """float16 and bfloat16 input is normalized in float32 (as torch computes), then cast back."""
+    return input.float() if input.dtype in (_d.float16, _d.bfloat16) else input
+
+
+def _cast_back(out, input):
+    return out.to(input.dtype) if input.dtype in (_d.float16, _d.bfloat16) else out
+
+
 def _affine(out, weight, bias):
     if weight is not None:
         out = out * weight
@@ -47,9 +56,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize over the trailing ``normalized_shape`` dims (biased variance), then scale and shift."""
     shape = _normalized_shape("layer_norm", normalized_shape)
     dims = _check_normalized(input, shape, weight, bias)
-    mean = input.mean(dims, keepdim=True)
-    var = input.var(dims, correction=0, keepdim=True)
-    return _affine((input - mean) * (var + eps).rsqrt(), weight, bias)
+    x = _opmath(input)
+    mean = x.mean(dims, keepdim=True)
+    var = x.var(dims, correction=0, keepdim=True)
+    return _cast_back(_affine((x - mean) * (var + eps).rsqrt(), weight, bias), input)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -61,8 +71,9 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     dims = _check_normalized(input, shape, weight, None, sep="")  # torch prints [*3] here
     if eps is None:
         eps = _d.finfo(input.dtype).eps
-    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
-    return _affine(out, weight, None)
+    x = _opmath(input)
+    out = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
+    return _cast_back(_affine(out, weight, None), input)
 
 
 # ----------------------------------------------------------------------------- batch norm
@@ -122,10 +133,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                      ("running_var", running_var)):
         _check_numel(label, t, channels)
     view = _channel_view(input)
+    x = _opmath(input)
     if training:
         dims = (0,) + tuple(range(2, input.dim()))
-        mean = input.mean(dims, keepdim=True)
-        var = input.var(dims, correction=0, keepdim=True)
+        mean = x.mean(dims, keepdim=True)
+        var = x.var(dims, correction=0, keepdim=True)
         n = input.numel() // channels
         if running_mean is not None:
             _update_running(running_mean, mean.reshape(channels), momentum)
@@ -136,7 +148,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             if t is None:
                 raise RuntimeError(f"{label} must be defined in evaluation mode")
         mean, var = running_mean.reshape(view), running_var.reshape(view)
-    return _channel_affine(_normalize(input, mean, var, eps), weight, bias, view)
+    return _cast_back(_channel_affine(_normalize(x, mean, var, eps), weight, bias, view), input)
 
 
 def _verify_spatial_size(size):
@@ -164,15 +176,16 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if not use_input_stats:
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     dims = tuple(range(2, input.dim()))
-    mean = input.mean(dims, keepdim=True)
-    var = input.var(dims, correction=0, keepdim=True)
+    x = _opmath(input)
+    mean = x.mean(dims, keepdim=True)
+    var = x.var(dims, correction=0, keepdim=True)
     n = input.numel() // (batch * channels)
     if running_mean is not None:
         _update_running(running_mean, mean.reshape(batch, channels).mean(0), momentum)
     if running_var is not None:
         unbiased = var.reshape(batch, channels) * (n / max(n - 1, 1))
         _update_running(running_var, unbiased.mean(0), momentum)
-    return _channel_affine(_normalize(input, mean, var, eps), weight, bias, view)
+    return _cast_back(_channel_affine(_normalize(x, mean, var, eps), weight, bias, view), input)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -190,11 +203,11 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"Expected {label} to be a vector of size equal to the number of "
                                f"channels in input, but got {label} of shape {_size_text(t.shape)} "
                                f"and input of shape {_size_text(shape)}")
-    grouped = input.reshape(batch, num_groups, -1)
+    grouped = _opmath(input).reshape(batch, num_groups, -1)
     mean = grouped.mean(-1, keepdim=True)
     var = grouped.var(-1, correction=0, keepdim=True)
     out = _normalize(grouped, mean, var, eps).reshape(shape)
-    return _channel_affine(out, weight, bias, _channel_view(input))
+    return _cast_back(_channel_affine(out, weight, bias, _channel_view(input)), input)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
