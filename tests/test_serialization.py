@@ -425,6 +425,14 @@ def test_unpicklable_object_fails_before_touching_the_file(tmp_path):
     assert dynograph.load(p) == 1 and os.listdir(tmp_path) == ["ck.pt"]
 
 
+def test_save_through_a_symlink_replaces_the_target(tmp_path):
+    target = tmp_path / "real.pt"
+    dynograph.save(1, target)
+    (tmp_path / "link.pt").symlink_to(target)
+    dynograph.save(2, tmp_path / "link.pt")
+    assert (tmp_path / "link.pt").is_symlink() and dynograph.load(target) == 2
+
+
 def test_save_keeps_file_mode(tmp_path):
     p = tmp_path / "ck.pt"
     p.write_bytes(b"old")

@@ -43,7 +43,7 @@ def _new_file_mode(path):
 
 @contextmanager
 def _atomic(path):
-    path = os.fspath(path)
+    path = os.path.realpath(os.fspath(path))      # through a symlink, like open(path, "wb") would
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
