@@ -279,16 +279,37 @@ def test_dropout_one_zeroes_the_next_layers_input(torch):
     assert_same(_flat(ours(from_torch(tx))), _flat(theirs(tx)), **TOL["float64"])
 
 
-def test_dropout_statistics():
-    """p=0.5 in training: outputs vary between calls, and the mean over many runs of the
-    second layer's input scaling is kept (inverted dropout)."""
+def test_dropout_statistics(monkeypatch):
+    """p=0.5 in training: about half of the next layer's input is zeroed, the rest scaled by 2
+    (inverted dropout); eval mode is deterministic."""
+    seen = []
+    real = F.dropout
+
+    def spy(x, p=0.5, training=True, inplace=False):
+        out = real(x, p, training, inplace)
+        seen.append((x.detach().numpy(), out.detach().numpy()))
+        return out
+
+    monkeypatch.setattr(F, "dropout", spy)
     dynograph.manual_seed(0)
     m = nn.RNN(2, 50, num_layers=2, dropout=0.5)
-    x = dynograph.randn(3, 4, 2)
+    x = dynograph.randn(6, 10, 2)
     a, b = m(x)[0], m(x)[0]
     assert not np.allclose(a.detach().numpy(), b.detach().numpy())
+    for inp, out in seen:
+        dropped = out == 0
+        assert 0.4 < dropped.mean() < 0.6
+        np.testing.assert_allclose(out[~dropped], 2 * inp[~dropped], rtol=1e-6)
     m.eval()
     np.testing.assert_array_equal(m(x)[0].detach().numpy(), m(x)[0].detach().numpy())
+
+
+def test_empty_batch(torch):
+    for mod, x in ((nn.GRU(3, 4), dynograph.randn(5, 0, 3)),
+                   (nn.LSTM(3, 4, batch_first=True), dynograph.randn(0, 5, 3))):
+        out, h = mod(x)
+        assert out.shape[:2] == x.shape[:2] and out.shape[2] == 4
+        assert all(t.shape == (1, 0, 4) for t in _flat(h))
 
 
 def test_dropout_warning_and_range():
@@ -377,6 +398,8 @@ ERRORS = [
     "nn.RNN(3, 4)(torch.randn(5, 2, 3, 3))",
     "nn.LSTM(3, 4)(torch.randn(5, 2, 3, 3))",
     "nn.GRU(3, 4)(torch.randn(5))",
+    "nn.GRU(3, 4)(torch.randn(0, 2, 3))",
+    "nn.LSTM(3, 4, batch_first=True)(torch.randn(2, 0, 3))",
     "nn.RNN(3, 4)(torch.randn(5, 2, 3), torch.randn(2, 2, 4))",
     "nn.GRU(3, 4, batch_first=True)(torch.randn(5, 2, 3), torch.randn(1, 2, 4))",
     "nn.GRU(3, 4)(torch.randn(5, 2, 3), torch.randn(2, 4))",
@@ -513,6 +536,7 @@ def test_packed_sequence_object(torch):
     assert d is data and b is sizes
     assert rnn_utils.PackedSequence((data, sizes)).batch_sizes is sizes
     assert p.is_cuda is False
+    assert repr(p).startswith("PackedSequence(data=tensor(")
     assert p.to(dynograph.float32) is p and p.cpu() is p
     q = p.double()
     assert q.data.dtype == dynograph.float64 and q.batch_sizes is sizes and type(q) is type(p)

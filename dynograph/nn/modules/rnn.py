@@ -318,6 +318,8 @@ class RNNBase(Module):
         padded ((L, N, H_in), batch_first (N, L, H_in), unbatched (L, H_in)) or a
         PackedSequence (then the output is one too)."""
         data, batch_sizes, unsorted_indices, hx, layout = self._prepare(input, hx)
+        if not batch_sizes:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         num_directions = 2 if self.bidirectional else 1
         out, finals = _run_layers(self.mode, data, batch_sizes, self._states(hx),
                                   self._layer_weights(), self.num_layers, num_directions,

@@ -260,8 +260,9 @@ def unpad_sequence(padded_sequences, lengths, batch_first=False):
     input is left as it was, not transposed in place)."""
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
-    idx = _d.arange(padded_sequences.shape[1])
-    return [seq[idx < length] for seq, length in zip(padded_sequences, lengths, strict=True)]
+    # lengths as host ints (slices a tracer can follow), each piece a copy like torch's mask
+    lengths = lengths.tolist() if isinstance(lengths, _d.Tensor) else [int(n) for n in lengths]
+    return [seq[:n].clone() for seq, n in zip(padded_sequences.unbind(0), lengths, strict=True)]
 
 
 def pack_sequence(sequences, enforce_sorted=True):
