@@ -39,9 +39,12 @@ def run_entry(backend, entry, flat):
     for slot in entry.clears:
         slot.set(None)
     result = []
+    n_tensors = sum(1 for k in entry.out_kinds if k[0] == "tensor")
     for kind in entry.out_kinds:
         if kind[0] == "const":
             result.append(kind[1])
-        else:
+        elif kind[0] == "tensor":
             result.append(Tensor._wrap(fresh(outs[kind[1]])))
+        else:                           # a value saved for the backward graph: kept as it is
+            result.append(outs[n_tensors + kind[1]])
     return result

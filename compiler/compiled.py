@@ -17,6 +17,7 @@ import numpy as np
 from dynograph.runtime import dtypes as D
 from . import logs
 from .guards import Guards
+from .aot import make_function, split, trace_backward
 from .tracer import TRACE, GraphBreak, Tracer, storage_root
 
 DEFAULT_CACHE_LIMIT = 8
@@ -84,12 +85,25 @@ class Entry:
         self.stats = stats
         self.calls = 0
         self.program = None                 # the backend's executable form of graph
+        self.aot = None                     # AotPlan when the outputs need gradients
+        self.aot_saved = 0
+        self.backward_graph = None
+        self.function = None                # the autograd.Function running both graphs
 
     def read_inputs(self, flat_args):
         arrays = []
         for b in self.bindings:
             arrays.append(_read_binding(b, flat_args))
         return arrays
+
+
+def _read_leaf(b, flat_args):
+    return flat_args[b[1]] if isinstance(b, tuple) else b.get()
+
+
+def _is_const(x):
+    from dynograph._tensor import Tensor
+    return not isinstance(x, Tensor)
 
 
 def _read_binding(b, flat_args):
@@ -249,7 +263,26 @@ class CompiledFunction:
         from .backends import run_entry
         if self.verify:
             return self._run_verified(entry, flat, args, kwargs)
+        if entry.aot is not None:
+            return unflatten(entry.out_spec, self._run_differentiable(entry, flat))
         return unflatten(entry.out_spec, run_entry(self.backend, entry, flat))
+
+    def _run_differentiable(self, entry, flat):
+        """Outputs that carry a grad_fn running the compiled backward graph."""
+        from .backends import get_runner, run_entry
+        if entry.function is None:
+            def run_forward(f):
+                outs = run_entry(self.backend, entry, f)
+                n = len(outs) - entry.aot_saved
+                return [x for x in outs[:n] if not _is_const(x)], outs[n:]
+
+            def run_backward(feeds):
+                return get_runner(self.backend)(entry.backward_graph, feeds)[0]
+            entry.function = make_function(entry, run_forward, run_backward)
+        leaves = [_read_leaf(b, flat) for b, _ in entry.aot.leaves]
+        tensors = iter(entry.function.apply(flat, *leaves))
+        n = len(entry.out_kinds) - entry.aot_saved
+        return [next(tensors) if k[0] == "tensor" else k[1] for k in entry.out_kinds[:n]]
 
     def _run_verified(self, entry, flat, args, kwargs):
         """verify=True: run compiled, put the state back, run eagerly, compare everything."""
@@ -284,6 +317,7 @@ class CompiledFunction:
             out_flat = []
             out_spec = flatten(result, out_flat)
             out_tensors = [x for x in out_flat if isinstance(x, Tensor)]
+            plan = None if tracer.breaks else trace_backward(tracer, out_tensors)
             effects, clears = tracer.finish(out_tensors) if not tracer.breaks else ([], [])
         except GraphBreak as e:
             where = str(e).split("\n  at ")[-1].split("\n")[0]
@@ -307,7 +341,15 @@ class CompiledFunction:
             else:
                 out_kinds.append(("const", x))
         captured = tracer.graph
-        graph, stats = optimize(captured, self.passes, self.backend)
+        binding_of = {id(inp): b for inp, b in zip(captured.inputs, tracer.bindings)}
+        backward = None
+        if plan is not None:
+            forward, backward, n_saved = split(captured, plan)
+            graph, stats = optimize(forward, self.passes, self.backend)
+            backward, _ = optimize(backward, self.passes, self.backend)
+            out_kinds += [("saved", i) for i in range(n_saved)]
+        else:
+            graph, stats = optimize(captured, self.passes, self.backend)
         effect_map = {}
         for slot_or_binding, kind in effects:
             name = getattr(slot_or_binding, "name", None)
@@ -315,10 +357,12 @@ class CompiledFunction:
                 name = next(inp.name for inp, b in zip(captured.inputs, tracer.bindings)
                             if b is slot_or_binding)
             effect_map[name] = (slot_or_binding, kind)
-        bindings = [tracer.bindings[i] for i in stats["kept_inputs"]]
+        bindings = [binding_of[id(inp)] for inp in graph.inputs]
         entry = Entry(graph, captured, bindings, effect_map, clears, guards, out_spec, out_kinds,
                       stats)
         entry.captured_bindings = tracer.bindings
+        if plan is not None:
+            entry.aot, entry.aot_saved, entry.backward_graph = plan, n_saved, backward
         self.entries.append(entry)
         self._event("trace", f"graph {len(self.entries) - 1}: {stats['captured_nodes']} nodes "
                              f"captured, {stats['optimized_nodes']} after optimization")

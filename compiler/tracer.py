@@ -114,6 +114,7 @@ class Tracer:
         self.scalars = {}           # slot name -> 0-d tensor handed to the program
         self.n_const = 0
         self.arg_storages = {}      # id(argument array) -> _Storage
+        self.arg_tensors = {}       # argument position -> Tensor
         # guard facts, recorded when first seen (before the call changes them):
         # (name, getter, value then)
         self.facts = []
@@ -135,6 +136,13 @@ class Tracer:
         v = self.add_input("input", name, TensorType(a.shape, D.from_numpy_dtype(a.dtype)),
                            ("arg", index))
         self.arg_storages[id(a)] = _Storage(a, v, (a.shape, a.strides, 0), slot=name)
+        self.arg_tensors[index] = tensor
+        self.keep.extend((tensor, a))
+
+    def bind_placeholder(self, tensor, value):
+        """A tensor made by the compiler that stands for input ``value`` (an output gradient)."""
+        a = tensor._data
+        self.arg_storages[id(a)] = _Storage(a, value, (a.shape, a.strides, 0))
         self.keep.extend((tensor, a))
 
     def scalar_input(self, name, value, get):

@@ -262,3 +262,24 @@ def test_verify_runs_eager_beside_compiled_and_names_a_disagreement(monkeypatch)
     x, y = batches(1)[0]
     with pytest.raises(AssertionError, match="compiled and eager execution disagree on output 0"):
         step(x, y)
+
+
+def test_compiled_module_trains_with_backward_outside():
+    eager_model = mlp()
+    comp_model = copy.deepcopy(eager_model)
+    compiled = dg.compile(comp_model)
+    o1 = dg.optim.Adam(eager_model.parameters(), lr=1e-2)
+    o2 = dg.optim.Adam(comp_model.parameters(), lr=1e-2)
+    for x, y in batches(6):
+        x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+        for model, opt, inp in ((eager_model, o1, x1), (compiled, o2, x2)):
+            opt.zero_grad()
+            out = model(inp)
+            loss = F.cross_entropy(out, y)
+            loss.backward()
+            opt.step()
+        np.testing.assert_allclose(x1.grad.numpy(), x2.grad.numpy(), rtol=1e-5, atol=1e-7)
+    assert out.grad_fn.name() == "CompiledFunctionBackward"
+    assert_state_close(eager_model, o1, comp_model, o2)
+    entry = compiled._compiled_call.entries[-1]
+    assert entry.backward_graph is not None and compiled._compiled_call.hits >= 4

@@ -1,0 +1,124 @@
+"""Compiled functions whose outputs need gradients (``dynograph.compile(model)`` in training).
+
+When a traced function returns tensors that require grad, the tracer also runs autograd over
+what it recorded, with placeholder output gradients, so the backward pass becomes IR too.  The
+joint graph is then split: the forward graph returns the outputs plus the values the backward
+needs ("saved"), and the backward graph maps (saved values, output gradients) to the gradients
+of the leaves (parameters and arguments that require grad).  At run time the forward graph
+runs inside an ``autograd.Function`` whose backward runs the backward graph, so
+``loss.backward()`` outside the compiled function works as in eager mode.
+"""
+import numpy as np
+
+from dynograph.runtime import dtypes as D
+from .ir import Graph, Input, TensorType
+from .passes.dce import dce
+
+
+class AotPlan:
+    """What the tracer learned for the backward pass."""
+
+    def __init__(self, leaves, grad_inputs, grads, diff_outputs):
+        self.leaves = leaves                # [(binding, Tensor at trace time)]
+        self.grad_inputs = grad_inputs      # Input per differentiable output: its gradient
+        self.grads = grads                  # per leaf: Value of its gradient, or None
+        self.diff_outputs = diff_outputs    # indices (among tensor outputs) that get gradients
+
+
+def trace_backward(tracer, out_tensors):
+    """Record the backward of ``out_tensors`` into the tracer's graph; None if none needs it."""
+    from dynograph._tensor import Tensor
+    from dynograph.autograd import grad as autograd_grad
+    from dynograph.autograd.grad_mode import STATE
+    if not STATE.grad_enabled:
+        return None
+    # outputs whose graph was already used by a backward() inside the function (a training
+    # step returning its loss) are returned as plain values
+    diff = [i for i, t in enumerate(out_tensors) if t.requires_grad and t.grad_fn is not None
+            and getattr(t.grad_fn, "_inputs", ()) is not None]
+    if not diff:
+        return None
+    leaves = []
+    for inp, b in zip(tracer.graph.inputs, tracer.bindings):
+        t = _leaf_tensor(b, tracer)
+        if t is not None and t.requires_grad and t.grad_fn is None:
+            leaves.append((b, t))
+    if not leaves:
+        return None
+    grad_inputs, placeholders = [], []
+    for k in diff:
+        t = out_tensors[k]
+        value_type = TensorType(t._data.shape, t.dtype)
+        ph = Tensor._wrap(np.ones(t._data.shape, t._data.dtype))
+        v = tracer.add_input("input", f"grad_output{k}", value_type, ("grad_output", k))
+        tracer.bind_placeholder(ph, v)
+        grad_inputs.append(tracer.graph.inputs[-1])
+        placeholders.append(ph)
+    grads = autograd_grad([out_tensors[k] for k in diff], [t for _, t in leaves],
+                          grad_outputs=placeholders, retain_graph=True, allow_unused=True)
+    values = [None if g is None else tracer.value_of(g) for g in grads]
+    return AotPlan(leaves, grad_inputs, values, diff)
+
+
+def _leaf_tensor(binding, tracer):
+    if isinstance(binding, tuple):
+        if binding[0] == "arg":
+            return tracer.arg_tensors.get(binding[1])
+        return None
+    return binding.get()
+
+
+def split(graph, plan):
+    """(forward graph, backward graph, number of saved values) from the joint graph."""
+    grad_values = [v for v in plan.grads if v is not None]
+    forward = dce(graph.replace(inputs=[i for i in graph.inputs if i not in plan.grad_inputs]))
+    fwd_nodes = {id(n) for n in forward.nodes}
+    available = {i.value for i in forward.inputs} | {v for n in forward.nodes for v in n.outs}
+    joint = dce(graph.replace(outputs=grad_values, updates=[]))
+    back_nodes = [n for n in joint.nodes if id(n) not in fwd_nodes]
+    saved, seen = [], set()
+    for v in [*[x for n in back_nodes for x in n.input_values()], *grad_values]:
+        if v in available and v not in seen:
+            seen.add(v)
+            saved.append(v)
+    saved_inputs = [Input(v, "state", f"saved{i}") for i, v in enumerate(saved)]
+    backward = Graph(inputs=saved_inputs + list(plan.grad_inputs), nodes=back_nodes,
+                     outputs=grad_values)
+    forward = forward.replace(outputs=list(forward.outputs) + saved)
+    return forward, backward, len(saved)
+
+
+def make_function(entry, run_forward, run_backward):
+    """An autograd.Function class that runs ``entry``'s forward and backward graphs."""
+    from dynograph._tensor import Tensor
+    from dynograph.autograd.function import Function
+
+    plan = entry.aot
+
+    class CompiledFunction(Function):        # grad_fn: CompiledFunctionBackward, as torch
+        @staticmethod
+        def forward(ctx, flat, *leaf_tensors):
+            tensors, ctx.saved_arrays = run_forward(flat)
+            ctx.out_meta = [(t._data.shape, t._data.dtype) for t in tensors]
+            nondiff = [t for i, t in enumerate(tensors) if i not in plan.diff_outputs]
+            ctx.mark_non_differentiable(*nondiff)
+            return tuple(tensors)
+
+        @staticmethod
+        def backward(ctx, *grad_outputs):
+            feeds = list(ctx.saved_arrays)
+            for k in plan.diff_outputs:
+                g = grad_outputs[k]
+                shape, dtype = ctx.out_meta[k]
+                feeds.append(np.zeros(shape, dtype) if g is None else
+                             np.ascontiguousarray(g._data, dtype=dtype))
+            grads = iter(run_backward(feeds))
+            result = [None]
+            for v in plan.grads:
+                result.append(None if v is None else Tensor._wrap(np.asarray(next(grads))))
+            return tuple(result)
+
+    return CompiledFunction
+
+
+del D
