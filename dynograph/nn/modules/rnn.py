@@ -243,14 +243,9 @@ class RNNBase(Module):
 
     # ------------------------------------------------------------------ forward
 
-    def _zero_state(self, input, batch):
-        num_directions = 2 if self.bidirectional else 1
-        return _d.zeros((self.num_layers * num_directions, batch, self.hidden_size),
-                        dtype=input.dtype)
-
     def _prepare(self, input, hx):
-        """Unpacks ``input`` into (packed data, batch sizes, sorted/unsorted indices, hx, how
-        to restore the output layout); checks and default-initializes hx."""
+        """Unpacks ``input`` into (packed data, batch sizes, unsorted indices, hx, how to
+        restore the output layout; None for packed input); checks and default-initializes hx."""
         if isinstance(input, PackedSequence):
             data, batch_sizes, sorted_indices, unsorted_indices = input
             batch_sizes = [int(b) for b in batch_sizes.tolist()]
@@ -276,7 +271,9 @@ class RNNBase(Module):
         return data, [batch] * steps, None, hx, (steps, batch, is_batched, batch_dim)
 
     def _zero_hidden(self, input, batch):
-        return self._zero_state(input, batch)
+        num_directions = 2 if self.bidirectional else 1
+        return _d.zeros((self.num_layers * num_directions, batch, self.hidden_size),
+                        dtype=input.dtype)
 
     def _unsqueeze_hidden(self, hx):
         return hx.unsqueeze(1)
@@ -428,7 +425,7 @@ class LSTM(RNNBase):
         num_directions = 2 if self.bidirectional else 1
         size = self.proj_size if self.proj_size > 0 else self.hidden_size
         h = _d.zeros((self.num_layers * num_directions, batch, size), dtype=input.dtype)
-        return h, self._zero_state(input, batch)
+        return h, super()._zero_hidden(input, batch)
 
     def _unsqueeze_hidden(self, hx):
         return hx[0].unsqueeze(1), hx[1].unsqueeze(1)
