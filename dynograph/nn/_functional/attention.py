@@ -186,8 +186,7 @@ def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
 
 
 def _linear(input, weight, bias):
-    out = _d.matmul(input, weight.t())
-    return out if bias is None else out + bias
+    return _d.nn.functional.linear(input, weight, bias)
 
 
 def _in_projection_packed(q, k, v, w, b=None):
