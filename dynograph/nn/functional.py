@@ -165,9 +165,20 @@ def tanh(input):
     return _d.tanh(input)
 
 
+def _softplus(z):
+    """log(1 + exp(z)) without overflow, with the exact gradient sigmoid(z) (0.5 at z = 0).
+
+    Each branch only ever exponentiates a non-positive number, so the discarded branch is finite
+    and its zero gradient never meets an infinity.
+    """
+    pos = z + (-z.clamp_min(0)).exp().log1p()
+    neg = z.clamp_max(0).exp().log1p()
+    return _d.where(z > 0, pos, neg)
+
+
 def logsigmoid(input):
-    """log(sigmoid(input)), computed stably as min(x, 0) - log1p(exp(-|x|))."""
-    return input.clamp(max=0) - (-input.abs()).exp().log1p()
+    """log(sigmoid(input)) = -softplus(-input), stable for large |input|."""
+    return 0.0 - _softplus(-input)     # 0.0 - (not neg): log(sigmoid(1000)) is +0.0 as in torch
 
 
 def tanhshrink(input):
@@ -614,8 +625,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.size()}) must be the same as input size "
                          f"({input.size()})")
-    # log(1 + exp(-x)) without overflow
-    log1p_exp_neg = (-input).clamp_min(0) + (-input.abs()).exp().log1p()
+    log1p_exp_neg = _softplus(-input)      # log(1 + exp(-x)) without overflow
     if pos_weight is None:
         loss = (1 - target) * input + log1p_exp_neg
     else:

@@ -35,17 +35,6 @@ def _size_text(shape):
     return "[" + ", ".join(str(int(n)) for n in shape) + "]"
 
 
-def _softplus(z):
-    """log(1 + exp(z)) without overflow, with the exact gradient sigmoid(z) (0.5 at z = 0).
-
-    Each branch only ever exponentiates a non-positive number, so the discarded branch is finite
-    and its zero gradient never meets an infinity.
-    """
-    pos = z + (-z.clamp_min(0)).exp().log1p()
-    neg = z.clamp_max(0).exp().log1p()
-    return _d.where(z > 0, pos, neg)
-
-
 def _safe_logsumexp(x, dim):
     """logsumexp over dim where rows that are all -inf give -inf with zero (not nan) gradient."""
     dead = x.amax(dim) == -math.inf
@@ -142,7 +131,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)), finite for any input."""
     red = _legacy_reduction(size_average, reduce, reduction)
-    return _F._reduce(_softplus(-input * target), red)
+    return _F._reduce(_F._softplus(-input * target), red)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -150,7 +139,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     """Per-class logistic loss averaged over the last (class) dim; target holds 0/1 per class."""
     red = _F._reduction(size_average, reduce, reduction)
     # -(t log sigmoid(x) + (1 - t) log sigmoid(-x)), each log sigmoid as a stable softplus
-    loss = target * _softplus(-input) + (1 - target) * _softplus(input)
+    loss = target * _F._softplus(-input) + (1 - target) * _F._softplus(input)
     if weight is not None:
         loss = loss * weight
     class_dim = input.dim() - 1

@@ -1,6 +1,7 @@
 """Loss modules: wrappers over nn.functional holding the reduction and (as buffers) weights."""
 from .. import functional as F
 from .module import Module
+from .distance import PairwiseDistance
 
 __all__ = [
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
@@ -248,19 +249,6 @@ class TripletMarginLoss(_Loss):
     def forward(self, anchor, positive, negative):
         return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
                                      eps=self.eps, swap=self.swap, reduction=self.reduction)
-
-
-class PairwiseDistance(Module):
-    """||x1 - x2 + eps||_p over the last dim: TripletMarginWithDistanceLoss's default distance."""
-
-    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
-        super().__init__()
-        self.norm = p
-        self.eps = eps
-        self.keepdim = keepdim
-
-    def forward(self, x1, x2):
-        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
 
 
 class TripletMarginWithDistanceLoss(_Loss):
