@@ -294,16 +294,26 @@ class ZipReader:
             self._truncated(entry, offset + info.file_size)
         return offset, info.file_size
 
-    def array(self, entry, mapped=None):
-        """Entry ``entry`` as a writable uint8 array: a view of ``mapped`` (an mmap of the whole
-        file) when given, else one read into a fresh buffer."""
+    def array(self, entry, mapped=None, parts=None):
+        """Entry ``entry`` as writable uint8 arrays, one per ``(begin, end)`` range of ``parts``
+        (default: the whole entry, as one array): views of ``mapped`` (an mmap of the whole
+        file) when given, else reads into fresh buffers (one per part, so a small tensor never
+        keeps a large file's bytes alive)."""
         span = self.span(entry)
         if span is None:            # compressed by some other writer; deflate expands <= 1032x
             limit = 1032 * self.info(entry).compress_size + 1024
-            return np.frombuffer(bytearray(self.read(entry, limit=limit)), np.uint8)
-        offset, size = span
-        if mapped is not None:
-            return np.frombuffer(mapped, np.uint8, size, offset)
+            whole = memoryview(bytearray(self.read(entry, limit=limit)))
+            offset, size = 0, len(whole)
+        else:
+            offset, size = span
+        parts = [(0, size)] if parts is None else parts
+        if span is None or mapped is not None:
+            source = whole if span is None else mapped
+            # np.frombuffer over a memoryview: the array's base chain stops at its own part
+            return [np.frombuffer(memoryview(source)[offset + b:offset + e], np.uint8) for b, e in parts]
+        return [self._read_into(entry, offset + b, e - b) for b, e in parts]
+
+    def _read_into(self, entry, offset, size):
         out = np.empty(size, np.uint8)
         self.fp.seek(offset)
         view = memoryview(out)

@@ -211,9 +211,9 @@ def load(reader, map_location, pickle_module, weights_only, mapped, pickle_load_
                  what="the header")
     V.need(header["byteorder"] in ("little", "big"), f"unknown byteorder {header['byteorder']!r}"[:200])
     storages, tensors = _check_layout(reader, header)
-    blob = reader.array(BLOB, mapped) if storages else None
+    raw = reader.array(BLOB, mapped, storages) if storages else []
     try:
-        built = _build_tensors(blob, storages, tensors, header["byteorder"], map_location)
+        built = _build_tensors(raw, tensors, header["byteorder"], map_location)
     except (ValueError, TypeError, OverflowError) as e:    # validated above; a last line of defence
         raise CheckpointError(f"{reader.name}: bad tensor record ({e})"[:300]) from None
     return _Decoder(built).decode(header["object"], 0)
@@ -256,9 +256,8 @@ def _check_layout(reader, header):
     return spans, records
 
 
-def _build_tensors(blob, spans, records, byteorder, map_location):
-    raw = memoryview(blob) if blob is not None else None
-    storages = [restore(np.frombuffer(raw, np.uint8, e - b, b), "cpu", map_location) for b, e in spans]
+def _build_tensors(raw, records, byteorder, map_location):
+    storages = [restore(r, "cpu", map_location) for r in raw]
     out = []
     for r in records:
         dt = V.DTYPES[r["dtype"]]

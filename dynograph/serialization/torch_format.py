@@ -200,7 +200,7 @@ def load(reader, prefix, map_location, pickle_module, weights_only, mapped):
             info = reader.infos[entry]
             V.need(info.file_size >= nbytes, f"{reader.name}: storage {key!r} holds {info.file_size} "
                    f"bytes, the pickle declares {nbytes}"[:200])
-            raw = cache[key] = restore(reader.array(entry, mapped), location, map_location)
+            raw = cache[key] = restore(reader.array(entry, mapped)[0], location, map_location)
         V.need(raw.nbytes >= nbytes, f"storage {key!r} is smaller than declared"[:200])
         data = raw[:nbytes]
         if swap and dtype.itemsize > 1:
