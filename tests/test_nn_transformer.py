@@ -207,6 +207,7 @@ SDPA_ERRORS = [
     "F.scaled_dot_product_attention(q, k, k, attn_mask=B.ones(4, 5, dtype=B.bool))",
     "F.scaled_dot_product_attention(q, B.randn(2, 2, 5, 4), B.randn(2, 2, 5, 4))",
     "F.scaled_dot_product_attention(q.int(), k.int(), k.int())",
+    "F.scaled_dot_product_attention(q, k, k, None, 0.0, False, 0.5)",
 ]
 
 

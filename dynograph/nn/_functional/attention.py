@@ -86,7 +86,7 @@ def _safe_softmax(scores):
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                 scale=None, enable_gqa=False):
+                                 *, scale=None, enable_gqa=False):
     """softmax(query @ key^T * scale + mask) @ value over the last two dims.
 
     ``attn_mask`` is boolean (True = may attend) or additive (float), broadcast over the leading
