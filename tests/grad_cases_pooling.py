@@ -28,7 +28,16 @@ CASES = {
     "adaptive_max_pool3d": (lambda x: F.adaptive_max_pool3d(x, 2), lambda: (distinct(1, 3, 3, 3),)),
     "max_unpool2d": (_unpool, lambda: (distinct(1, 2, 4, 4),)),
     "max_unpool3d": (lambda x: F.max_unpool3d(x, _idx3(), 2), lambda: (r(1, 1, 1, 2),)),
+    "fractional_max_pool2d": (lambda x: F.fractional_max_pool2d(x, 2, 3, _random_samples=_u(1, 2, 2)),
+                              lambda: (distinct(1, 2, 5, 4),)),
+    "fractional_max_pool3d": (lambda x: F.fractional_max_pool3d(x, 2, 2, _random_samples=_u(1, 1, 3)),
+                              lambda: (distinct(1, 4, 4, 4),)),
 }
+
+
+def _u(*shape):
+    import dynograph as dg
+    return dg.full(shape, 0.3, dtype=dg.float64)
 
 
 def _idx3():

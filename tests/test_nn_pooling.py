@@ -347,3 +347,72 @@ def test_indices_match_torch_on_plateaus(torch):
     assert_same(F.adaptive_max_pool2d(from_torch(t), (4, 5), return_indices=True)[1],
                 torch.nn.functional.adaptive_max_pool2d(t, (4, 5), return_indices=True)[1])
     assert np.all(F.max_pool2d(from_torch(t), 2).numpy() == 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape,k,out", [((2, 3, 7, 9), 3, (5, 7)), ((2, 3, 7, 9), (3, 2), (4, 8)),
+                                         ((3, 7, 9), 2, (3, 3)), ((2, 2, 5, 6, 7), 2, (3, 4, 5)),
+                                         ((2, 5, 6, 7), (2, 3, 1), (3, 3, 6))])
+def test_fractional_max_pool(torch, dtype, shape, k, out):
+    n = len(out)
+    batch = shape[0] if len(shape) == n + 2 else 1
+    s = torch.rand(batch, shape[-n - 1], n, dtype=getattr(torch, dtype),
+                   generator=torch.Generator().manual_seed(3))
+    ds = from_torch(s)
+    name = f"fractional_max_pool{n}d"
+    got = _check(torch,
+                 lambda x: getattr(torch.nn.functional, name)(x, k, out, return_indices=True,
+                                                              _random_samples=s),
+                 lambda x: getattr(F, name)(x, k, out, return_indices=True, _random_samples=ds),
+                 shape, dtype)
+    assert got.grad_fn.name() == f"FractionalMaxPool{n}DBackward0"
+
+
+def test_fractional_max_pool_modules_and_ratio(torch):
+    for spec in ("FractionalMaxPool2d(3, output_size=4)",
+                 "FractionalMaxPool2d(2, output_ratio=0.5, return_indices=True)",
+                 "FractionalMaxPool3d(2, output_size=(2, 3, 3))"):
+        ours, theirs = eval("nn." + spec), eval("torch.nn." + spec)
+        assert repr(ours) == repr(theirs)
+        assert list(ours.state_dict()) == list(theirs.state_dict())
+        assert (ours.kernel_size, ours.output_size, ours.output_ratio) == \
+            (theirs.kernel_size, theirs.output_size, theirs.output_ratio)
+    m = nn.FractionalMaxPool2d(2, output_ratio=(0.5, 0.7))
+    x = dynograph.randn(2, 3, 8, 10, requires_grad=True)
+    y = m(x)
+    assert tuple(y.shape) == (2, 3, 4, 7)
+    y.sum().backward()
+    assert x.grad.sum().item() == pytest.approx(2 * 3 * 4 * 7)
+    s = torch.rand(2, 3, 2)
+    t = torch.randn(2, 3, 8, 8)
+    theirs = torch.nn.FractionalMaxPool2d(3, output_size=5, _random_samples=s)
+    ours = nn.FractionalMaxPool2d(3, output_size=5, _random_samples=from_torch(s))
+    assert_same(ours(from_torch(t)), theirs(t))
+
+
+FRACTIONAL_ERRORS = [
+    "F.fractional_max_pool2d(x, 3)",
+    "F.fractional_max_pool2d(x, 3, output_ratio=(0.5, 0.5, 0.5))",
+    "F.fractional_max_pool2d(x, 3, output_size=(6, 7), _random_samples=s)",
+    "F.fractional_max_pool2d(x, 3, output_size=(5, 8), _random_samples=s)",
+    "F.fractional_max_pool2d(x, 3, output_size=4, _random_samples=s[:1])",
+    "F.fractional_max_pool2d(x, 3, output_size=4, _random_samples=s[..., :1])",
+    "F.fractional_max_pool2d(x, 3, output_size=4, _random_samples=s[:, :2])",
+    "F.fractional_max_pool2d(x, 3, output_size=4, _random_samples=s.double())",
+    "F.fractional_max_pool3d(x[None], (1, 2, 2), output_size=(3, 3, 3))",
+    "F.fractional_max_pool3d(x[None], (1, 2, 2), output_size=(1, 6, 3))",
+    "F.fractional_max_pool3d(x[None], (1, 2, 2), output_size=(1, 3, 8))",
+    "nn.FractionalMaxPool2d(3)",
+    "nn.FractionalMaxPool2d(3, output_size=2, output_ratio=0.5)",
+    "nn.FractionalMaxPool3d(2, output_ratio=1.5)",
+    "nn.FractionalMaxPool3d((2, 0, 1), output_size=2)",
+]
+
+
+@pytest.mark.parametrize("expr", FRACTIONAL_ERRORS)
+def test_fractional_errors_match_torch(torch, expr):
+    t, s = torch.randn(2, 3, 7, 9), torch.rand(2, 3, 2)
+    theirs = eval_expr(expr, {"F": torch.nn.functional, "nn": torch.nn, "x": t, "s": s})
+    ours = eval_expr(expr, {"F": F, "nn": nn, "x": from_torch(t), "s": from_torch(s)})
+    assert isinstance(theirs, Exception), expr
+    assert_same_error(ours, theirs, expr)

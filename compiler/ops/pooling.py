@@ -569,3 +569,125 @@ max_unpool3d = define("max_unpool3d", "index", _max_unpool_impl, meta=_max_unpoo
                       vjp=_max_unpool_vjp, grad_name="MaxUnpool3DBackward0",
                       doc="The inverse of a 3-d max pool: values written at their indices, zeros "
                           "elsewhere.")
+
+
+# ---------------------------------------------------------------- fractional max pooling
+
+def fractional_starts(samples, size, out, k):
+    """PyTorch's generate_intervals for many planes at once: window starts (..., out) from
+    one uniform sample per plane, computed in the samples' precision."""
+    dt = samples.dtype.type
+    starts = np.empty(samples.shape + (out,), np.int64)
+    if out > 1:
+        alpha = dt(size - k) / dt(out - 1)
+        i = np.arange(out - 1, dtype=samples.dtype)
+        u = samples[..., None]
+        starts[..., :-1] = ((i + u) * alpha).astype(np.int64) - (u * alpha).astype(np.int64)
+    if out > 0:
+        starts[..., -1] = size - k
+    return starts
+
+
+# which sample of a plane drives which spatial dim (PyTorch: 2-d uses (W, H), 3-d (T, H, W))
+_SAMPLE_OF_DIM = {2: (1, 0), 3: (0, 1, 2)}
+
+
+def _fractional_ok(x, samples, kernel_size, output_size):
+    """Whether the impl may run (else the meta rule raises PyTorch's error)."""
+    nd = len(kernel_size)
+    if x.ndim not in (nd + 1, nd + 2) or 0 in x.shape[-nd - 1:] or samples.dtype != x.dtype:
+        return False
+    b = 1 if x.ndim == nd + 1 else x.shape[0]
+    if samples.ndim != 3 or samples.shape[0] < b or samples.shape[1:] != (x.shape[-nd - 1], nd):
+        return False
+    return all(o + k - 1 < n or (nd == 2 and o + k - 1 == n)
+               for n, o, k in zip(x.shape[-nd:], output_size, kernel_size))
+
+
+def _fractional_impl(x, samples, kernel_size, output_size):
+    nd = len(kernel_size)
+    if not _fractional_ok(x, samples, kernel_size, output_size):
+        raise ValueError("invalid fractional pooling arguments")
+    spatial = x.shape[-nd:]
+    c = x.shape[-nd - 1]
+    b = 1 if x.ndim == nd + 1 else x.shape[0]
+    xb = x.reshape((b, c) + spatial)
+    if 0 in output_size or b == 0:
+        shape = x.shape[:-nd] + tuple(output_size)
+        return np.empty(shape, x.dtype), np.empty(shape, np.int64)
+    keys = [np.arange(b).reshape((b,) + (1,) * (2 * nd + 1)),
+            np.arange(c).reshape((1, c) + (1,) * (2 * nd))]
+    starts = []
+    for i in range(nd):
+        s = fractional_starts(samples[:b, :, _SAMPLE_OF_DIM[nd][i]], spatial[i], output_size[i],
+                              kernel_size[i])
+        starts.append(s)
+        taps = s[..., None] + np.arange(kernel_size[i])               # (b, c, out_i, k_i)
+        shape = [b, c] + [1] * (2 * nd)
+        shape[2 + 2 * i], shape[3 + 2 * i] = output_size[i], kernel_size[i]
+        keys.append(taps.reshape(shape))
+    win = xb[tuple(keys)]                                               # (b, c, o1, k1, o2, k2...)
+    order = (0, 1) + tuple(2 + 2 * i for i in range(nd)) + tuple(3 + 2 * i for i in range(nd))
+    flat = win.transpose(order).reshape((b, c) + tuple(output_size) + (-1,))
+    arg = flat.argmax(-1)
+    if flat.dtype.kind == "f":
+        nan = np.isnan(flat)
+        if nan.any():
+            last = flat.shape[-1] - 1 - nan[..., ::-1].argmax(-1)     # PyTorch keeps the last nan
+            arg = np.where(nan.any(-1), last, arg)
+    val = np.take_along_axis(flat, arg[..., None], -1)[..., 0]
+    pos = np.unravel_index(arg, kernel_size)
+    index = np.zeros(arg.shape, np.int64)
+    for i in range(nd):
+        shape = [b, c] + [1] * nd
+        shape[2 + i] = output_size[i]
+        index = index * spatial[i] + starts[i].reshape(shape) + pos[i]
+    out_shape = x.shape[:-nd] + tuple(output_size)
+    return val.reshape(out_shape), index.reshape(out_shape)
+
+
+_TIME_HEIGHT_WIDTH = {"T": "time", "H": "height", "W": "width"}
+
+
+def _fractional_meta_for(nd):
+    def meta(x, samples, kernel_size, output_size):
+        shape = tuple(x.shape)
+        name = f"fractional_max_pool{nd}d" + ("" if nd == 2 else "_out")
+        if len(shape) not in (nd + 1, nd + 2) or 0 in shape[len(shape) - nd - 1:]:
+            raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(shape)}")
+        b = 1 if len(shape) == nd + 1 else shape[0]
+        ss = tuple(samples.shape)
+        if samples.dtype is not x.dtype:
+            raise RuntimeError("Expect _random_samples to have the same dtype as input")
+        if len(ss) != 3:
+            raise RuntimeError(f"Expect _random samples to have 3 dimensions, got {len(ss)}")
+        if ss[0] < b:
+            raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+        if ss[1] != shape[-nd - 1]:
+            raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+        if ss[2] != nd:
+            raise RuntimeError(f"Expect _random_samples.size(2) equals to {nd}; got {ss[2]}.")
+        for n, o, k, d in zip(shape[-nd:], output_size, kernel_size, _DIM_NAMES[nd]):
+            # PyTorch's 3-d check is strict (the last window may not end at the border)
+            if o + k - 1 > n or (nd == 3 and o + k - 1 == n):
+                what = _TIME_HEIGHT_WIDTH[d]
+                raise RuntimeError(f"{name}(): pool {what} {k} too large relative to input {what} {n}")
+        out = shape[:-nd] + tuple(output_size)
+        return TensorSpec(out, x.dtype), TensorSpec(out, D.int64)
+    return meta
+
+
+def _fractional_vjp(ctx, g, _gi=None):
+    x = ctx.inputs[0]
+    nd = len(ctx.attrs["kernel_size"])
+    return _call(max_pool_backward, g, ctx.output[1], input_shape=tuple(x.shape), nd=nd), None
+
+
+fractional_max_pool2d = define(
+    "fractional_max_pool2d", "reduction", _fractional_impl, meta=_fractional_meta_for(2),
+    vjp=_fractional_vjp, grad_name="FractionalMaxPool2DBackward0",
+    doc="2-d fractional max pooling: pseudo-random window starts from one sample per plane.")
+fractional_max_pool3d = define(
+    "fractional_max_pool3d", "reduction", _fractional_impl, meta=_fractional_meta_for(3),
+    vjp=_fractional_vjp, grad_name="FractionalMaxPool3DBackward0",
+    doc="3-d fractional max pooling: pseudo-random window starts from one sample per plane.")

@@ -14,7 +14,8 @@ __all__ = [
     "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
     "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
     "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d",
-    "lp_pool1d", "lp_pool2d", "lp_pool3d",
+    "lp_pool1d", "lp_pool2d", "lp_pool3d", "fractional_max_pool2d", "fractional_max_pool3d",
+    "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices",
 ]
 
 _WORDS = {1: "a single int", 2: "two ints", 3: "three ints"}
@@ -315,3 +316,51 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """3-d power-average pooling: (sum of x**p over each window) ** (1/p)."""
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
+
+
+# ----------------------------------------------------------------------------- fractional
+
+def _fractional(input, kernel_size, output_size, output_ratio, samples, n):
+    fn = f"fractional_max_pool{n}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{fn} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        ratio = (output_ratio,) * n if not isinstance(output_ratio, (list, tuple)) else tuple(output_ratio)
+        if len(ratio) > n:
+            raise ValueError(f"{fn} requires output_ratio to either be a single Int or tuple of Ints.")
+        if len(ratio) == 1:
+            ratio = ratio * n
+        output_size = [int(input.size(-n + i) * ratio[i]) for i in range(n)]
+    size = _tuple(output_size, n, fn, "output_size")
+    k = _tuple(kernel_size, n, fn, "kernel_size")
+    if samples is None:
+        batch = 1 if input.dim() == n + 1 else input.size(0)
+        samples = _d.rand(batch, input.size(-n - 1), n, dtype=input.dtype)
+    op = _P.fractional_max_pool2d if n == 2 else _P.fractional_max_pool3d
+    return _call(op, input, samples, kernel_size=k, output_size=size)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """2-d fractional max pooling; returns (values, indices)."""
+    return _fractional(input, kernel_size, output_size, output_ratio, _random_samples, 2)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """2-d fractional max pooling (Graham, 2014): windows at pseudo-random, increasing starts."""
+    out, idx = _fractional(input, kernel_size, output_size, output_ratio, _random_samples, 2)
+    return (out, idx) if return_indices else out
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """3-d fractional max pooling; returns (values, indices)."""
+    return _fractional(input, kernel_size, output_size, output_ratio, _random_samples, 3)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """3-d fractional max pooling: windows at pseudo-random, increasing starts."""
+    out, idx = _fractional(input, kernel_size, output_size, output_ratio, _random_samples, 3)
+    return (out, idx) if return_indices else out
