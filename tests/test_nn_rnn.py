@@ -82,8 +82,12 @@ CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("config", CONFIGS)
+# every configuration in float64, two of them in float32 too
+CONFIG_DTYPES = [(c, "float64") for c in CONFIGS] + [(CONFIGS[0], "float32"),
+                                                     (CONFIGS[3], "float32")]
+
+
+@pytest.mark.parametrize("config,dtype", CONFIG_DTYPES)
 @pytest.mark.parametrize("name,extra", MODES)
 def test_layers_match_torch(torch, name, extra, config, dtype):
     kwargs = dict(extra, **config)
@@ -158,7 +162,7 @@ PACKED = [
 
 
 @pytest.mark.parametrize("lengths,enforce_sorted,batch_first", PACKED)
-@pytest.mark.parametrize("name,extra", MODES + [("LSTM", {"proj_size": 2})])
+@pytest.mark.parametrize("name,extra", [m for m in MODES if m[1] == {}] + [("LSTM", {"proj_size": 2})])
 def test_packed_sequences(torch, name, extra, lengths, enforce_sorted, batch_first):
     kwargs = dict(extra, num_layers=2, bidirectional=True, batch_first=batch_first)
     ours, theirs = _pair(torch, name, (3, 5), kwargs)
@@ -206,9 +210,8 @@ CELLS = [("RNNCell", {}), ("RNNCell", {"nonlinearity": "relu"}), ("RNNCell", {"b
          ("LSTMCell", {}), ("LSTMCell", {"bias": False}), ("GRUCell", {}), ("GRUCell", {"bias": False})]
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("batched", [True, False])
-@pytest.mark.parametrize("with_hx", [True, False])
+@pytest.mark.parametrize("with_hx,batched,dtype", [(True, True, "float64"), (False, False, "float64"),
+                                                   (True, False, "float32"), (False, True, "float32")])
 @pytest.mark.parametrize("name,kwargs", CELLS)
 def test_cells_match_torch(torch, name, kwargs, with_hx, batched, dtype):
     ours, theirs = _pair(torch, name, (3, 4), kwargs, dtype)
