@@ -11,6 +11,7 @@ from multiprocessing.reduction import ForkingPickler
 import numpy as np
 
 import dynograph
+from . import _sharing  # noqa: F401  (registers how tensors are pickled)
 from ._fetch import create_fetcher
 
 __all__ = ["WorkerInfo", "get_worker_info"]
@@ -144,31 +145,9 @@ class _ResumeIteration:
     """Sent to persistent workers at a new epoch: restart the dataset's iterator."""
 
 
-# ---------------------------------------------------------------- tensors across processes
-
-def _rebuild_tensor(array, requires_grad):
-    t = dynograph.Tensor._wrap(array)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
-def _reduce_tensor(t):
-    """A tensor travels as its numpy array (contiguous, so no base buffer rides along)."""
-    if t.requires_grad and not t.is_leaf:
-        raise RuntimeError(
-            "Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd does "
-            "not support crossing process boundaries.  If you just want to transfer the data, call "
-            "detach() on the tensor before serializing (e.g., putting it on the queue).")
-    return _rebuild_tensor, (np.ascontiguousarray(t._data), t.requires_grad)
-
-
-ForkingPickler.register(dynograph.Tensor, _reduce_tensor)
-
-
 def _send(lock, conn, obj):
     """Pickle here (so a pickling error is ours to report), then write under the lock."""
-    payload = ForkingPickler.dumps(obj)
+    payload = ForkingPickler.dumps(obj, protocol=5)     # arrays go in without an extra copy
     with lock:
         conn.send_bytes(payload)
 

@@ -1,3 +1,4 @@
 """Workload modules; importing this package registers all of them."""
 from . import eager  # noqa: F401
 from . import serialization  # noqa: F401
+from . import data  # noqa: F401
