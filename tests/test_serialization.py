@@ -119,6 +119,38 @@ def test_paths_pathlib_and_file_objects(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["a.pt", "b.pt", "c.pt"]    # no temp files left
 
 
+class _Pipe(io.RawIOBase):
+    """A write-only stream that cannot seek or tell (a pipe, a socket)."""
+
+    def __init__(self):
+        self.data = bytearray()
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        self.data += b
+        return len(b)
+
+
+@pytest.mark.parametrize("fmt", ["dynograph", "torch"])
+def test_save_to_a_stream_that_cannot_seek(fmt):
+    x = dynograph.arange(3_000_000, dtype=dynograph.float32)    # large: its CRC is computed aside
+    pipe = _Pipe()
+    dynograph.save({"x": x, "v": x[5:10]}, pipe, format=fmt)
+    assert zipfile.ZipFile(io.BytesIO(bytes(pipe.data))).testzip() is None
+    out = dynograph.load(io.BytesIO(bytes(pipe.data)))
+    same_bits(out["x"], x)
+    assert out["v"].tolist() == [5, 6, 7, 8, 9] and shares_memory(out["x"], out["v"])
+
+
+def test_torch_reads_a_torch_format_file_written_to_a_pipe(torch):
+    pipe = _Pipe()
+    dynograph.save({"x": dynograph.arange(3_000_000, dtype=dynograph.float32)}, pipe, format="torch")
+    out = torch.load(io.BytesIO(bytes(pipe.data)), weights_only=True)
+    assert out["x"][-1].item() == 2999999.0
+
+
 def test_same_object_saves_to_same_bytes():
     obj = {"w": sample(D.float32), "step": 3}
     a, b = io.BytesIO(), io.BytesIO()
