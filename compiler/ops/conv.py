@@ -124,16 +124,26 @@ def _from_lines(out, n, osizes, psizes, flat):
 
 
 def _to_lines(g, psizes, flat):
-    """(N, C, *O) -> (C, M) in the column layout of padded size ``psizes`` (zeros between)."""
+    """(N, C, *O) -> a C-contiguous (C, M) in the column layout of padded size ``psizes``
+    (zeros between rows in the flat layout)."""
     n, c = g.shape[:2]
     osizes = g.shape[2:]
     if not flat:
         return np.ascontiguousarray(g.swapaxes(0, 1)).reshape(c, n * _prod(osizes))
-    out = np.zeros((c, n * _prod(psizes)), g.dtype)
+    m = _line_len(n, osizes, psizes)
+    out = np.zeros((c, m), g.dtype)
     item = out.itemsize
     strides = (_prod(psizes) * item, out.strides[0]) + tuple(f * item for f in _flat_strides(psizes))
     _as_strided(out, g.shape, strides)[...] = g
-    return out[:, :_line_len(n, osizes, psizes)]
+    return out
+
+
+def _gemm(a, b):
+    """Grouped matrix products (G, m, k) @ (G, k, n) -> (G, m, n); BLAS needs each operand
+    C- or F-contiguous, which every caller guarantees."""
+    if a.shape[0] == 1:
+        return np.matmul(a[0], b[0])[None]
+    return np.matmul(a, b)
 
 
 def _scatter(cols, ksize, stride, dilation, isizes, full):
@@ -171,7 +181,7 @@ def _conv_forward(x, w, stride, padding, dilation, groups):
     flat = _use_flat(stride, osizes, psizes)
     cols = _columns(xc, ksize, stride, dilation, osizes, flat)
     ck, m = cols.shape
-    out = np.matmul(w.reshape(g, o // g, ck // g), cols.reshape(g, ck // g, m))
+    out = _gemm(w.reshape(g, o // g, ck // g), cols.reshape(g, ck // g, m))
     return _from_lines(out.reshape(o, m), n, osizes, psizes, flat)
 
 
@@ -189,7 +199,7 @@ def _conv_transposed(x, w, stride, padding, dilation, groups, output_padding):
     flat = _use_flat(stride, isizes, full)
     xl = _to_lines(x, full, flat)
     m = xl.shape[1]
-    cols = np.matmul(wt, xl.reshape(g, cin // g, m)).reshape((cout,) + ksize + (m,))
+    cols = _gemm(wt, xl.reshape(g, cin // g, m)).reshape((cout,) + ksize + (m,))
     if flat:
         out = _scatter_flat(cols, ksize, dilation, n, full)
     else:
@@ -214,7 +224,7 @@ def _weight_grad(x, gy, ksize, stride, padding, dilation, groups):
     ck, m = cols.shape
     gl = _to_lines(gy, psizes, flat)
     # one product over every (batch, position): (G, O/G, M) @ (G, M, CK/G)
-    gw = np.matmul(gl.reshape(g, o // g, m), cols.reshape(g, ck // g, m).transpose(0, 2, 1))
+    gw = _gemm(gl.reshape(g, o // g, m), cols.reshape(g, ck // g, m).transpose(0, 2, 1))
     return gw.reshape((o, c // g) + tuple(ksize))
 
 
