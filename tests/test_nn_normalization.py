@@ -377,3 +377,16 @@ def test_low_precision_computes_in_float32(torch, dtype, case):
     exact = calls[case](torch.nn.functional, t.double()).numpy()
     ours_err = np.abs(got.double().numpy() - exact).max()
     assert ours_err <= 1.5 * np.abs(expect.double().numpy() - exact).max() + tol / 10
+
+
+@pytest.mark.parametrize("expr", [
+    "F.layer_norm(x, (4,))", "F.layer_norm(x, (3, 4), T.ones(3, 4), T.zeros(3, 4))",
+    "F.batch_norm(x, None, None, training=True)", "F.batch_norm(x, T.zeros(3), T.ones(3), T.ones(3))",
+    "F.group_norm(x, 3, T.ones(3))", "F.rms_norm(x, (4,), T.ones(4))",
+    "nn.LayerNorm(4)(x)", "nn.BatchNorm1d(3)(x)", "nn.GroupNorm(1, 3)(x)"])
+def test_grad_fn_names(torch, expr):
+    x = torch.randn(2, 3, 4)
+    env = {"F": torch.nn.functional, "T": torch, "nn": torch.nn, "x": x.requires_grad_()}
+    theirs = eval(expr, env).grad_fn.name()
+    env = {"F": F, "T": dynograph, "nn": nn, "x": from_torch(x, requires_grad=True)}
+    assert eval(expr, env).grad_fn.name() == theirs

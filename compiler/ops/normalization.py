@@ -1,15 +1,21 @@
 """Primitives of the normalization and embedding layers.
 
-Only the embedding lookup is a primitive: its derivative (a scatter-add of the output gradient
-into the rows, with ``padding_idx`` and ``scale_grad_by_freq``) is what torch's
-``EmbeddingBackward0`` computes, and it must never read the weight's values, which
-``max_norm`` rewrites in place.  The normalizations are compositions in
-dynograph/nn/_functional/normalization.py.
+* ``affine_normalize(x, mean, var, weight, bias, eps)``: the elementwise last step of every
+  normalization, (x - mean) / sqrt(var + eps) * weight + bias, with all operands broadcast.
+  The statistics are computed by ordinary reductions (mean, var) in
+  dynograph/nn/_functional/normalization.py, so the derivative through them is theirs; this
+  op exists so that the result carries torch's ``grad_fn`` name (NativeLayerNormBackward0,
+  NativeBatchNormBackward0, NativeGroupNormBackward0, chosen by the ``kind`` attribute), and
+  it lowers like any elementwise op.  A missing weight or bias is the Python scalar 1 or 0.
+* ``embedding``: its derivative (a scatter-add of the output gradient into the rows, with
+  ``padding_idx`` and ``scale_grad_by_freq``) is what torch's ``EmbeddingBackward0``
+  computes, and it never reads the weight's values, which ``max_norm`` rewrites in place.
 """
 import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, define, type_name
+from .elementwise import _elementwise, promote_float
 from .indexing import IndexOutOfRange, index_add, index_select
 
 _INDEX_DTYPES = (D.int64, D.int32)
@@ -61,3 +67,41 @@ def _embedding_vjp(ctx, g):
 
 embedding = define("embedding", "index", _embedding, meta=_embedding_meta, vjp=_embedding_vjp,
                    doc="Rows indices of a 2-D weight: out[..., :] = weight[indices[...], :].")
+
+
+# ---------------------------------------------------------------- affine_normalize
+
+_NORM_GRAD_NAMES = {"layer": "NativeLayerNormBackward0", "batch": "NativeBatchNormBackward0",
+                    "group": "NativeGroupNormBackward0"}
+
+
+def _affine_normalize(x, mean, var, weight, bias, eps, kind):
+    out = (x - mean) * (1.0 / np.sqrt(var + eps))
+    if not (isinstance(weight, (int, float)) and weight == 1):
+        out = out * weight
+    if not (isinstance(bias, (int, float)) and bias == 0):
+        out = out + bias
+    return out
+
+
+def _affine_normalize_rule(x, mean, var, weight, bias, eps, kind):
+    return promote_float(x, mean, var, weight, bias)
+
+
+def _affine_normalize_vjp(ctx, g):
+    """Partials of (x - mean) * rstd * weight + bias; the engine sums each down to its operand's
+    shape (the statistics' and the affine parameters' broadcast dims)."""
+    x, mean, var, weight, bias = ctx.inputs
+    rstd = (var + ctx.attrs["eps"]).rsqrt()
+    centered = x - mean
+    gw = g * weight
+    gx = gw * rstd
+    return (ctx.needs(0) and gx, ctx.needs(1) and -gx,
+            ctx.needs(2) and gw * centered * (rstd * rstd * rstd) * -0.5,
+            ctx.needs(3) and g * centered * rstd, ctx.needs(4) and g)
+
+
+affine_normalize = _elementwise(
+    "affine_normalize", _affine_normalize, _affine_normalize_rule, _affine_normalize_vjp,
+    grad_name=lambda is_tensor, attrs: _NORM_GRAD_NAMES[attrs["kind"]],
+    doc="(x - mean) / sqrt(var + eps) * weight + bias, broadcast elementwise.")

@@ -59,7 +59,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     x = _opmath(input)
     mean = x.mean(dims, keepdim=True)
     var = x.var(dims, correction=0, keepdim=True)
-    return _cast_back(_affine((x - mean) * (var + eps).rsqrt(), weight, bias), input)
+    return _cast_back(_normalize(x, mean, var, weight, bias, eps, "layer"), input)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -102,13 +102,16 @@ def _update_running(running, batch_value, momentum):
         running.mul_(1 - momentum).add_(batch_value.detach().to(running.dtype) * momentum)
 
 
-def _normalize(input, mean, var, eps):
-    return (input - mean) * (var + eps).rsqrt()
+def _normalize(x, mean, var, weight, bias, eps, kind):
+    """(x - mean) / sqrt(var + eps) * weight + bias as one op (its grad_fn has torch's name)."""
+    from dynograph._dispatch import call
+    from dynograph.compiler.ops import normalization as ops
+    return call(ops.affine_normalize, x, mean, var, 1 if weight is None else weight,
+                0 if bias is None else bias, eps=float(eps), kind=kind)
 
 
-def _channel_affine(out, weight, bias, view):
-    return _affine(out, None if weight is None else weight.reshape(view),
-                   None if bias is None else bias.reshape(view))
+def _per_channel(t, view):
+    return None if t is None else t.reshape(view)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
@@ -148,7 +151,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             if t is None:
                 raise RuntimeError(f"{label} must be defined in evaluation mode")
         mean, var = running_mean.reshape(view), running_var.reshape(view)
-    return _cast_back(_channel_affine(_normalize(x, mean, var, eps), weight, bias, view), input)
+    out = _normalize(x, mean, var, _per_channel(weight, view), _per_channel(bias, view), eps, "batch")
+    return _cast_back(out, input)
 
 
 def _verify_spatial_size(size):
@@ -185,7 +189,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if running_var is not None:
         unbiased = var.reshape(batch, channels) * (n / max(n - 1, 1))
         _update_running(running_var, unbiased.mean(0), momentum)
-    return _cast_back(_channel_affine(_normalize(x, mean, var, eps), weight, bias, view), input)
+    out = _normalize(x, mean, var, _per_channel(weight, view), _per_channel(bias, view), eps, "batch")
+    return _cast_back(out, input)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -203,11 +208,17 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"Expected {label} to be a vector of size equal to the number of "
                                f"channels in input, but got {label} of shape {_size_text(t.shape)} "
                                f"and input of shape {_size_text(shape)}")
-    grouped = _opmath(input).reshape(batch, num_groups, -1)
+    x = _opmath(input)
+    grouped = x.reshape(batch, num_groups, -1)
     mean = grouped.mean(-1, keepdim=True)
     var = grouped.var(-1, correction=0, keepdim=True)
-    out = _normalize(grouped, mean, var, eps).reshape(shape)
-    return _cast_back(_channel_affine(out, weight, bias, _channel_view(input)), input)
+    # the group statistics repeated for each channel of the group, shaped (N, C, 1, ...)
+    view = _channel_view(input)
+    per_channel = (batch, channels) + view[2:]
+    mean = mean.repeat_interleave(channels // num_groups, 1).reshape(per_channel)
+    var = var.repeat_interleave(channels // num_groups, 1).reshape(per_channel)
+    out = _normalize(x, mean, var, _per_channel(weight, view), _per_channel(bias, view), eps, "group")
+    return _cast_back(out, input)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
