@@ -119,11 +119,14 @@ class Graph:
     nodes: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
     updates: list = field(default_factory=list)     # (slot name, Value)
+    # buffer assignment of the intermediate values (compiler.passes.memory.MemoryPlan)
+    memory_plan: object = None
 
     def replace(self, **changes):
         """A new graph with some fields replaced (the lists are copied, not shared)."""
         fields = dict(inputs=list(self.inputs), nodes=list(self.nodes),
-                      outputs=list(self.outputs), updates=list(self.updates))
+                      outputs=list(self.outputs), updates=list(self.updates),
+                      memory_plan=self.memory_plan)
         fields.update(changes)
         return Graph(**fields)
 

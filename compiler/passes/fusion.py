@@ -1,0 +1,349 @@
+"""Fusion: groups of elementwise ops, views, casts, constants and reductions become one
+``fused`` node each, holding the group as a subgraph: a kernel for the code generators.
+
+    %7: f32[8,5], %8: f32[8,1] = fused(%3, %4, name='k0') {
+      input %0: f32[8,5] a0
+      ...
+      return %5, %6
+    }
+
+The subgraph's inputs are the values the group reads, its outputs the values used outside the
+group (several when one kernel produces, say, a parameter and its momentum buffer).
+
+Roles of nodes:
+
+* compute: elementwise ops, ``to_copy`` and ``clone``;
+* view: ``view``, ``expand``, ``permute``, ``t``, ``squeeze``... (index arithmetic);
+* reduce: ``sum``, ``mean``, ``amax``, ``amin``, ``prod``, ``var``, ``std``, ``all``, ``any``
+  (one result);
+* const: ``full``;
+* anything else (``mm``, convolution, gather/scatter and indexing, random draws, ``cat``...)
+  is a barrier and stays a node of its own.
+
+Cheap values that depend only on graph inputs (``full`` constants, views of inputs, scalar
+arithmetic on inputs such as ``-lr``) are *copied* into every group that reads them instead of
+joining one group: several parameter updates reading ``-lr`` stay separate kernels.
+
+Grouping walks the nodes in order; a fusible node joins the groups of the fusible nodes it
+reads, largest first, when the merged group stays legal:
+
+* one reduction shape per group: every reduction has the same input shape and reduced dims
+  (softmax: amax, exp, sum, div over the same rows), and no member is larger than the
+  reductions' input (what consumes a reduction's result is computed in the same domain);
+* without reductions, the groups merged have the same number of elements, or one of them is
+  a scalar (1 element): unrelated shapes do not share a kernel;
+* no cycle: no group outside the merged one may both depend on it and feed it.  Each group
+  keeps the set of nodes it transitively depends on (a bit set over node positions); merging
+  adds the merged group's dependencies to every group depending on it.
+
+A view joins a group only when some reader of it is fusible (a view read only by a matrix
+product stays a view).  Groups of views and constants only stay plain nodes.
+"""
+import heapq
+
+from ..ir import Graph, Input, Node, TensorType, Value
+from ..ops import REGISTRY
+from ..ops.core import wrap_dims
+
+VIEW_OPS = frozenset(("view", "unsafe_view", "expand", "permute", "transpose", "t", "squeeze",
+                      "squeeze_dim", "squeeze_dims", "unsqueeze", "alias"))
+REDUCE_OPS = frozenset(("sum", "sum_dim", "mean", "mean_dim", "amax", "amin", "prod", "prod_dim",
+                        "var", "std", "all", "any"))
+COMPUTE_OTHER = frozenset(("to_copy", "clone"))
+
+
+def role(node):
+    """'compute', 'view', 'reduce', 'const', or None for a barrier."""
+    op = REGISTRY.get(node.op)
+    if op is None or len(node.outs) != 1 or not isinstance(node.outs[0].type, TensorType):
+        return None
+    if any(not isinstance(v.type, TensorType) for v in node.input_values()):
+        return None
+    if node.op == "full":
+        return "const"
+    if node.op in VIEW_OPS:
+        return "view"
+    if op.kind == "elementwise" or node.op in COMPUTE_OTHER:
+        return "compute"
+    if node.op in REDUCE_OPS:
+        return "reduce"
+    return None
+
+
+class _Group:
+    __slots__ = ("members", "mask", "anc", "reduction", "reduced_numel", "numel", "fusible")
+
+    def __init__(self, index, node, kind, anc):
+        self.members = [index]
+        self.mask = 1 << index
+        self.anc = anc                  # bit set of the nodes this group depends on
+        self.fusible = kind is not None
+        self.numel = node.outs[0].type.numel if self.fusible else 0
+        self.reduction = None           # (input shape, reduced dims) of its reductions
+        self.reduced_numel = 0
+        if kind == "reduce":
+            x = node.args[0]
+            shape = tuple(x.type.shape)
+            dims = node.attrs.get("dim")
+            self.reduction = (shape, frozenset(wrap_dims(dims, len(shape))))
+            self.reduced_numel = x.type.numel
+            self.numel = max(self.numel, self.reduced_numel)
+
+
+def _compatible(a, b):
+    """Whether groups ``a`` and ``b`` may form one kernel (cycles are checked elsewhere)."""
+    if a.reduction is not None and b.reduction is not None and a.reduction != b.reduction:
+        return False
+    reduction = a.reduction or b.reduction
+    if reduction is not None:
+        limit = a.reduced_numel or b.reduced_numel
+        return max(a.numel, b.numel) <= limit
+    return a.numel == b.numel or min(a.numel, b.numel) == 1
+
+
+class _Planner:
+    """Assigns every node to a group; see the module docstring for the rules."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.nodes = graph.nodes
+        self.roles = [role(n) for n in graph.nodes]
+        self.producer = {v: i for i, n in enumerate(graph.nodes) for v in n.outs}
+        self.readers = {}
+        for i, n in enumerate(graph.nodes):
+            for v in n.input_values():
+                self.readers.setdefault(v, []).append(i)
+        self.duplicable = self._duplicable()
+        self.group_of = {}              # node index -> _Group
+        self.groups = []
+
+    def _duplicable(self):
+        inputs = {inp.value for inp in self.graph.inputs}
+        free = set(inputs)
+        dup = set()
+        for i, n in enumerate(self.nodes):
+            r = self.roles[i]
+            if r is None or not all(v in free for v in n.input_values()):
+                continue
+            if r == "const" or r == "view" or (r == "compute" and n.outs[0].type.numel <= 1):
+                dup.add(i)
+                free.update(n.outs)
+        return dup
+
+    def plan(self):
+        for i, node in enumerate(self.nodes):
+            if i in self.duplicable:
+                continue
+            kind = self.roles[i]
+            if kind == "view" and not any(self.roles[j] is not None
+                                          for v in node.outs for j in self.readers.get(v, ())):
+                kind = None             # a view only barriers read: no kernel for it
+            sources = self._source_groups(node)
+            anc = 0
+            for g in sources:
+                anc |= g.anc | g.mask
+            group = _Group(i, node, kind, anc)
+            self.groups.append(group)
+            self.group_of[i] = group
+            if kind is None:
+                continue
+            for g in sorted((g for g in sources if g.fusible), key=lambda g: -g.numel):
+                if _compatible(group, g) and not self._makes_cycle(group, g):
+                    group = self._merge(group, g)
+        return self.groups
+
+    def _source_groups(self, node):
+        found = []
+        for v in node.input_values():
+            p = self.producer.get(v)
+            if p is None or p in self.duplicable:
+                continue
+            g = self.group_of[p]
+            if g not in found:
+                found.append(g)
+        return found
+
+    def _makes_cycle(self, a, b):
+        members = a.mask | b.mask
+        outside = (a.anc | b.anc) & ~members
+        if not outside:
+            return False
+        for g in self.groups:
+            if g is not a and g is not b and g.mask & outside and g.anc & members:
+                return True
+        return False
+
+    def _merge(self, a, b):
+        """Merge ``a`` (the newest group) into ``b``; returns the merged group."""
+        b.members = sorted(b.members + a.members)
+        b.mask |= a.mask
+        b.anc = (b.anc | a.anc) & ~b.mask
+        if a.reduction is not None:
+            b.reduction, b.reduced_numel = a.reduction, a.reduced_numel
+        b.numel = max(a.numel, b.numel)
+        self.groups.remove(a)
+        for i in a.members:
+            self.group_of[i] = b
+        grown = b.anc | b.mask
+        for g in self.groups:
+            if g is not b and g.anc & b.mask:
+                g.anc |= grown
+        return b
+
+
+# ---------------------------------------------------------------- building the new graph
+
+def fusion(graph):
+    """Replace groups of fusible nodes by ``fused`` nodes holding them as subgraphs."""
+    return _Builder(graph).build()
+
+
+class _Builder:
+    """Turns the planner's groups into nodes: fused kernels, plain nodes, and the copied
+    values that must also exist outside the kernels."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.planner = _Planner(graph)
+        self.groups = self.planner.plan()
+        self.escaping = set(graph.outputs) | {v for _, v in graph.updates}
+        self.member_of = {i: g for g in self.groups for i in g.members}
+        self.kernels = []
+
+    def _fused(self, g):
+        return g.fusible and any(self.planner.roles[i] in ("compute", "reduce") for i in g.members)
+
+    def build(self):
+        planner, nodes = self.planner, self.graph.nodes
+        needed = set()
+        for i, node in enumerate(nodes):         # copied values read by unfused nodes
+            g = self.member_of.get(i)
+            if g is not None and not self._fused(g):
+                self._need_inputs(node, needed)
+        # a copied value that is also returned or written back becomes one more output of
+        # the first kernel that computes it, else a node of its own
+        self.claimable = {i for i in planner.duplicable if i not in needed
+                          and any(v in self.escaping for v in nodes[i].outs)}
+        self.claimed = set()
+        emitted = []
+        for g in self.groups:
+            if self._fused(g):
+                node = self._kernel(g.members, self.member_of)
+                if node is not None:
+                    emitted.append((g.members[0], node))
+            else:
+                emitted.extend((i, nodes[i]) for i in g.members)
+        for i in sorted(self.claimable - self.claimed):
+            self._need(i, needed)
+        for i in sorted(needed):
+            node = nodes[i]
+            if planner.roles[i] == "compute":
+                node = self._kernel([i], {})
+            emitted.append((i, node))
+        ordered = _schedule(emitted)
+        made = {id(n) for n in self.kernels}
+        for k, node in enumerate(n for n in ordered if id(n) in made):
+            node.attrs["name"] = f"k{k}"         # kernels are named in program order
+        return self.graph.replace(nodes=ordered)
+
+    def _need_inputs(self, node, needed):
+        for v in node.input_values():
+            p = self.planner.producer.get(v)
+            if p in self.planner.duplicable:
+                self._need(p, needed)
+
+    def _need(self, i, needed):
+        if i in needed:
+            return
+        needed.add(i)
+        if self.planner.roles[i] != "compute":  # a plain view or constant reads its inputs
+            self._need_inputs(self.planner.nodes[i], needed)
+
+    def _kernel(self, members, member_of):
+        """The ``fused`` node computing ``members``; None when nothing outside reads them."""
+        planner, nodes = self.planner, self.planner.nodes
+        group = member_of.get(members[0])
+        copied = set()
+
+        def copy_in(v):
+            p = planner.producer.get(v)
+            if p is not None and p in planner.duplicable and p not in copied and p not in members:
+                copied.add(p)
+                for u in nodes[p].input_values():
+                    copy_in(u)
+
+        for i in members:
+            for v in nodes[i].input_values():
+                copy_in(v)
+        outs = [v for i in members for v in nodes[i].outs
+                if v in self.escaping or group is None
+                or any(member_of.get(j) is not group for j in planner.readers.get(v, ()))]
+        for p in sorted(copied & (self.claimable - self.claimed)):
+            self.claimed.add(p)
+            outs.extend(nodes[p].outs)
+        if not outs:
+            return None
+        sub, args = _subgraph(nodes, sorted(copied | set(members)), outs)
+        node = Node("fused", args, {"graph": sub, "name": ""}, tuple(outs),
+                    nodes[members[-1]].source)
+        self.kernels.append(node)
+        return node
+
+
+def _subgraph(nodes, inside, outs):
+    """(subgraph computing ``outs`` with the nodes at positions ``inside``, the outer values
+    it reads).  The subgraph has values of its own."""
+    env, inputs, args, body = {}, [], [], []
+    defined = {v for i in inside for v in nodes[i].outs}
+    for i in inside:
+        node = nodes[i]
+        for v in node.input_values():
+            if v not in defined and v not in env:
+                env[v] = Value(v.type)
+                inputs.append(Input(env[v], "input", f"a{len(inputs)}"))
+                args.append(v)
+        for v in node.outs:
+            env[v] = Value(v.type)
+        body.append(Node(node.op, _remap(node.args, env),
+                         {k: _remap(a, env) for k, a in node.attrs.items()},
+                         tuple(env[v] for v in node.outs), node.source))
+    return Graph(inputs=inputs, nodes=body, outputs=[env[v] for v in outs]), tuple(args)
+
+
+def _remap(x, env):
+    if isinstance(x, Value):
+        return env[x]
+    if isinstance(x, tuple):
+        return tuple(_remap(a, env) for a in x)
+    if isinstance(x, list):
+        return [_remap(a, env) for a in x]
+    return x
+
+
+def _schedule(emitted):
+    """The emitted nodes in an order where every value is defined before it is read: ready
+    nodes go first by the position of their first original member."""
+    producer = {}
+    for k, (_, node) in enumerate(emitted):
+        for v in node.outs:
+            producer[v] = k
+    waiting = [0] * len(emitted)
+    readers = [[] for _ in emitted]
+    for k, (_, node) in enumerate(emitted):
+        deps = {producer[v] for v in node.input_values() if v in producer}
+        waiting[k] = len(deps)
+        for d in deps:
+            readers[d].append(k)
+    ready = [(emitted[k][0], k) for k in range(len(emitted)) if waiting[k] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, k = heapq.heappop(ready)
+        order.append(emitted[k][1])
+        for r in readers[k]:
+            waiting[r] -= 1
+            if waiting[r] == 0:
+                heapq.heappush(ready, (emitted[r][0], r))
+    if len(order) != len(emitted):
+        raise AssertionError("fusion: the grouped graph has a cycle")
+    return order

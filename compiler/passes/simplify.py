@@ -1,0 +1,280 @@
+"""Algebraic simplification: a table of (op, rewrite) rules applied until nothing changes.
+
+Each rule looks at one node (its inputs' producers too) and returns a ``Rewrite``: the value
+that replaces the node's result, with the new nodes that compute it (if any).  The driver
+walks the graph in order, applies the first rule that fires, and repeats the walk until a walk
+changes nothing or ``MAX_ITERATIONS`` walks are done.  It accepts a rewrite only when
+
+* the replacement has exactly the replaced value's type (dtype and shape: a rule never loses
+  a broadcast or a type promotion; ``x * 1`` with ``x: i64`` and ``1.0`` stays);
+* the rewrite keeps the memory layout, or nothing depends on the layout of the replaced value
+  (``view`` and other layout-sensitive reads, graph outputs and updates: the user's tensors get
+  the layout of the arrays the graph returns);
+* a state update does not become a graph input (write-backs of two slots would alias).
+
+Rules (x a value, c a literal or a ``full`` constant, possibly seen through views)::
+
+    x * 1, 1 * x, x + 0, 0 + x, x - 0, x / 1      -> x      (x + 0 turns -0.0 into +0.0)
+    x - x  (integer dtypes)                        -> full(0)
+    neg(neg(x))                                    -> x
+    t / transpose / permute of t / transpose / permute -> one permute, or x if the identity
+    view/unsafe_view of view/unsafe_view           -> one view of x, or x
+    view(x, x.shape), expand(x, x.shape)           -> x
+    sum(expand(x)) over the expanded dims          -> x * count   (mean: x)
+    clone(x), to_copy(x, dtype=x.dtype)            -> x
+"""
+from collections import namedtuple
+
+from ..ir import Node, TensorType, Value
+from ..ops import REGISTRY
+from ..ops.core import TensorSpec, wrap_dim
+from .cse import remap_graph, remap_node
+from .fold import layout_sensitive_reads
+
+MAX_ITERATIONS = 8
+
+# value: what replaces the node's result; nodes: new nodes to insert before its readers;
+# keeps_layout: the replacement has the replaced value's strides
+Rewrite = namedtuple("Rewrite", "value nodes keeps_layout", defaults=((), False))
+
+
+class _Context:
+    """What rules may ask about the graph being rewritten."""
+
+    def __init__(self):
+        self.producer = {}
+        self.device = "cpu"
+
+    def make(self, op, args, **attrs):
+        """A new node ``op(*args, **attrs)`` with its result type from the op's meta rule."""
+        specs = [TensorSpec(a.type.shape, a.type.dtype) if isinstance(a, Value) else a for a in args]
+        spec = REGISTRY[op].meta(*specs, **attrs)
+        value = Value(TensorType(tuple(spec.shape), spec.dtype, self.device))
+        return Node(op, tuple(args), attrs, (value,))
+
+    def fill(self, x):
+        """The literal number ``x`` stands for, looking through views to a ``full``; else None."""
+        if isinstance(x, bool):
+            return int(x)
+        if isinstance(x, (int, float)):
+            return x
+        node = self.producer.get(x) if isinstance(x, Value) else None
+        while node is not None and REGISTRY[node.op].view and node.op != "view_dtype":
+            node = self.producer.get(node.args[0]) if node.args and isinstance(node.args[0], Value) else None
+        if node is not None and node.op == "full":
+            return node.attrs["fill_value"]
+        return None
+
+    def source(self, x, ops):
+        """The node producing ``x`` when its op is one of ``ops``."""
+        node = self.producer.get(x) if isinstance(x, Value) else None
+        return node if node is not None and node.op in ops else None
+
+
+# ---------------------------------------------------------------- rules
+
+def _identity_operand(node, ctx, neutral, commutes):
+    """``x op neutral`` (and ``neutral op x`` when ``commutes``) -> x."""
+    a, b = node.args[:2]
+    if isinstance(a, Value) and ctx.fill(b) == neutral:
+        return Rewrite(a)
+    if commutes and isinstance(b, Value) and ctx.fill(a) == neutral:
+        return Rewrite(b)
+    return None
+
+
+def mul_one(node, ctx):
+    return _identity_operand(node, ctx, 1, commutes=True)
+
+
+def add_zero(node, ctx):
+    return _identity_operand(node, ctx, 0, commutes=node.attrs.get("alpha", 1) == 1)
+
+
+def sub_zero(node, ctx):
+    return _identity_operand(node, ctx, 0, commutes=False)
+
+
+def div_one(node, ctx):
+    a = node.args[0]
+    if node.attrs.get("rounding_mode") is not None and isinstance(a, Value) \
+            and a.type.dtype.is_floating_point:
+        return None                     # floor(x / 1) is not x
+    return _identity_operand(node, ctx, 1, commutes=False)
+
+
+def sub_self(node, ctx):
+    a, b = node.args[:2]
+    out = node.outs[0].type
+    if a is b and isinstance(a, Value) and not out.dtype.is_floating_point \
+            and node.attrs.get("alpha", 1) == 1:
+        zeros = ctx.make("full", (), shape=tuple(out.shape), fill_value=0, dtype=out.dtype)
+        return Rewrite(zeros.outs[0], (zeros,))
+    return None
+
+
+def neg_neg(node, ctx):
+    if not isinstance(node.args[0], Value):
+        return None
+    inner = ctx.source(node.args[0], ("neg",))
+    return Rewrite(inner.args[0], keeps_layout=True) if inner is not None else None
+
+
+PERMUTING = ("t", "transpose", "permute")
+
+
+def _perm(node):
+    """The dimension order a t/transpose/permute node produces from its input's."""
+    ndim = len(node.args[0].type.shape)
+    if node.op == "t":
+        return (1, 0) if ndim == 2 else tuple(range(ndim))
+    if node.op == "transpose":
+        order = list(range(ndim))
+        if ndim:
+            a, b = wrap_dim(node.attrs["dim0"], ndim), wrap_dim(node.attrs["dim1"], ndim)
+            order[a], order[b] = order[b], order[a]
+        return tuple(order)
+    return tuple(wrap_dim(d, ndim) for d in node.attrs["dims"])
+
+
+def permute_permute(node, ctx):
+    inner = ctx.source(node.args[0], PERMUTING)
+    outer = _perm(node)
+    if inner is None:
+        if outer == tuple(range(len(outer))):
+            return Rewrite(node.args[0], keeps_layout=True)
+        return None
+    order = tuple(_perm(inner)[p] for p in outer)
+    x = inner.args[0]
+    if order == tuple(range(len(order))):
+        return Rewrite(x, keeps_layout=True)
+    new = ctx.make("permute", (x,), dims=order)
+    return Rewrite(new.outs[0], (new,), keeps_layout=True)
+
+
+RESHAPING = ("view", "unsafe_view")
+
+
+def view_view(node, ctx):
+    shape = tuple(node.outs[0].type.shape)
+    inner = ctx.source(node.args[0], RESHAPING)
+    if inner is None:
+        if shape == tuple(node.args[0].type.shape):
+            return Rewrite(node.args[0], keeps_layout=node.op == "view")
+        return None
+    x = inner.args[0]
+    op = "unsafe_view" if "unsafe_view" in (node.op, inner.op) else "view"
+    if shape == tuple(x.type.shape):
+        return Rewrite(x, keeps_layout=op == "view")
+    new = ctx.make(op, (x,), shape=shape)
+    return Rewrite(new.outs[0], (new,), keeps_layout=True)
+
+
+def expand_same(node, ctx):
+    x = node.args[0]
+    return Rewrite(x, keeps_layout=True) if node.outs[0].type.shape == x.type.shape else None
+
+
+def reduce_expand(node, ctx):
+    """sum/mean over exactly the dimensions an expand made: no reduction needed."""
+    expand = ctx.source(node.args[0], ("expand",))
+    if expand is None or node.attrs.get("dtype") is not None:
+        return None
+    x, full_shape = expand.args[0], tuple(node.args[0].type.shape)
+    lead = len(full_shape) - len(x.type.shape)
+    padded = (1,) * lead + tuple(x.type.shape)
+    made = {i for i, (a, b) in enumerate(zip(padded, full_shape)) if a != b}
+    dim = node.attrs.get("dim")
+    dims = set(range(len(full_shape))) if dim is None else \
+        {wrap_dim(d, len(full_shape)) for d in ((dim,) if isinstance(dim, int) else dim)}
+    if not made or not made <= dims or any(full_shape[d] != 1 for d in dims - made):
+        return None
+    count = 1
+    for d in made:
+        count *= full_shape[d]
+    out = node.outs[0].type
+    nodes = []
+    if tuple(x.type.shape) != tuple(out.shape):
+        reshaped = ctx.make("unsafe_view", (x,), shape=tuple(out.shape))
+        nodes.append(reshaped)
+        x = reshaped.outs[0]
+    if node.op.startswith("sum") and count != 1:
+        scaled = ctx.make("mul", (x, count))
+        nodes.append(scaled)
+        x = scaled.outs[0]
+    return Rewrite(x, tuple(nodes))
+
+
+def copy_of_self(node, ctx):
+    x = node.args[0]
+    if node.op == "to_copy" and node.attrs.get("dtype") is not x.type.dtype:
+        return None
+    return Rewrite(x)
+
+
+RULES = [
+    (("mul",), mul_one),
+    (("add",), add_zero),
+    (("sub",), sub_zero),
+    (("sub",), sub_self),
+    (("div",), div_one),
+    (("neg",), neg_neg),
+    (PERMUTING, permute_permute),
+    (RESHAPING, view_view),
+    (("expand",), expand_same),
+    (("sum", "sum_dim", "mean", "mean_dim"), reduce_expand),
+    (("clone", "to_copy"), copy_of_self),
+]
+
+_BY_OP = {}
+for _ops, _rule in RULES:
+    for _op in _ops:
+        _BY_OP.setdefault(_op, []).append(_rule)
+
+
+# ---------------------------------------------------------------- the driver
+
+def simplify(graph, max_iterations=MAX_ITERATIONS):
+    """Apply ``RULES`` until a walk over the graph changes nothing (at most ``max_iterations``)."""
+    for _ in range(max_iterations):
+        graph, changed = _walk(graph)
+        if not changed:
+            break
+    return graph
+
+
+def _walk(graph):
+    ctx = _Context()
+    sensitive = layout_sensitive_reads(graph)
+    written = {v for _, v in graph.updates}
+    inputs = {inp.value for inp in graph.inputs}
+    env, nodes = {}, []
+    for node in graph.nodes:
+        node = remap_node(node, env)
+        rewrite = _first_rewrite(node, ctx)
+        old = node.outs[0]
+        if rewrite is None or rewrite.value.type != old.type \
+                or (not rewrite.keeps_layout and old in sensitive) \
+                or (old in written and rewrite.value in inputs):
+            nodes.append(node)
+            ctx.producer.update((v, node) for v in node.outs)
+            continue
+        for new in rewrite.nodes:
+            new.source = node.source
+            nodes.append(new)
+            ctx.producer.update((v, new) for v in new.outs)
+        env[old] = rewrite.value
+    if not env:
+        return graph, False
+    return remap_graph(graph, nodes, env), True
+
+
+def _first_rewrite(node, ctx):
+    if len(node.outs) != 1 or not node.input_values():
+        return None
+    ctx.device = getattr(node.outs[0].type, "device", "cpu")
+    for rule in _BY_OP.get(node.op, ()):
+        rewrite = rule(node, ctx)
+        if rewrite is not None:
+            return rewrite
+    return None
