@@ -478,7 +478,7 @@ def trace(fn, *example_args, **example_kwargs):
     The function runs once for real on the arguments (its side effects happen).
     ``trace(tensor)`` is PyTorch's ``torch.trace``: the sum of a matrix's diagonal."""
     from dynograph._tensor import Tensor
-    if isinstance(fn, Tensor):
+    if isinstance(fn, Tensor) or not callable(fn):
         from dynograph._linalg import trace as matrix_trace
         return matrix_trace(fn, *example_args, **example_kwargs)
     tracer = Tracer(fullgraph=True)
