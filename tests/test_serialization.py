@@ -151,6 +151,30 @@ def test_torch_reads_a_torch_format_file_written_to_a_pipe(torch):
     assert out["x"][-1].item() == 2999999.0
 
 
+@pytest.mark.parametrize("fmt", ["dynograph", "torch"])
+def test_zip64_records(monkeypatch, fmt):
+    """Sizes and offsets past the (lowered) 4 GiB mark get zip64 records that readers accept."""
+    monkeypatch.setattr(container, "ZIP64_AT", 100)
+    x = dynograph.arange(1000.0)
+    buf = io.BytesIO()
+    dynograph.save({"x": x, "v": x[10:20]}, buf, format=fmt)
+    monkeypatch.undo()
+    data = buf.getvalue()
+    assert b"PK\x06\x06" in data and b"PK\x06\x07" in data        # zip64 end record and locator
+    assert zipfile.ZipFile(io.BytesIO(data)).testzip() is None
+    out = dynograph.load(io.BytesIO(data))
+    same_bits(out["x"], x)
+    assert shares_memory(out["x"], out["v"]) and out["v"][0].item() == 10
+
+
+def test_zip64_torch_reads_it(torch, monkeypatch):
+    monkeypatch.setattr(container, "ZIP64_AT", 100)
+    buf = io.BytesIO()
+    dynograph.save({"x": dynograph.arange(1000.0)}, buf, format="torch")
+    buf.seek(0)
+    assert torch.load(buf, weights_only=True)["x"][999].item() == 999.0
+
+
 def test_same_object_saves_to_same_bytes():
     obj = {"w": sample(D.float32), "step": 3}
     a, b = io.BytesIO(), io.BytesIO()

@@ -117,7 +117,8 @@ def file_size(fp):
 
 # ---------------------------------------------------------------- zip writing
 
-_U32 = 0xFFFFFFFF
+_U32 = 0xFFFFFFFF                 # the 32-bit field value meaning "see the zip64 record"
+ZIP64_AT = _U32                   # sizes and offsets from here on need zip64 (tests lower it)
 _DOS_TIME, _DOS_DATE = 0, (0 << 9) | (1 << 5) | 1     # 1980-01-01: the same object saves to the
 _CHUNK = 1 << 22                                      # same bytes
 
@@ -152,7 +153,7 @@ class ZipWriter:
         """Write entry ``name`` from byte-like ``chunks`` (memoryviews) totalling ``nbytes``."""
         chunks = [memoryview(c).cast("B") for c in chunks]
         raw_name = name.encode()
-        zip64 = nbytes >= _U32
+        zip64 = nbytes >= ZIP64_AT
         flags = 0 if self.seekable else 0x08
         header_at = self.pos
         fixed = 30 + len(raw_name) + (20 if zip64 else 0) + 4
@@ -197,21 +198,23 @@ class ZipWriter:
         cd_at = self.pos - self.start
         for raw_name, crc, size, offset, flags in self.entries:
             extra = b""
-            if size >= _U32 or offset >= _U32:
-                fields = ([size, size] if size >= _U32 else []) + ([offset] if offset >= _U32 else [])
+            if size >= ZIP64_AT or offset >= ZIP64_AT:
+                fields = ([size, size] if size >= ZIP64_AT else []) + \
+                    ([offset] if offset >= ZIP64_AT else [])
                 extra = struct.pack(f"<HH{len(fields)}Q", 1, 8 * len(fields), *fields)
-            big = size >= _U32
+            big = size >= ZIP64_AT
             self._put(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 45, 45 if extra else 20, flags, 0,
                                   _DOS_TIME, _DOS_DATE, crc, _U32 if big else size,
                                   _U32 if big else size, len(raw_name), len(extra), 0, 0, 0, 0,
-                                  min(offset, _U32)) + raw_name + extra)
+                                  _U32 if offset >= ZIP64_AT else offset) + raw_name + extra)
         cd_size = self.pos - self.start - cd_at
         n = len(self.entries)
-        if n >= 0xFFFF or cd_at >= _U32 or cd_size >= _U32:
+        if n >= 0xFFFF or cd_at >= ZIP64_AT or cd_size >= ZIP64_AT:
             end64_at = self.pos - self.start
             self._put(struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, n, n, cd_size, cd_at))
             self._put(struct.pack("<IIQI", 0x07064B50, 0, end64_at, 1))
-            n, cd_size, cd_at = min(n, 0xFFFF), min(cd_size, _U32), min(cd_at, _U32)
+            n = min(n, 0xFFFF)
+            cd_size, cd_at = (_U32 if v >= ZIP64_AT else v for v in (cd_size, cd_at))
         self._put(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, n, n, cd_size, cd_at, 0))
 
 
