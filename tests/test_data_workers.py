@@ -370,13 +370,10 @@ def test_persistent_workers_with_iterable_dataset():
     del ldr
 
 
-def test_spawn_context_and_context_object():
-    got = [int(b) for b in loader(list(range(4)), batch_size=None, num_workers=1,
-                                  multiprocessing_context="spawn")]
-    assert got == [0, 1, 2, 3]
-    ctx = mp.get_context("forkserver")
-    got = [b.tolist() for b in loader(list(range(4)), batch_size=2, multiprocessing_context=ctx)]
-    assert got == [[0, 1], [2, 3]]
+def test_context_object_and_fork():
+    for ctx in (mp.get_context("forkserver"), "fork"):
+        got = [b.tolist() for b in loader(list(range(4)), batch_size=2, multiprocessing_context=ctx)]
+        assert got == [[0, 1], [2, 3]]
 
 
 def test_tensors_cross_processes_with_dtype_and_grad_flag():
@@ -392,3 +389,44 @@ def test_tensors_cross_processes_with_dtype_and_grad_flag():
     assert back.requires_grad and back.tolist() == [1.0, 1.0]
     with raises(RuntimeError, match="Cowardly refusing to serialize non-leaf tensor"):
         ForkingPickler.dumps(leaf * 2)
+
+
+ORPHAN_SCRIPT = """
+import os, signal, sys
+import dynograph
+from dynograph.utils.data import DataLoader, TensorDataset
+if __name__ == "__main__":
+    # fork: no fork server to start, so the test stays short; the exit paths are the same
+    loader = DataLoader(TensorDataset(dynograph.arange(40)), batch_size=2, num_workers=2,
+                        persistent_workers=True, multiprocessing_context="fork")
+    it = iter(loader)
+    next(it)
+    print(" ".join(str(w.pid) for w in it._workers.processes), flush=True)
+    if sys.argv[1] == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)     # no cleanup at all: the workers notice
+"""
+
+
+def test_workers_end_with_the_main_process(tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "orphan.py"
+    script.write_text(ORPHAN_SCRIPT)
+    for how in ("exit", "kill"):              # interpreter exit (atexit) and SIGKILL of the parent
+        out = subprocess.run([sys.executable, str(script), how], capture_output=True, text=True, timeout=60)
+        pids = [int(p) for p in out.stdout.split()]
+        assert len(pids) == 2, out.stderr
+        assert gone(pids, within=10.0), how
+
+
+def test_large_tensors_reach_workers_through_shared_memory():
+    from dynograph.utils.data import _sharing
+    big = dynograph.arange(400_000, dtype=dynograph.float32).reshape(1000, 400)    # 1.6 MB
+    assert big.numel() * 4 >= _sharing.SHARE_MIN_BYTES
+    ds = TensorDataset(big, dynograph.arange(1000))
+    for ctx in ("forkserver", "spawn"):
+        batches = list(DataLoader(ds, batch_size=250, num_workers=1, multiprocessing_context=ctx))
+        np.testing.assert_array_equal(np.concatenate([b[0].numpy() for b in batches]), big.numpy())
+    with _sharing.sharing_session():          # one shared copy per array per session
+        fds = [_sharing._shared_fd(big._data, None) for _ in range(2)]
+        assert fds[0] == fds[1]
