@@ -1,60 +1,91 @@
-"""A short tour of dynograph: tensors, dtypes, views, indexing, reductions and autograd.
+"""dynograph's main demo: train a small CNN on handwritten digits, PyTorch style.
 
-Run:  python examples/demo.py
+The data is scikit-learn's bundled 8x8 digits (1797 images, no download).  The training step
+(forward, backward and the optimizer update) is compiled with ``dynograph.compile``: the first
+call traces it into one graph, later calls replay that graph.
+
+    python examples/demo.py
 """
+import time
+
+import numpy as np
+from sklearn.datasets import load_digits
+
 import dynograph as torch
+import dynograph.nn as nn
+import dynograph.nn.functional as F
+from dynograph.utils.data import DataLoader, TensorDataset
 
 
-def section(title):
-    print(f"\n== {title} ==")
+class DigitNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 16, kernel_size=3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, kernel_size=3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc1 = nn.Linear(32 * 2 * 2, 64)
+        self.fc2 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.conv1(x)))        # 16 x 4 x 4
+        x = self.pool(F.relu(self.conv2(x)))        # 32 x 2 x 2
+        x = torch.flatten(x, 1)
+        return self.fc2(F.relu(self.fc1(x)))
 
 
-section("tensors and dtypes")
-x = torch.tensor([[1., 2., 3.], [4., 5., 6.]])
-print(x)
-print("shape:", x.shape, "dtype:", x.dtype)
-i = torch.arange(6).reshape(2, 3)
-print("int64 + float32 ->", (i + x).dtype, "; int64 + 2.5 ->", (i + 2.5).dtype)
-print(torch.linspace(0, 1, 5))
+def load_data(seed=0):
+    digits = load_digits()
+    images = (digits.images / 16.0).astype(np.float32)[:, None]     # N x 1 x 8 x 8 in [0, 1]
+    labels = digits.target.astype(np.int64)
+    order = np.random.default_rng(seed).permutation(len(labels))
+    test, train = order[:360], order[360:]
+    as_set = lambda idx: TensorDataset(torch.from_numpy(images[idx]), torch.from_numpy(labels[idx]))  # noqa: E731
+    return as_set(train), as_set(test)
 
-section("views share memory")
-t = x.t()
-t[0, 1] = 40.
-print("after writing through x.t():", x)
-print("x.view(3, 2) is a view:", x.view(3, 2)._base is x)
 
-section("indexing and reductions")
-print("x[:, 1] =", x[:, 1], " x[x > 4] =", x[x > 4])
-values, indices = torch.max(x, 1)
-print("max over dim 1:", values, indices)
-print("mean:", x.mean(), " std over rows:", x.std(0))
+def main(epochs=12):
+    torch.manual_seed(0)
+    train_set, test_set = load_data()
+    train_loader = DataLoader(train_set, batch_size=64, shuffle=True)
+    test_loader = DataLoader(test_set, batch_size=360)
+    model = DigitNet()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=5, gamma=0.5)
+    print(model)
 
-section("linear algebra")
-a = torch.randn(3, 3, generator=torch.Generator().manual_seed(0))
-print("a @ inv(a) ~ I:", torch.allclose(a @ torch.linalg.inv(a), torch.eye(3), atol=1e-5))
+    @torch.compile
+    def train_step(x, y):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
 
-section("autograd")
-w = torch.ones(2, 2, requires_grad=True)
-y = w + 2
-z = y * y * 3
-out = z.mean()
-print(out)
-out.backward()
-print("d(out)/dw =", w.grad)
+    def evaluate():
+        model.eval()
+        correct = 0
+        with torch.no_grad():
+            for x, y in test_loader:
+                correct += (model(x).argmax(1) == y).sum().item()
+        model.train()
+        return correct / len(test_set)
 
-section("a hand-written linear regression")
-torch.manual_seed(0)
-xs = torch.rand(100, 1)
-ys = 3 * xs + 0.5 + 0.01 * torch.randn(100, 1)
-slope = torch.zeros(1, requires_grad=True)
-bias = torch.zeros(1, requires_grad=True)
-for step in range(500):
-    loss = ((xs * slope + bias - ys) ** 2).mean()
-    loss.backward()
-    slope.data.add_(-0.5 * slope.grad.data)
-    bias.data.add_(-0.5 * bias.grad.data)
-    slope.grad.data.zero_()
-    bias.grad.data.zero_()
-    if step % 100 == 0:
-        print(f"step {step:3d}  loss {loss.item():.5f}")
-print(f"learned slope {slope.item():.3f} (true 3.0), bias {bias.item():.3f} (true 0.5)")
+    start = time.perf_counter()
+    for epoch in range(1, epochs + 1):
+        total, batches = 0.0, 0
+        for x, y in train_loader:
+            total += train_step(x, y).item()
+            batches += 1
+        scheduler.step()
+        print(f"epoch {epoch:2d}  loss {total / batches:.4f}  test accuracy {evaluate():.1%}  "
+              f"({time.perf_counter() - start:.1f} s)")
+    report = train_step.explain()
+    print(f"compiled training step: {len(report.graphs)} graphs, {report.hits} replays, "
+          f"{report.op_counts[-1][1]} ops per step")
+    accuracy = evaluate()
+    print(f"final test accuracy: {accuracy:.1%}")
+    return accuracy
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""The PyTorch tutorial's CIFAR-10 network: builds, prints like torch, and trains like torch.
+
+Both frameworks start from the same weights and see the same random CIFAR-shaped batches; the
+20-step loss curves must agree to 1e-4."""
+import numpy as np
+import pytest
+
+import dynograph as dg
+import dynograph.nn as nn
+import dynograph.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 6, 5)
+        self.pool = nn.MaxPool2d(2, 2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.conv1(x)))
+        x = self.pool(F.relu(self.conv2(x)))
+        x = dg.flatten(x, 1)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+def torch_net(torch):
+    tnn, tF = torch.nn, torch.nn.functional
+
+    class TorchNet(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = tnn.Conv2d(3, 6, 5)
+            self.pool = tnn.MaxPool2d(2, 2)
+            self.conv2 = tnn.Conv2d(6, 16, 5)
+            self.fc1 = tnn.Linear(16 * 5 * 5, 120)
+            self.fc2 = tnn.Linear(120, 84)
+            self.fc3 = tnn.Linear(84, 10)
+
+        def forward(self, x):
+            x = self.pool(tF.relu(self.conv1(x)))
+            x = self.pool(tF.relu(self.conv2(x)))
+            x = torch.flatten(x, 1)
+            x = tF.relu(self.fc1(x))
+            x = tF.relu(self.fc2(x))
+            return self.fc3(x)
+    return TorchNet()
+
+
+def data(steps=20, batch=4, seed=0):
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal((batch, 3, 32, 32)).astype(np.float32),
+             rng.integers(0, 10, size=batch)) for _ in range(steps)]
+
+
+def test_repr_and_state_dict_match_torch(torch):
+    ours, theirs = Net(), torch_net(torch)
+    assert repr(ours).replace("Net(", "X(") == repr(theirs).replace("TorchNet(", "X(")
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert [tuple(v.shape) for v in ours.state_dict().values()] == \
+        [tuple(v.shape) for v in theirs.state_dict().values()]
+
+
+def _train_both(torch, compiled=False, steps=20):
+    theirs = torch_net(torch)
+    ours = Net()
+    ours.load_state_dict({k: dg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    t_opt = torch.optim.SGD(theirs.parameters(), lr=0.001, momentum=0.9)
+    o_opt = dg.optim.SGD(ours.parameters(), lr=0.001, momentum=0.9)
+    t_crit, o_crit = torch.nn.CrossEntropyLoss(), nn.CrossEntropyLoss()
+
+    def step(x, y):
+        o_opt.zero_grad()
+        loss = o_crit(ours(x), y)
+        loss.backward()
+        o_opt.step()
+        return loss
+    if compiled:
+        step = dg.compile(step)
+    ours_curve, torch_curve = [], []
+    for x, y in data(steps):
+        t_opt.zero_grad()
+        loss = t_crit(theirs(torch.from_numpy(x)), torch.from_numpy(y))
+        loss.backward()
+        t_opt.step()
+        torch_curve.append(loss.item())
+        ours_curve.append(step(dg.tensor(x), dg.tensor(y)).item())
+    return ours_curve, torch_curve, ours, theirs
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_training_matches_torch(torch, compiled):
+    ours_curve, torch_curve, ours, theirs = _train_both(torch, compiled)
+    np.testing.assert_allclose(ours_curve, torch_curve, atol=1e-4, rtol=0)
+    for (name, p), q in zip(ours.named_parameters(), theirs.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), atol=1e-4, err_msg=name)
