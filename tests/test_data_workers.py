@@ -165,6 +165,11 @@ def test_batches_come_back_in_sampler_order():
     assert os.getpid() not in {int(b[0, 1]) for b in got}
 
 
+def test_out_of_order_delivery_when_asked():
+    got = [int(b[0, 0]) for b in loader(Slow(8, 0.2), batch_size=1, in_order=False)]
+    assert sorted(got) == list(range(8)) and got[:2] == [0, 2]       # fast items overtake slow ones
+
+
 def test_two_workers_match_no_workers_for_the_same_seed():
     ds = TensorDataset(dynograph.arange(23), dynograph.randn(23, 2))
     runs = []

@@ -96,8 +96,9 @@ class DataLoader:
     ``shuffle`` draws a new order each epoch from ``generator`` (default: the global
     generator); ``num_workers > 0`` loads in that many processes, each seeded with
     ``base_seed + worker_id`` where ``base_seed`` is drawn from ``generator`` at each
-    ``iter()``.  ``pin_memory`` is accepted; tensors live in host memory, so it changes
-    nothing.
+    ``iter()``.  Batches come back in sampler order unless ``in_order=False``, which hands
+    out each batch as soon as it arrives.  ``pin_memory`` is accepted; tensors live in host
+    memory, so it changes nothing.
     """
 
     __initialized = False
@@ -387,6 +388,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
         self._prefetch_factor = loader.prefetch_factor
+        self._in_order = loader.in_order
         ctx = loader.multiprocessing_context or _default_context()
         _preload_forkserver(ctx)
         self._workers = workers = _Workers()
@@ -419,6 +421,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._task_info = {}                  # task -> (worker,) or (worker, data)
         self._tasks_outstanding = 0
         self._workers_status = [True] * self._num_workers
+        self._workers_num_tasks = [0] * self._num_workers
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
         if not first_iter:
             self._resume_workers()
@@ -441,14 +444,19 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             index = self._next_index()
         except StopIteration:
             return
+        # out of order, a worker's share of the tasks in flight is capped, so a slow worker
+        # does not collect them all
+        share = self._prefetch_factor * self._num_workers // max(1, sum(self._workers_status))
         for _ in range(self._num_workers):    # the next worker still serving
             worker_id = next(self._worker_queue_idx_cycle)
-            if self._workers_status[worker_id]:
+            if self._workers_status[worker_id] and \
+                    (self._in_order or self._workers_num_tasks[worker_id] < share):
                 break
         else:
             return
         self._send(worker_id, (self._send_idx, index))
         self._task_info[self._send_idx] = (worker_id,)
+        self._workers_num_tasks[worker_id] += 1
         self._tasks_outstanding += 1
         self._send_idx += 1
 
@@ -491,30 +499,35 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     def _next_data(self):
         while True:
-            # skip tasks of workers whose iterable dataset has ended
+            # skip tasks already handed out (out of order) or of workers whose iterable ended
             while self._rcvd_idx < self._send_idx:
-                info = self._task_info[self._rcvd_idx]
-                if len(info) == 2 or self._workers_status[info[0]]:
-                    break
-                del self._task_info[self._rcvd_idx]
+                info = self._task_info.get(self._rcvd_idx)
+                if info:
+                    if len(info) == 2 or self._workers_status[info[0]]:
+                        break
+                    del self._task_info[self._rcvd_idx]
                 self._rcvd_idx += 1
             else:
                 if not self._persistent_workers:
                     self._shutdown_workers()
                 raise StopIteration
             if len(self._task_info[self._rcvd_idx]) == 2:   # already buffered
-                return self._process_data(self._task_info.pop(self._rcvd_idx)[1])
+                worker_id, data = self._task_info.pop(self._rcvd_idx)
+                self._rcvd_idx += 1
+                return self._process_data(data, worker_id)
             idx, data = self._get_data()
             self._tasks_outstanding -= 1
             if isinstance(data, _IterableDatasetStopIteration):
                 self._worker_ended(data.worker_id)
                 self._try_put_index()
                 continue
-            if idx != self._rcvd_idx:
-                self._task_info[idx] += (data,)
-            else:
-                del self._task_info[idx]
-                return self._process_data(data)
+            if idx != self._rcvd_idx and self._in_order:
+                self._task_info[idx] += (data,)        # early: wait for its turn
+                continue
+            worker_id = self._task_info.pop(idx)[0]
+            if idx == self._rcvd_idx:
+                self._rcvd_idx += 1
+            return self._process_data(data, worker_id)
 
     def _worker_ended(self, worker_id):
         """A worker's iterable dataset is exhausted: it serves no more tasks this epoch."""
@@ -525,8 +538,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             except OSError:
                 pass
 
-    def _process_data(self, data):
-        self._rcvd_idx += 1
+    def _process_data(self, data, worker_id):
+        self._workers_num_tasks[worker_id] -= 1
         self._try_put_index()
         if isinstance(data, ExceptionWrapper):
             data.reraise()
