@@ -5,7 +5,7 @@ import math
 import os
 import pickle
 import zipfile
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 import numpy as np
 import pytest
@@ -78,6 +78,7 @@ def test_nested_containers_keep_types_and_order():
         ("tuple_key", {(1, "a"): 2, 2.5: 3, None: 4, True: 5}), ("set", {1, 2}),
         ("frozen", frozenset({"a"})), ("dtype", dynograph.bfloat16), ("device", dynograph.device("cpu")),
         ("size", dynograph.Size([2, 3])), ("empty", [[], (), {}, OrderedDict()]),
+        ("counter", Counter({3: 1, 7: 2})),
     ])
     out = roundtrip(obj)
     assert type(out) is OrderedDict and list(out) == list(obj)
@@ -97,6 +98,22 @@ def test_nested_containers_keep_types_and_order():
     assert out["dtype"] is dynograph.bfloat16 and out["device"] == dynograph.device("cpu")
     assert type(out["size"]) is dynograph.Size and out["size"] == (2, 3)
     assert out["empty"] == [[], (), {}, OrderedDict()] and type(out["empty"][3]) is OrderedDict
+    assert type(out["counter"]) is Counter and out["counter"] == Counter({3: 1, 7: 2})
+
+
+def test_lr_scheduler_state_dicts_round_trip(torch, tmp_path):
+    from dynograph.optim import lr_scheduler as L
+    opt = dynograph.optim.SGD(_mlp(0).parameters(), lr=0.1)
+    sched = L.MultiStepLR(opt, [1, 2])
+    opt.step()
+    sched.step()
+    sd = sched.state_dict()
+    assert roundtrip(sd) == sd and type(roundtrip(sd)["milestones"]) is Counter
+    dynograph.save(sd, tmp_path / "s.pt", format="torch")
+    assert torch.load(tmp_path / "s.pt", weights_only=True) == sd
+    tsched = torch.optim.lr_scheduler.MultiStepLR(torch.optim.SGD([torch.zeros(1)], lr=0.1), [4, 5])
+    torch.save(tsched.state_dict(), tmp_path / "t.pt")
+    assert dynograph.load(tmp_path / "t.pt")["milestones"] == Counter({4: 1, 5: 1})
 
 
 def test_plain_values_at_top_level():

@@ -25,7 +25,7 @@ import json
 import math
 import pickle
 import sys
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 import numpy as np
 
@@ -72,7 +72,7 @@ class _Encoder:
             if t is Tensor or t is _parameter_class():
                 return self.tensor(obj)
             raise NeedsPickle(t)
-        if t in (list, tuple, dict, OrderedDict, set, frozenset):
+        if t in (list, tuple, dict, OrderedDict, Counter, set, frozenset):
             if id(obj) in self.open:
                 raise NeedsPickle(t)
             self.open.add(id(obj))
@@ -128,6 +128,7 @@ _ENCODERS = {
     tuple: lambda enc, x: {"type": "tuple", "items": enc.items(x)},
     dict: lambda enc, x: enc.mapping(x, "dict"),
     OrderedDict: lambda enc, x: enc.mapping(x, "ordered_dict"),
+    Counter: lambda enc, x: enc.mapping(x, "counter"),        # MultiStepLR's milestones
     set: lambda enc, x: {"type": "set", "items": enc.items(x)},
     frozenset: lambda enc, x: {"type": "frozenset", "items": enc.items(x)},
     complex: _complex,
@@ -357,6 +358,7 @@ _DECODERS = {
     "frozenset": (("items",), (), lambda d, n, k: frozenset(d.seq(n, k))),
     "dict": (("items",), (), lambda d, n, k: d.mapping(n, k, dict)),
     "ordered_dict": (("items",), ("metadata",), lambda d, n, k: d.mapping(n, k, OrderedDict)),
+    "counter": (("items",), (), lambda d, n, k: d.mapping(n, k, Counter)),
     "float": (("value",), (), _float),
     "complex": (("real", "imag"), (),
                 lambda d, n, k: complex(_number(d, n, k, "real"), _number(d, n, k, "imag"))),

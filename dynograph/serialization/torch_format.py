@@ -19,7 +19,7 @@ import _compat_pickle
 import builtins
 import pickle
 import sys
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 import numpy as np
 
@@ -117,6 +117,7 @@ _ALLOWED = {
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
     ("collections", "OrderedDict"): OrderedDict,
+    ("collections", "Counter"): Counter,
     ("torch", "device"): _torch_device,
     ("torch", "Size"): Size,
     ("builtins", "complex"): complex,
