@@ -435,3 +435,12 @@ def test_large_tensors_reach_workers_through_shared_memory():
     with _sharing.sharing_session():          # one shared copy per array per session
         fds = [_sharing._shared_fd(big._data, None) for _ in range(2)]
         assert fds[0] == fds[1]
+
+
+def test_default_start_method(monkeypatch):
+    import sys
+    import types
+    from dynograph.utils.data.dataloader import _default_context
+    assert _default_context().get_start_method() == "forkserver"
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))     # a REPL or notebook
+    assert _default_context().get_start_method() == "fork"

@@ -6,7 +6,10 @@ The default is 'forkserver' where the platform has it (Linux) and 'spawn' elsewh
 start workers from a clean, single-threaded process, so a parent that runs threads (BLAS
 pools, the result reader of another loader, user threads) cannot leave a lock held in a
 forked child.  With 'forkserver' the server process imports dynograph once, so each worker
-starts without re-importing it.
+starts without re-importing it.  As with 'spawn', what the workers need (dataset class,
+collate_fn, worker_init_fn) must be importable: defined in a module, or in a script under
+``if __name__ == "__main__":``.  An interactive session (a notebook, the REPL) has no main
+file to import, so there the default is 'fork', as in torch on Linux.
 
 Each worker has its own index pipe; all answer on one result pipe.  The main process keeps
 ``prefetch_factor`` tasks per worker in flight and hands the batches back in sampler order
@@ -18,6 +21,7 @@ import math
 import multiprocessing as mp
 import os
 import pickle
+import sys
 import time
 import warnings
 import weakref
@@ -53,6 +57,9 @@ class _InfiniteConstantSampler(Sampler):
 
 def _default_context():
     methods = mp.get_all_start_methods()
+    interactive = not getattr(sys.modules.get("__main__"), "__file__", None)
+    if interactive and "fork" in methods:
+        return mp.get_context("fork")      # classes defined in the session reach workers only so
     return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
@@ -96,8 +103,10 @@ class DataLoader:
     ``shuffle`` draws a new order each epoch from ``generator`` (default: the global
     generator); ``num_workers > 0`` loads in that many processes, each seeded with
     ``base_seed + worker_id`` where ``base_seed`` is drawn from ``generator`` at each
-    ``iter()``.  Batches come back in sampler order unless ``in_order=False``, which hands
-    out each batch as soon as it arrives.  ``pin_memory`` is accepted; tensors live in host
+    ``iter()``.  So random draws inside ``__getitem__`` differ between ``num_workers=0``
+    (the main process's generators) and workers (each worker's own), as in torch, while the
+    sampler's order is the same.  Batches come back in sampler order unless ``in_order=False``,
+    which hands out each batch as soon as it arrives.  ``pin_memory`` is accepted; tensors live in host
     memory, so it changes nothing.
     """
 
