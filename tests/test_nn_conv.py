@@ -86,6 +86,7 @@ def test_conv_transpose_matches_torch(torch, nd, stride, padding, output_padding
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("shape,kernel,stride", [((2, 3, 12, 12), 5, 1), ((3, 2, 9, 10), 3, 2),
+                                                 ((2, 3, 20, 20), 3, 1),
                                                  ((1, 4, 16, 16), (3, 5), (1, 2))])
 def test_conv2d_dtypes_and_layouts(torch, dtype, shape, kernel, stride):
     ks = (kernel, kernel) if isinstance(kernel, int) else kernel
@@ -126,6 +127,25 @@ def test_unbatched_input(torch, nd):
     _check(torch, lambda x, w: getattr(F, f"conv_transpose{nd}d")(x, w, stride=2),
            lambda x, w: getattr(torch.nn.functional, f"conv_transpose{nd}d")(x, w, stride=2),
            [x, wt])
+
+
+@pytest.mark.parametrize("flat", [True, False])
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_both_column_layouts(torch, monkeypatch, nd, flat):
+    """Stride-1 convolutions read windows over flattened lines or per output position."""
+    from dynograph.compiler.ops import conv as ops
+    monkeypatch.setattr(ops, "_use_flat", lambda stride, *_: flat and all(s == 1 for s in stride))
+    x = _pair(torch, (2, 4) + (6, 5, 4)[:nd], "float64", 0)
+    w = _pair(torch, (6, 2) + (3, 2, 2)[:nd], "float64", 1)
+    wt = _pair(torch, (4, 3) + (3, 2, 2)[:nd], "float64", 2)
+    conv, tconv = getattr(F, f"conv{nd}d"), getattr(torch.nn.functional, f"conv{nd}d")
+    _check(torch, lambda x, w: conv(x, w, padding=1, dilation=2, groups=2),
+           lambda x, w: tconv(x, w, padding=1, dilation=2, groups=2), [x, w])
+    x[0].grad = x[1].grad = None
+    convt = getattr(F, f"conv_transpose{nd}d")
+    tconvt = getattr(torch.nn.functional, f"conv_transpose{nd}d")
+    _check(torch, lambda x, w: convt(x, w, padding=1, output_padding=1, groups=2, dilation=2),
+           lambda x, w: tconvt(x, w, padding=1, output_padding=1, groups=2, dilation=2), [x, wt])
 
 
 def test_non_contiguous_inputs(torch):

@@ -84,9 +84,11 @@ def _line_len(n, osizes, psizes):
     return (n - 1) * _prod(psizes) + sum((o - 1) * f for o, f in zip(osizes, _flat_strides(psizes))) + 1
 
 
-def _use_flat(stride, osizes, psizes):
-    """Flat columns need stride 1; they pay while the wasted positions stay a modest share."""
-    return all(s == 1 for s in stride) and _prod(psizes) <= 2.5 * _prod(osizes)
+def _use_flat(stride, osizes, psizes, waste):
+    """Flat columns need stride 1; they pay while the wasted positions (padded size over
+    output size) stay under ``waste``: 1.5 where the columns are copied (im2col), 2.5 where
+    they are scattered back (col2im), whose strided adds cost more than contiguous ones."""
+    return all(s == 1 for s in stride) and _prod(psizes) <= waste * _prod(osizes)
 
 
 def _columns(xc, ksize, stride, dilation, osizes, flat):
@@ -178,7 +180,7 @@ def _conv_forward(x, w, stride, padding, dilation, groups):
     osizes = _conv_out_sizes(x.shape[2:], ksize, stride, padding, dilation)
     xc = _channel_major(x, padding)
     psizes = xc.shape[2:]
-    flat = _use_flat(stride, osizes, psizes)
+    flat = _use_flat(stride, osizes, psizes, 1.5)
     cols = _columns(xc, ksize, stride, dilation, osizes, flat)
     ck, m = cols.shape
     out = _gemm(w.reshape(g, o // g, ck // g), cols.reshape(g, ck // g, m))
@@ -196,7 +198,7 @@ def _conv_transposed(x, w, stride, padding, dilation, groups, output_padding):
     full = tuple(o + 2 * p for o, p in zip(osizes, padding))
     ckg = w.shape[1] * _prod(ksize)
     wt = w.reshape(g, cin // g, ckg).transpose(0, 2, 1)            # (G, Cout/G * K, Cin/G)
-    flat = _use_flat(stride, isizes, full)
+    flat = _use_flat(stride, isizes, full, 2.5)
     xl = _to_lines(x, full, flat)
     m = xl.shape[1]
     cols = _gemm(wt, xl.reshape(g, cin // g, m)).reshape((cout,) + ksize + (m,))
@@ -219,7 +221,7 @@ def _weight_grad(x, gy, ksize, stride, padding, dilation, groups):
     osizes = gy.shape[2:]
     xc = _channel_major(x, padding)
     psizes = xc.shape[2:]
-    flat = _use_flat(stride, osizes, psizes)
+    flat = _use_flat(stride, osizes, psizes, 1.5)
     cols = _columns(xc, ksize, stride, dilation, osizes, flat)
     ck, m = cols.shape
     gl = _to_lines(gy, psizes, flat)
