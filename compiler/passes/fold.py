@@ -25,9 +25,8 @@ LAYOUT_SENSITIVE = frozenset(("view", "view_dtype", "as_strided", "as_strided_ba
 
 
 def layout_sensitive_reads(graph):
-    """The values read by layout-sensitive ops, or returned/written back to the user (whose
-    tensors then have the array's layout)."""
-    found = set(graph.outputs) | {v for _, v in graph.updates}
+    """The values read by ops whose result depends on their input's strides."""
+    found = set()
     for node in graph.nodes:
         if node.op in LAYOUT_SENSITIVE:
             found.update(node.input_values())

@@ -44,6 +44,7 @@ import heapq
 from ..ir import Graph, Input, Node, TensorType, Value
 from ..ops import REGISTRY
 from ..ops.core import wrap_dims
+from .dce import has_effect
 
 VIEW_OPS = frozenset(("view", "unsafe_view", "expand", "permute", "transpose", "t", "squeeze",
                       "squeeze_dim", "squeeze_dims", "unsqueeze", "alias"))
@@ -327,10 +328,15 @@ def _schedule(emitted):
     for k, (_, node) in enumerate(emitted):
         for v in node.outs:
             producer[v] = k
+    # random draws keep their order: each waits for the previous one (they share a generator)
+    draws = sorted((key, k) for k, (key, node) in enumerate(emitted) if has_effect(node))
+    after = {k: prev for (_, prev), (_, k) in zip(draws, draws[1:])}
     waiting = [0] * len(emitted)
     readers = [[] for _ in emitted]
     for k, (_, node) in enumerate(emitted):
         deps = {producer[v] for v in node.input_values() if v in producer}
+        if k in after:
+            deps.add(after[k])
         waiting[k] = len(deps)
         for d in deps:
             readers[d].append(k)

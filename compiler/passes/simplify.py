@@ -7,10 +7,11 @@ changes nothing or ``MAX_ITERATIONS`` walks are done.  It accepts a rewrite only
 
 * the replacement has exactly the replaced value's type (dtype and shape: a rule never loses
   a broadcast or a type promotion; ``x * 1`` with ``x: i64`` and ``1.0`` stays);
-* the rewrite keeps the memory layout, or nothing depends on the layout of the replaced value
-  (``view`` and other layout-sensitive reads, graph outputs and updates: the user's tensors get
-  the layout of the arrays the graph returns);
-* a state update does not become a graph input (write-backs of two slots would alias).
+* the rewrite keeps the memory layout (strides), or no op that depends on the layout of its
+  input (``view``...) reads the replaced value;
+* a value the graph returns or writes back does not become a graph input (write-backs of two
+  slots would alias) or, unless it was one, a view (the user would get a read-only broadcast);
+  and ``clone``/``to_copy`` of such a value stay, since they fix the user's tensor's layout.
 
 Rules (x a value, c a literal or a ``full`` constant, possibly seen through views)::
 
@@ -41,9 +42,16 @@ Rewrite = namedtuple("Rewrite", "value nodes keeps_layout", defaults=((), False)
 class _Context:
     """What rules may ask about the graph being rewritten."""
 
-    def __init__(self):
+    def __init__(self, graph):
         self.producer = {}
         self.device = "cpu"
+        self.written = {v for _, v in graph.updates}
+        self.escaping = set(graph.outputs) | self.written
+        self.inputs = {inp.value for inp in graph.inputs}
+
+    def is_view(self, v):
+        node = self.producer.get(v)
+        return node is not None and REGISTRY[node.op].view
 
     def make(self, op, args, **attrs):
         """A new node ``op(*args, **attrs)`` with its result type from the op's meta rule."""
@@ -117,10 +125,15 @@ def neg_neg(node, ctx):
     if not isinstance(node.args[0], Value):
         return None
     inner = ctx.source(node.args[0], ("neg",))
-    return Rewrite(inner.args[0], keeps_layout=True) if inner is not None else None
+    return Rewrite(inner.args[0]) if inner is not None else None
 
 
 PERMUTING = ("t", "transpose", "permute")
+
+
+def _attr(node, name, position):
+    """An op argument given by keyword (as the tracer records it) or by position."""
+    return node.attrs[name] if name in node.attrs else node.args[position]
 
 
 def _perm(node):
@@ -131,10 +144,10 @@ def _perm(node):
     if node.op == "transpose":
         order = list(range(ndim))
         if ndim:
-            a, b = wrap_dim(node.attrs["dim0"], ndim), wrap_dim(node.attrs["dim1"], ndim)
+            a, b = wrap_dim(_attr(node, "dim0", 1), ndim), wrap_dim(_attr(node, "dim1", 2), ndim)
             order[a], order[b] = order[b], order[a]
         return tuple(order)
-    return tuple(wrap_dim(d, ndim) for d in node.attrs["dims"])
+    return tuple(wrap_dim(d, ndim) for d in _attr(node, "dims", 1))
 
 
 def permute_permute(node, ctx):
@@ -156,7 +169,7 @@ RESHAPING = ("view", "unsafe_view")
 
 
 def view_view(node, ctx):
-    shape = tuple(node.outs[0].type.shape)
+    shape = tuple(node.outs[0].type.shape)      # the shape argument may hold a -1
     inner = ctx.source(node.args[0], RESHAPING)
     if inner is None:
         if shape == tuple(node.args[0].type.shape):
@@ -207,6 +220,8 @@ def reduce_expand(node, ctx):
 
 def copy_of_self(node, ctx):
     x = node.args[0]
+    if node.outs[0] in ctx.escaping:
+        return None
     if node.op == "to_copy" and node.attrs.get("dtype") is not x.type.dtype:
         return None
     return Rewrite(x)
@@ -244,18 +259,13 @@ def simplify(graph, max_iterations=MAX_ITERATIONS):
 
 
 def _walk(graph):
-    ctx = _Context()
+    ctx = _Context(graph)
     sensitive = layout_sensitive_reads(graph)
-    written = {v for _, v in graph.updates}
-    inputs = {inp.value for inp in graph.inputs}
     env, nodes = {}, []
     for node in graph.nodes:
         node = remap_node(node, env)
         rewrite = _first_rewrite(node, ctx)
-        old = node.outs[0]
-        if rewrite is None or rewrite.value.type != old.type \
-                or (not rewrite.keeps_layout and old in sensitive) \
-                or (old in written and rewrite.value in inputs):
+        if rewrite is None or not _acceptable(node, rewrite, ctx, sensitive):
             nodes.append(node)
             ctx.producer.update((v, node) for v in node.outs)
             continue
@@ -263,10 +273,22 @@ def _walk(graph):
             new.source = node.source
             nodes.append(new)
             ctx.producer.update((v, new) for v in new.outs)
-        env[old] = rewrite.value
+        env[node.outs[0]] = rewrite.value
     if not env:
         return graph, False
     return remap_graph(graph, nodes, env), True
+
+
+def _acceptable(node, rewrite, ctx, sensitive):
+    old, new = node.outs[0], rewrite.value
+    if new.type != old.type or (not rewrite.keeps_layout and old in sensitive):
+        return False
+    if old in ctx.escaping:
+        if old in ctx.written and new in ctx.inputs:
+            return False
+        if ctx.is_view(new) and not REGISTRY[node.op].view:
+            return False
+    return True
 
 
 def _first_rewrite(node, ctx):
