@@ -339,13 +339,21 @@ def test_default_collate_stacks_into_one_contiguous_batch():
     assert out.is_contiguous() and out.tolist() == [[1, 7, 13, 19], [3, 9, 15, 21]]
 
 
+def test_default_collate_mixed_dtypes_and_autograd(torch):
+    ours = default_collate([dynograph.ones(2), dynograph.ones(2, dtype=dynograph.float64)])
+    theirs = tdata().default_collate([torch.ones(2), torch.ones(2, dtype=torch.float64)])
+    assert_tree_same(ours, theirs)
+    out = default_collate([dynograph.ones(2, requires_grad=True), dynograph.ones(2)])
+    assert out.requires_grad and out.grad_fn.name() == "StackBackward0"
+
+
 def test_default_collate_errors(torch):
     same_error(lambda: default_collate([[1, 2], [3]]), lambda: tdata().default_collate([[1, 2], [3]]))
+    same_error(lambda: default_collate([dynograph.ones(2), dynograph.ones(3)]),
+               lambda: tdata().default_collate([torch.ones(2), torch.ones(3)]))
     same_error(lambda: default_collate([object()]), lambda: tdata().default_collate([object()]))
     strs = [np.array(["a"]), np.array(["b"])]
     same_error(lambda: default_collate(strs), lambda: tdata().default_collate(strs))
-    with pytest.raises(RuntimeError):
-        default_collate([dynograph.zeros(2), dynograph.zeros(3)])
 
 
 def test_default_convert_like_torch(torch):

@@ -109,7 +109,14 @@ def collate(batch, *, collate_fn_map=None):
 
 def collate_tensor_fn(batch, *, collate_fn_map=None):
     """Tensors are stacked along a new first dim into one contiguous tensor."""
-    return dynograph.stack(list(batch), 0)
+    batch = list(batch)
+    first = batch[0]._data
+    if all(type(t) is dynograph.Tensor and not t.requires_grad and t._data.dtype == first.dtype
+           and t._data.shape == first.shape for t in batch):
+        # the common case (same shape and dtype, no autograd): numpy's stack directly, without
+        # a dispatch per sample (collation runs outside any traced or differentiated code)
+        return dynograph.Tensor._wrap(np.stack([t._data for t in batch]))
+    return dynograph.stack(batch, 0)
 
 
 def collate_numpy_array_fn(batch, *, collate_fn_map=None):
