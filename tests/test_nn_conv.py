@@ -370,6 +370,16 @@ def test_default_init_bounds(cls, args):
     assert isinstance(m.weight, nn.Parameter) and m.weight.requires_grad
 
 
+def test_modules_copy_and_pickle():
+    import copy
+    import pickle
+    m = nn.Conv2d(3, 4, 3, padding="same", padding_mode="reflect")
+    x = dynograph.randn(1, 3, 5, 5)
+    for clone in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        assert repr(clone) == repr(m)
+        np.testing.assert_allclose(clone(x).detach().numpy(), m(x).detach().numpy())
+
+
 def test_module_attributes(torch):
     ours, theirs = _module_pair(torch, "nn.Conv2d(4, 8, 3, padding='same', groups=2)")
     for name in ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation",
