@@ -338,6 +338,14 @@ ERRORS = [
     "nn.BatchNorm1d(3)(x3[0, 0])", "nn.BatchNorm1d(3)(x3[None])", "nn.BatchNorm2d(3)(x3)",
     "nn.BatchNorm3d(3)(x3)", "nn.InstanceNorm1d(3)(x3[0, 0])", "nn.InstanceNorm2d(3)(x)",
     "nn.InstanceNorm3d(3)(x3)", "nn.GroupNorm(2, 3)", "nn.Softmax2d()(x)",
+    "F.instance_norm(x3, use_input_stats=False)", "nn.BatchNorm1d(3)(x)", "nn.BatchNorm1d(4)(x3)",
+    "F.batch_norm(x3, T.zeros(3), T.ones(5), T.ones(5), T.ones(5))", "nn.LayerNorm(5)(x)",
+    "F.layer_norm(x.long(), (4,))", "F.layer_norm(x.int(), (4,))", "F.group_norm(x3.long(), 1)",
+    "F.batch_norm(x3.long(), None, None, training=True)", "F.instance_norm(x3.long())",
+    "F.rms_norm(x.long(), (4,))", "F.prelu(x.long(), T.ones(1).long())",
+    "F.batch_norm(x3.double(), T.zeros(3), T.ones(3), training=True)",
+    "F.layer_norm(x.double(), (4,), T.ones(4))", "F.group_norm(x3.double(), 1, T.ones(3))",
+    "F.local_response_norm(x3, 0)", "F.local_response_norm(x3[None], -1)",
 ]
 
 
@@ -364,7 +372,9 @@ def test_low_precision_computes_in_float32(torch, dtype, case):
     x = torch.randn(4, 4, 6, dtype=torch.float32) * 3 + 10
     t, d = x.to(getattr(torch, dtype)), from_torch(x).to(getattr(dynograph, dtype))
     calls = {
-        "layer": lambda f, y: f.layer_norm(y, (6,)),
+        # a float32 weight goes with low-precision input
+        "layer": lambda f, y: f.layer_norm(y, (6,), y.new_ones(6) if y.element_size() > 2
+                                           else y.new_ones(6).float()),
         "rms": lambda f, y: f.rms_norm(y, (4, 6)),
         "batch": lambda f, y: f.batch_norm(y, None, None, training=True),
         "instance": lambda f, y: f.instance_norm(y),
@@ -372,7 +382,7 @@ def test_low_precision_computes_in_float32(torch, dtype, case):
     }
     got, expect = calls[case](F, d), calls[case](torch.nn.functional, t)
     tol = 2e-2 if dtype == "bfloat16" else 4e-3         # a few units in the last place
-    assert_same(got, expect, rtol=tol, atol=tol)
+    assert_same(got, expect, rtol=tol, atol=2.5 * tol)  # (torch rounds more in some kernels)
     # no less accurate than torch against a float64 evaluation of the same rounded input
     exact = calls[case](torch.nn.functional, t.double()).numpy()
     ours_err = np.abs(got.double().numpy() - exact).max()

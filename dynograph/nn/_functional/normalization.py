@@ -44,6 +44,18 @@ def _cast_back(out, input):
     return out.to(input.dtype) if input.dtype in (_d.float16, _d.bfloat16) else out
 
 
+def _check_dtypes(kernel, input, *params):
+    """torch's dtype errors: a floating input, and parameters of its dtype (float32 ones may go
+    with float16 or bfloat16 input)."""
+    if not input.is_floating_point():
+        from dynograph.compiler.ops.core import type_name
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(input.dtype)}'")
+    low = input.dtype in (_d.float16, _d.bfloat16)
+    for p in params:
+        if p is not None and p.dtype != input.dtype and not (low and p.dtype == _d.float32):
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+
+
 def _affine(out, weight, bias):
     if weight is not None:
         out = out * weight
@@ -56,6 +68,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize over the trailing ``normalized_shape`` dims (biased variance), then scale and shift."""
     shape = _normalized_shape("layer_norm", normalized_shape)
     dims = _check_normalized(input, shape, weight, bias)
+    _check_dtypes("LayerNormKernelImpl", input, weight, bias)
     x = _opmath(input)
     mean = x.mean(dims, keepdim=True)
     var = x.var(dims, correction=0, keepdim=True)
@@ -69,6 +82,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     """
     shape = _normalized_shape("rms_norm", normalized_shape)
     dims = _check_normalized(input, shape, weight, None, sep="")  # torch prints [*3] here
+    if not input.is_floating_point():
+        _check_dtypes("rms_norm", input)
     if eps is None:
         eps = _d.finfo(input.dtype).eps
     x = _opmath(input)
@@ -132,9 +147,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise TypeError("batch_norm(): argument 'momentum' (position 7) must be float, not "
                         f"{type(momentum).__name__}")
     channels = input.size(1)
-    for label, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
-                     ("running_var", running_var)):
+    for label, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                     ("bias", bias)):
         _check_numel(label, t, channels)
+    _check_dtypes("batch_norm", input, weight, bias, running_mean, running_var)
     view = _channel_view(input)
     x = _opmath(input)
     if training:
@@ -172,10 +188,14 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     """
     if use_input_stats:
         _verify_spatial_size(input.size())
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats "
+                           "is false")
     batch, channels = input.shape[0], input.size(1)
-    for label, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
-                     ("running_var", running_var)):
+    for label, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                     ("bias", bias)):
         _check_numel(label, t, batch * channels, repeat=batch)   # torch repeats them per sample
+    _check_dtypes("batch_norm", input, weight, bias, running_mean, running_var)
     view = _channel_view(input)
     if not use_input_stats:
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
@@ -208,6 +228,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"Expected {label} to be a vector of size equal to the number of "
                                f"channels in input, but got {label} of shape {_size_text(t.shape)} "
                                f"and input of shape {_size_text(shape)}")
+    _check_dtypes("GroupNormKernelImpl", input, weight, bias)
     x = _opmath(input)
     grouped = x.reshape(batch, num_groups, -1)
     mean = grouped.mean(-1, keepdim=True)
@@ -227,6 +248,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     if dim < 3:
         raise ValueError("Expected 3D or higher dimensionality                          "
                          f"input (got {dim} dimensions)")
+    if size <= 0:
+        kernel = f"kH: {size} kW: 1" if dim == 3 else f"kT: {size} kH: 1 kW: 1"
+        raise RuntimeError(f"kernel size should be greater than zero, but got {kernel}")
     if input.numel() == 0:
         return input
     channels = input.shape[1]
@@ -253,6 +277,8 @@ def prelu(input, weight):
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = "
                            f"{weight.dim()}")
+    if not input.is_floating_point():
+        _check_dtypes("prelu_cpu", input)
     count = weight.numel()
     channels = input.shape[1] if input.dim() >= 2 else 1
     if count != 1 and count != channels:
