@@ -333,6 +333,9 @@ def main(argv=None):
     p.add_argument("--torch-threads", type=int, default=1, metavar="N",
                    help="torch intra-op threads (default 1: numpy's elementwise kernels are "
                         "single-threaded too; 0 keeps torch's default)")
+    p.add_argument("--blas-threads", type=int, default=None, metavar="N",
+                   help="numpy's BLAS threads (default: as many as torch's; 0 keeps the default). "
+                        "On a shared machine extra BLAS threads spin and slow every system down")
     p.add_argument("--no-check", action="store_true",
                    help="skip the check that all systems compute the same result")
     args = p.parse_args(argv)
@@ -351,10 +354,15 @@ def main(argv=None):
     torch = optional_torch()
     if torch is not None and args.torch_threads > 0:
         torch.set_num_threads(args.torch_threads)
+    blas = args.torch_threads if args.blas_threads is None else args.blas_threads
+    if blas > 0:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(blas, user_api="blas")
     settings = {"repeats": args.repeats, "target_ms": args.target_ms, "warmup_ms": args.warmup_ms,
                 "timer": args.timer,
                 "filter": args.filter,
-                "torch_threads": args.torch_threads, "systems": sorted(systems) if systems else None}
+                "torch_threads": args.torch_threads, "blas_threads": blas,
+                "systems": sorted(systems) if systems else None}
     results = run(chosen, repeats=args.repeats, target_s=args.target_ms / 1e3,
                   warmup_s=args.warmup_ms / 1e3, clock=args.timer, systems=systems,
                   check=not args.no_check,
