@@ -444,3 +444,21 @@ def test_default_start_method(monkeypatch):
     assert _default_context().get_start_method() == "forkserver"
     monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))     # a REPL or notebook
     assert _default_context().get_start_method() == "fork"
+
+
+class Unpicklable(Dataset):
+    def __init__(self):
+        self.fn = lambda i: i
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return self.fn(i)
+
+
+def test_unpicklable_dataset_fails_in_the_main_process_without_leftovers():
+    with raises(Exception, match="pickle|lambda"):
+        iter(loader(Unpicklable()))
+    gc.collect()
+    assert mp.active_children() == []

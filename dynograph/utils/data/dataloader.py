@@ -237,7 +237,7 @@ class DataLoader:
     def __iter__(self):
         # persistent workers outlive the epoch: the loader keeps one iterator and resets it
         if self.persistent_workers and self.num_workers > 0:
-            if self._iterator is None:
+            if self._iterator is None or self._iterator._workers.closed:   # first, or after a crash
                 self._iterator = self._get_iterator()
             else:
                 self._iterator._reset(self)
@@ -408,19 +408,21 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         workers.result_lock = result_lock = ctx.Lock()
         iterable = self._dataset_kind == _DatasetKind.Iterable
         child_ends = [result_writer]
-        with sharing_session():               # the dataset's big tensors: one shared copy
-            for worker_id in range(self._num_workers):
-                index_reader, index_writer = ctx.Pipe(duplex=False)
-                w = ctx.Process(target=_worker_loop, daemon=True,
-                                args=(iterable, self._dataset, index_reader, result_lock, result_writer,
-                                      self._auto_collation, self._collate_fn, self._drop_last,
-                                      self._base_seed, loader.worker_init_fn, worker_id, self._num_workers))
-                workers.index_conns.append(index_writer)
-                w.start()
-                workers.processes.append(w)
-                child_ends.append(index_reader)
-        for conn in child_ends:               # the children hold their own copies now
-            conn.close()
+        try:
+            with sharing_session():           # the dataset's big tensors: one shared copy
+                for worker_id in range(self._num_workers):
+                    index_reader, index_writer = ctx.Pipe(duplex=False)
+                    child_ends.append(index_reader)
+                    workers.index_conns.append(index_writer)
+                    w = ctx.Process(target=_worker_loop, daemon=True, args=(
+                        iterable, self._dataset, index_reader, result_lock, result_writer,
+                        self._auto_collation, self._collate_fn, self._drop_last, self._base_seed,
+                        loader.worker_init_fn, worker_id, self._num_workers))
+                    w.start()                 # may fail: an unpicklable dataset or collate_fn
+                    workers.processes.append(w)
+        finally:
+            for conn in child_ends:           # the children hold their own copies now
+                conn.close()
         self._reset(loader, first_iter=True)
 
     def _reset(self, loader, first_iter=False):
