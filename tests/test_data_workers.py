@@ -147,6 +147,10 @@ def make_error(kind, i):
         return KeyError(f"no item {i}")
     if kind == "two_args":
         return TwoArgError(7, f"bad item {i}")
+    if kind == "local":                       # a class the main process cannot unpickle
+        class LocalError(Exception):
+            pass
+        return LocalError(f"bad item {i}")
     return ValueError(f"bad item {i}")
 
 
@@ -252,7 +256,8 @@ def test_unsharded_iterable_dataset_is_read_by_every_worker():
 # ---------------------------------------------------------------- errors
 
 def test_worker_exception_reraised_with_traceback():
-    for kind, exc_type in [("value", ValueError), ("key", KeyError), ("two_args", RuntimeError)]:
+    for kind, exc_type in [("value", ValueError), ("key", KeyError), ("two_args", RuntimeError),
+                           ("local", RuntimeError)]:
         check_reraised(kind, exc_type)
 
 
@@ -265,8 +270,8 @@ def check_reraised(kind, exc_type):
     assert "in DataLoader worker process 1" in text and "(sample index 3)" in text
     assert "Original Traceback (most recent call last)" in text
     assert "raise make_error(self.exc, i)" in text and "item 3" in text
-    if kind == "two_args":
-        assert text.startswith("Caught TwoArgError")
+    if kind in ("two_args", "local"):
+        assert text.startswith("Caught TwoArgError" if kind == "two_args" else "Caught LocalError")
     assert next(it) == 4                   # the loader goes on after the failed sample
     del it, info
 
