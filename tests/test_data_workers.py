@@ -445,7 +445,7 @@ def test_large_tensors_reach_workers_through_shared_memory():
 def test_default_start_method(monkeypatch):
     import sys
     import types
-    from dynograph.utils.data.dataloader import _default_context
+    from dynograph.utils.data._multiprocessing import _default_context
     assert _default_context().get_start_method() == "forkserver"
     monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))     # a REPL or notebook
     assert _default_context().get_start_method() == "fork"
