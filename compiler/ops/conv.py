@@ -2,18 +2,21 @@
 ``convolution_weight_grad`` (the weight gradient of a convolution) and the ``im2col`` /
 ``col2im`` pair behind nn.functional.unfold and fold.
 
-All of them are im2col + one BLAS product:
+All of them are im2col + one BLAS product, in a channel-major layout:
 
-* the input (padded once into a zeroed buffer) is viewed through ``as_strided`` as sliding
-  windows and copied into one contiguous column buffer;
-* a single batched ``np.matmul`` over (batch, group) applies the weight;
+* the input is copied once, transposed to (C, N, *padded) and zero-padded, so every channel
+  is one long line holding all images;
+* its sliding windows (an ``as_strided`` view) are copied into one contiguous column buffer
+  (C * prod(K), M) and a single ``np.matmul`` (batched over groups only) applies the weight:
+  (O, C*K) @ (C*K, M);
 * the transposed direction multiplies first and scatters back (col2im) with a short loop
-  over kernel offsets (never over pixels or batch items).
+  over kernel offsets (never over pixels or batch items);
+* the weight gradient is one product over every (image, position): (O, M) @ (M, C*K).
 
-When every stride is 1 the windows are read over the flattened padded image ("flat" im2col):
-each column row is then one contiguous run, which numpy copies several times faster than
-rows of ``W_out`` elements.  The few output positions that straddle a row end are computed
-and dropped.
+When every stride is 1 and padding wastes little, the windows are read straight along the
+flattened lines ("flat" columns): column j reads position j + offset(k), so every copied row
+is one contiguous run (numpy copies those several times faster than rows of W_out
+elements); the positions that straddle a row or image end are computed and dropped.
 
 Derivative rules (each written with these primitives, so gradgradcheck runs):
 
@@ -358,10 +361,6 @@ def _reduce_to(t, sizes):
         if t.shape[2 + i] != n:
             t = t.narrow(2 + i, 0, n)
     return t
-
-
-def _needs_bias(ctx):
-    return len(ctx.inputs) > 2 and ctx.needs(2)
 
 
 def _convolution_vjp(ctx, g):
