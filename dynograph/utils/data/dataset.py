@@ -71,7 +71,10 @@ class TensorDataset(Dataset):
         return tuple(tensor[index] for tensor in self.tensors)
 
     def __getitems__(self, indices):
-        # one gather per tensor for the whole batch (the DataLoader's fast path)
+        """The samples at ``indices``, gathered with one index op per tensor (the DataLoader's
+        fast path).  The result is a read-only sequence of sample tuples (not a list):
+        ``default_collate`` turns it into the batch without stacking sample by sample, and a
+        custom ``collate_fn`` can index, iterate or ``list()`` it."""
         idx = dynograph.tensor(list(indices), dtype=dynograph.int64)
         return _TensorBatch(tuple(tensor[idx] for tensor in self.tensors))
 
