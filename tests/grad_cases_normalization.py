@@ -13,5 +13,6 @@ def _group_norm(x, w, b):
 # checks them against torch instead.
 CASES = {
     "affine_normalize": (_group_norm, lambda: (r(2, 4, 3), r(4, seed=1), r(4, seed=2))),
+    "prelu": (F.prelu, lambda: (r(2, 3, 2), r(3, lo=0.1, hi=0.5, seed=1))),
     "embedding": (lambda w: F.embedding(idx([[0, 2, 2], [3, 1, 2]]), w), lambda: (r(4, 3),)),
 }

@@ -392,7 +392,7 @@ def test_low_precision_computes_in_float32(torch, dtype, case):
 @pytest.mark.parametrize("expr", [
     "F.layer_norm(x, (4,))", "F.layer_norm(x, (3, 4), T.ones(3, 4), T.zeros(3, 4))",
     "F.batch_norm(x, None, None, training=True)", "F.batch_norm(x, T.zeros(3), T.ones(3), T.ones(3))",
-    "F.group_norm(x, 3, T.ones(3))", "F.rms_norm(x, (4,), T.ones(4))",
+    "F.group_norm(x, 3, T.ones(3))", "F.rms_norm(x, (4,), T.ones(4))", "F.prelu(x, T.ones(3))",
     "nn.LayerNorm(4)(x)", "nn.BatchNorm1d(3)(x)", "nn.GroupNorm(1, 3)(x)"])
 def test_grad_fn_names(torch, expr):
     x = torch.randn(2, 3, 4)
@@ -400,3 +400,29 @@ def test_grad_fn_names(torch, expr):
     theirs = eval(expr, env).grad_fn.name()
     env = {"F": F, "T": dynograph, "nn": nn, "x": from_torch(x, requires_grad=True)}
     assert eval(expr, env).grad_fn.name() == theirs
+
+
+def test_prelu_gradient_at_zero(torch):
+    t, w = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True), torch.tensor([0.25], requires_grad=True)
+    d, dw = from_torch(t, requires_grad=True), from_torch(w, requires_grad=True)
+    torch.nn.functional.prelu(t, w).sum().backward()
+    F.prelu(d, dw).sum().backward()
+    assert_same(d.grad, t.grad)
+    assert_same(dw.grad, w.grad)
+
+
+@pytest.mark.parametrize("case", ["layer", "batch", "batch_eval", "group", "instance", "rms"])
+def test_double_backward(case):
+    from grad_inputs import r
+    x, w, b = r(3, 2, 4), r(2, seed=1), r(2, seed=2)
+    stats = (r(2, seed=3).detach(), r(2, lo=0.5, hi=1.5, seed=4).detach())
+    fns = {
+        "layer": lambda x, w, b: F.layer_norm(x.transpose(1, 2), (2,), w, b),
+        "batch": lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+        "batch_eval": lambda x, w, b: F.batch_norm(x, *stats, w, b),
+        "group": lambda x, w, b: F.group_norm(x, 1, w, b),
+        "instance": lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
+        "rms": lambda x, w, b: F.rms_norm(x.transpose(1, 2), (2,), w) + b,
+    }
+    assert dynograph.autograd.gradcheck(fns[case], (x, w, b))
+    assert dynograph.autograd.gradgradcheck(fns[case], (x, w, b))

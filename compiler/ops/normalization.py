@@ -7,6 +7,8 @@
   op exists so that the result carries torch's ``grad_fn`` name (NativeLayerNormBackward0,
   NativeBatchNormBackward0, NativeGroupNormBackward0, chosen by the ``kind`` attribute), and
   it lowers like any elementwise op.  A missing weight or bias is the Python scalar 1 or 0.
+* ``prelu(x, weight)``: x where positive, weight * x elsewhere (weight already broadcastable);
+  a primitive for torch's ``PreluKernelBackward0`` name.
 * ``embedding``: its derivative (a scatter-add of the output gradient into the rows, with
   ``padding_idx`` and ``scale_grad_by_freq``) is what torch's ``EmbeddingBackward0``
   computes, and it never reads the weight's values, which ``max_norm`` rewrites in place.
@@ -15,7 +17,7 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, define, type_name
-from .elementwise import _elementwise, promote_float
+from .elementwise import _elementwise, promote, promote_float
 from .indexing import IndexOutOfRange, index_add, index_select
 
 _INDEX_DTYPES = (D.int64, D.int32)
@@ -105,3 +107,17 @@ affine_normalize = _elementwise(
     "affine_normalize", _affine_normalize, _affine_normalize_rule, _affine_normalize_vjp,
     grad_name=lambda is_tensor, attrs: _NORM_GRAD_NAMES[attrs["kind"]],
     doc="(x - mean) / sqrt(var + eps) * weight + bias, broadcast elementwise.")
+
+
+# ---------------------------------------------------------------- prelu
+
+def _prelu_vjp(ctx, g):
+    x, weight = ctx.inputs
+    positive = x > 0
+    return (ctx.needs(0) and g.where(positive, g * weight),
+            ctx.needs(1) and (g * x).masked_fill(positive, 0))
+
+
+prelu = _elementwise("prelu", lambda x, w: np.where(x > 0, x, w * x), promote, _prelu_vjp,
+                     grad_name="PreluKernelBackward0",
+                     doc="x where x > 0, weight * x elsewhere (broadcast).")

@@ -288,7 +288,9 @@ def prelu(input, weight):
         weight = weight.reshape((channels,) + (1,) * (input.dim() - 2))
     elif count == 1:
         weight = weight.reshape(())
-    return _d.where(input > 0, input, input * weight)
+    from dynograph._dispatch import call
+    from dynograph.compiler.ops import normalization as ops
+    return call(ops.prelu, input, weight)
 
 
 # ----------------------------------------------------------------------------- embeddings
