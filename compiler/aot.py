@@ -99,6 +99,7 @@ def make_function(entry, run_forward, run_backward):
         @staticmethod
         def forward(ctx, flat, *leaf_tensors):
             tensors, ctx.saved_arrays = run_forward(flat)
+            ctx.flat = flat
             ctx.out_meta = [(t._data.shape, t._data.dtype) for t in tensors]
             nondiff = [t for i, t in enumerate(tensors) if i not in plan.diff_outputs]
             ctx.mark_non_differentiable(*nondiff)
@@ -112,7 +113,7 @@ def make_function(entry, run_forward, run_backward):
                 shape, dtype = ctx.out_meta[k]
                 feeds.append(np.zeros(shape, dtype) if g is None else
                              np.ascontiguousarray(g._data, dtype=dtype))
-            grads = iter(run_backward(feeds))
+            grads = iter(run_backward(feeds, ctx.flat))
             result = [None]
             for v in plan.grads:
                 result.append(None if v is None else Tensor._wrap(np.asarray(next(grads))))

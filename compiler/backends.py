@@ -18,7 +18,8 @@ def run_entry(backend, entry, flat):
     from dynograph._tensor import Tensor
     from .compiled import _write_binding
     arrays = entry.read_inputs(flat)
-    outs, updates = get_runner(backend)(entry.graph, arrays)
+    batch = entry.guards.batch_size(flat) if entry.guards.dynamic else None
+    outs, updates = get_runner(backend)(entry.graph, arrays, batch)
     inputs = {id(a) for a in arrays}
     used = set(inputs)
 

@@ -18,6 +18,7 @@ from dynograph.runtime import dtypes as D
 from . import logs
 from .guards import Guards
 from .aot import make_function, split, trace_backward
+from .symbolic import generalize
 from .tracer import TRACE, GraphBreak, Tracer, storage_root
 
 DEFAULT_CACHE_LIMIT = 8
@@ -242,22 +243,52 @@ class CompiledFunction:
             failures.append(failed)
         self.misses += 1
         if len(self.entries) >= self.cache_limit:
-            return self._give_up(failures)
+            return self._give_up(failures, args, kwargs)
         if failures:
             name, expected, actual = failures[-1]
             self._event("recompile", f"guard failed: {name}: expected {expected!r}, got {actual!r}")
             logs.log("recompiles", f"{self.__name__}: recompiling because {name} changed "
                                    f"(expected {expected!r}, got {actual!r})")
-        return self._trace(args, kwargs, flat)
+        result = self._trace(args, kwargs, flat)
+        if self.dynamic is not False and len(self.entries) > 1 and self.eager_reason is None:
+            self._try_dynamic()
+        return result
 
-    def _give_up(self, failures):
+    def _try_dynamic(self):
+        """A second batch size: merge the new entry with the matching one into a general graph."""
+        new = self.entries[-1]
+        for old in self.entries[:-1]:
+            found = old.guards.dynamic_batch(new.guards)
+            if found is None:
+                continue
+            s1, s2, dims = found
+            graph = generalize(old.graph, new.graph, s1, s2)
+            backward = None
+            if graph is not None and old.backward_graph is not None:
+                backward = generalize(old.backward_graph, new.backward_graph, s1, s2)
+                if backward is None:
+                    graph = None
+            if graph is None:
+                self._event("dynamic", f"batch sizes {s1} and {s2} trace to different programs: "
+                                       "one graph per batch size")
+                return
+            old.graph, old.backward_graph = graph, backward or old.backward_graph
+            old.guards.make_dynamic(dims)
+            self.entries.pop()
+            self._event("dynamic", f"batch sizes {s1} and {s2}: the batch dimension is symbolic "
+                                   f"(s0); one graph serves every batch size >= 2")
+            logs.log("recompiles", f"{self.__name__}: batch dimension made symbolic "
+                                   f"({s1} and {s2} seen)")
+            return
+
+    def _give_up(self, failures, args, kwargs):
         name, expected, actual = failures[-1]
         self.eager_reason = (f"{self.cache_limit} recompilations (cache_limit); the guard that "
                              f"keeps failing is {name}: expected {expected!r}, got {actual!r}")
         warnings.warn(f"dynograph.compile: {self.__name__} fell back to eager execution after "
                       f"{self.eager_reason}", stacklevel=3)
         self._event("fallback", self.eager_reason)
-        return self.fn
+        return self.fn(*args, **kwargs)
 
     def _run(self, entry, flat, args, kwargs):
         from .backends import run_entry
@@ -276,8 +307,9 @@ class CompiledFunction:
                 n = len(outs) - entry.aot_saved
                 return [x for x in outs[:n] if not _is_const(x)], outs[n:]
 
-            def run_backward(feeds):
-                return get_runner(self.backend)(entry.backward_graph, feeds)[0]
+            def run_backward(feeds, f):
+                batch = entry.guards.batch_size(f) if entry.guards.dynamic else None
+                return get_runner(self.backend)(entry.backward_graph, feeds, batch)[0]
             entry.function = make_function(entry, run_forward, run_backward)
         leaves = [_read_leaf(b, flat) for b, _ in entry.aot.leaves]
         tensors = iter(entry.function.apply(flat, *leaves))

@@ -10,6 +10,7 @@ class ExplainOutput:
     recompiles: list = field(default_factory=list)      # "guard failed: name: expected .., got .."
     guards: list = field(default_factory=list)          # one text block per graph
     op_counts: list = field(default_factory=list)       # (captured nodes, optimized nodes, kernels)
+    dynamic: list = field(default_factory=list)         # batch dimensions made symbolic
     hits: int = 0
     misses: int = 0
     fallback: str = None
@@ -25,6 +26,8 @@ class ExplainOutput:
             lines.append(f"graph break: {b}")
         for r in self.recompiles:
             lines.append(f"recompile: {r}")
+        for d in self.dynamic:
+            lines.append(f"dynamic shapes: {d}")
         if self.fallback:
             lines.append(f"runs eagerly: {self.fallback}")
         for i, g in enumerate(self.guards):
@@ -45,6 +48,8 @@ def explain_compiled(compiled):
             out.breaks.append(text)
         elif kind == "recompile":
             out.recompiles.append(text)
+        elif kind == "dynamic":
+            out.dynamic.append(text)
     return out
 
 

@@ -35,6 +35,7 @@ class Guards:
             ("grad mode", lambda: STATE.grad_enabled, STATE.grad_enabled),
             ("default dtype", D.get_default_dtype, D.get_default_dtype()),
         ]
+        self.dynamic = []               # (argument, dim) pairs that are the batch size
         self._referenced(fn)
 
     def _referenced(self, fn):
@@ -71,9 +72,14 @@ class Guards:
         """None when every guard holds, else (guard name, expected, actual)."""
         if len(flat) != len(self.args):
             return ("number of arguments", len(self.args), len(flat))
+        batch = None
         for i, (x, want) in enumerate(zip(flat, self.args)):
             got = _arg_key(x)
             if got != want:
+                if want[0] == "tensor" and got[0] == "tensor" and self.dynamic:
+                    batch, ok = _matches_dynamic(want, got, batch)
+                    if ok:
+                        continue
                 return (f"argument {i}", _show(want), _show(got))
         for name, get, want in self.checks:
             got = get()
@@ -81,17 +87,65 @@ class Guards:
                 return (name, want, got)
         return None
 
+    def dynamic_batch(self, other):
+        """(s1, s2, [(argument, dim)]) when ``other`` differs from these guards only in one
+        batch size (s1 here, s2 there) of some tensor arguments; else None."""
+        if len(self.args) != len(other.args) or self.dynamic or other.dynamic:
+            return None
+        if [(n, w) for n, _, w in self.checks] != [(n, w) for n, _, w in other.checks]:
+            return None
+        pair, dims = None, []
+        for i, (a, b) in enumerate(zip(self.args, other.args)):
+            if a == b:
+                continue
+            if a[0] != "tensor" or b[0] != "tensor" or a[2:] != b[2:] or len(a[1]) != len(b[1]):
+                return None
+            for d, (x, y) in enumerate(zip(a[1], b[1])):
+                if x != y:
+                    if pair not in (None, (x, y)) or min(x, y) < 2:
+                        return None
+                    pair = (x, y)
+                    dims.append((i, d))
+        return None if pair is None else (*pair, dims)
+
+    def make_dynamic(self, dims):
+        """Let these dims of the arguments take any size >= 2 (the same one)."""
+        self.dynamic = list(dims)
+        for i, d in dims:
+            kind, shape, *rest = self.args[i]
+            shape = tuple(None if k == d else n for k, n in enumerate(shape))
+            self.args[i] = (kind, shape, *rest)
+
+    def batch_size(self, flat):
+        i, d = self.dynamic[0]
+        return flat[i]._data.shape[d]
+
     def describe(self):
         lines = [f"  argument {i}: {_show(k)}" for i, k in enumerate(self.args)]
         lines += [f"  {name} == {want!r}" for name, _, want in self.checks]
         return "\n".join(lines)
 
 
+def _matches_dynamic(want, got, batch):
+    """Whether tensor key ``got`` fits ``want`` whose None dims are the batch size."""
+    if want[2:] != got[2:] or len(want[1]) != len(got[1]):
+        return batch, False
+    for w, g in zip(want[1], got[1]):
+        if w is None:
+            if g < 2 or (batch is not None and g != batch):
+                return batch, False
+            batch = g
+        elif w != g:
+            return batch, False
+    return batch, True
+
+
 def _show(key):
     kind = key[0]
     if kind == "tensor":
         _, shape, dtype, rg = key
-        return f"tensor {dtype.name}{list(shape)}" + (" requires_grad" if rg else "")
+        dims = ", ".join("s0" if n is None else str(n) for n in shape)
+        return f"tensor {dtype.name}[{dims}]" + (" requires_grad" if rg else "")
     if kind == "value":
         return key[-1]
     return "an object"

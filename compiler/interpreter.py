@@ -9,6 +9,7 @@ from dynograph.runtime import dtypes as D
 from .ir import Value
 from .ops import REGISTRY
 from .ops.core import TensorSpec
+from .symbolic import Sym
 
 
 def evaluate(op, args, attrs):
@@ -42,6 +43,8 @@ def _resolve(x, env):
         return tuple(_resolve(a, env) for a in x)
     if isinstance(x, list):
         return [_resolve(a, env) for a in x]
+    if isinstance(x, Sym):
+        return x.at(env[Sym])           # a size that depends on the batch size (symbolic.py)
     return x
 
 
@@ -59,17 +62,19 @@ def last_uses(graph):
     return frees
 
 
-def run(graph, inputs):
+def run(graph, inputs, batch=None):
     """Execute ``graph`` on ``inputs`` (arrays, or numpy Generators for ``rng`` inputs, in the
-    order of ``graph.inputs``).  Returns (outputs, {slot name: new value})."""
+    order of ``graph.inputs``).  ``batch`` is the batch size of a general graph (symbolic.py).
+    Returns (outputs, {slot name: new value})."""
     env = {inp.value: x for inp, x in zip(graph.inputs, inputs)}
+    env[Sym] = batch
     frees = last_uses(graph)
     for i, node in enumerate(graph.nodes):
         args = _resolve(node.args, env)
         attrs = {k: _resolve(v, env) for k, v in node.attrs.items()}
         if node.op == "fused":
             sub = attrs.pop("graph")
-            result, _ = run(sub, args)
+            result, _ = run(sub, args, batch)
             result = tuple(result)
         else:
             result = evaluate(REGISTRY[node.op], args, attrs)

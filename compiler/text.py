@@ -20,6 +20,7 @@ import re
 
 from dynograph.runtime import dtypes as D
 from .ir import RNG, Graph, Input, INPUT_KINDS, Node, TensorType, Value
+from .symbolic import Sym
 
 _ABBR = {d.abbr: d for d in D.ALL_DTYPES}
 _DTYPE_NAMES = {d.name: d for d in D.ALL_DTYPES}
@@ -50,6 +51,8 @@ def format_literal(x, names=None):
     """One argument or attribute as text."""
     if isinstance(x, Value):
         return names[x]
+    if isinstance(x, Sym):
+        return str(x)
     if x is None or isinstance(x, (bool, str)):
         return repr(x)
     if isinstance(x, int):
@@ -122,11 +125,20 @@ def parse_type(text):
     text = text.strip()
     if text == "rng":
         return RNG
-    m = re.fullmatch(r"(\w+)\[([\d,\s]*)\](?: on (\S+))?", text)
+    m = re.fullmatch(r"(\w+)\[([\w,\s*+\-]*)\](?: on (\S+))?", text)
     if not m or m.group(1) not in _ABBR:
         raise ParseError(f"not a type: {text!r}")
-    dims = tuple(int(s) for s in m.group(2).split(",") if s.strip())
+    dims = tuple(_dim(s.strip()) for s in m.group(2).split(",") if s.strip())
     return TensorType(dims, _ABBR[m.group(1)], m.group(3) or "cpu")
+
+
+def _dim(text):
+    if text.isdigit():
+        return int(text)
+    m = re.fullmatch(r"(?:(\d+)\*)?s0([+-]\d+)?", text)
+    if not m:
+        raise ParseError(f"not a dimension: {text!r}")
+    return Sym(int(m.group(1) or 1), int(m.group(2) or 0))
 
 
 def parse_graph(text):
@@ -217,6 +229,18 @@ def _lookup(env, name):
     return env[name]
 
 
+def _sym_expression(node, env):
+    """a*s0, a*s0+b, a*s0-b, c*s0 and c/s0, as symbolic.Sym prints them."""
+    left, right = _literal(node.left, env), _literal(node.right, env)
+    if isinstance(node.op, ast.Mult) and isinstance(right, Sym) and right == Sym(1, 0):
+        return Sym(left, 0) if isinstance(left, int) else Sym(left, kind="mul")
+    if isinstance(node.op, ast.Div) and isinstance(right, Sym) and right == Sym(1, 0):
+        return Sym(left, kind="div")
+    if isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(left, Sym) and isinstance(right, int):
+        return Sym(left.a, left.b + (right if isinstance(node.op, ast.Add) else -right))
+    raise ParseError(f"not a literal: {ast.dump(node)}")
+
+
 def _literal(node, env):
     """Evaluate an argument's expression: literals, dtype names and %N references only."""
     if isinstance(node, ast.Constant):
@@ -224,6 +248,8 @@ def _literal(node, env):
     if isinstance(node, ast.Name):
         if node.id in ("inf", "nan"):
             return float(node.id)
+        if node.id == "s0":
+            return Sym(1, 0)
         if node.id.startswith("_v"):
             return _lookup(env, "%" + node.id[2:])
         if node.id == "Ellipsis":
@@ -233,6 +259,8 @@ def _literal(node, env):
         raise ParseError(f"unknown name {node.id}")
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_literal(node.operand, env)
+    if isinstance(node, ast.BinOp):
+        return _sym_expression(node, env)
     if isinstance(node, ast.Tuple):
         return tuple(_literal(e, env) for e in node.elts)
     if isinstance(node, ast.List):

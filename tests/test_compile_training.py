@@ -283,3 +283,40 @@ def test_compiled_module_trains_with_backward_outside():
     assert_state_close(eager_model, o1, comp_model, o2)
     entry = compiled._compiled_call.entries[-1]
     assert entry.backward_graph is not None and compiled._compiled_call.hits >= 4
+
+
+@pytest.mark.parametrize("dynamic", [None, True, False])
+def test_dynamic_batch_dimension(dynamic):
+    eager_model = mlp()
+    comp_model = copy.deepcopy(eager_model)
+    o1 = dg.optim.SGD(eager_model.parameters(), lr=0.1, momentum=0.9)
+    o2 = dg.optim.SGD(comp_model.parameters(), lr=0.1, momentum=0.9)
+    e = make_step(eager_model, o1)
+    c = dg.compile(make_step(comp_model, o2), dynamic=dynamic)
+    sizes = [8, 8, 8, 5, 8, 3, 7, 5, 2]
+    for k, b in enumerate(sizes):
+        x, y = batches(1, batch=b, seed=k)[0]
+        np.testing.assert_allclose(e(x, y).item(), c(x, y).item(), rtol=1e-5)
+    assert_state_close(eager_model, o1, comp_model, o2)
+    if dynamic is False:
+        assert len(c.entries) == 6          # one per batch size (and the first, stateless step)
+    else:
+        assert len(c.entries) == 2          # the first step, then one graph for every size
+        assert any("s0" in str(g) for g in c.graphs())
+        assert any("symbolic" in text for kind, text in c.events if kind == "dynamic")
+
+
+def test_dynamic_graph_text_round_trips():
+    model = mlp()
+    c = dg.compile(lambda x: model(x).sum(), dynamic=True)
+    with dg.no_grad():
+        for b in (4, 6, 9):
+            c(dg.randn(b, 20))
+    from dynograph.compiler.symbolic import instantiate
+    from dynograph.compiler.text import parse_graph, print_graph
+    from dynograph.compiler.verify import verify
+    (graph,) = c.graphs()
+    text = print_graph(graph)
+    assert "f32[s0,20]" in text
+    assert print_graph(parse_graph(text)) == text
+    verify(instantiate(graph, 13))
