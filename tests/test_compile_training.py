@@ -322,3 +322,45 @@ def test_dynamic_graph_text_round_trips():
     assert "f32[s0,20]" in text
     assert print_graph(parse_graph(text)) == text
     verify(instantiate(graph, 13))
+
+
+def test_logs_print_what_explain_reports(monkeypatch, capsys):
+    monkeypatch.setenv("DYNOGRAPH_LOGS", "breaks,recompiles,guards")
+
+    def f(x):
+        return x * 2 if x.shape[0] < 3 else x.sum().item()
+    c = dg.compile(f, dynamic=False)
+    c(dg.ones(2))
+    c(dg.ones(1))
+    with pytest.warns(UserWarning):
+        c(dg.ones(4))
+    err = capsys.readouterr().err
+    report = c.explain()
+    assert "[dynograph guards]" in err and "argument 0: tensor float32[2]" in err
+    assert "[dynograph recompiles]" in err and "argument 0 changed" in err
+    assert "[dynograph breaks]" in err and "Tensor.item()" in err
+    assert len(report.recompiles) == 2 and len(report.breaks) == 1
+    assert report.hits == 0 and report.misses == 3
+
+
+def test_compiled_bound_methods_and_self_state():
+    class Trainer:
+        def __init__(self):
+            self.model = mlp()
+            self.opt = dg.optim.SGD(self.model.parameters(), lr=0.1)
+
+        @dg.compile
+        def step(self, x, y):
+            self.opt.zero_grad()
+            loss = F.cross_entropy(self.model(x), y)
+            loss.backward()
+            self.opt.step()
+            return loss
+
+    a, b = Trainer(), Trainer()
+    b.model.load_state_dict(a.model.state_dict())
+    eager = make_step(b.model, b.opt)
+    for x, y in batches(4):
+        np.testing.assert_allclose(a.step(x, y).item(), eager(x, y).item(), rtol=1e-5)
+    assert_state_close(a.model, a.opt, b.model, b.opt)
+    assert a.step.hits >= 2
