@@ -746,10 +746,11 @@ class Module:
         return self
 
     def cuda(self, device=None):
-        """Move to a CUDA device (raises: this build has no CUDA runtime)."""
-        as_device("cuda" if device is None else
-                  (f"cuda:{device}" if isinstance(device, int) else device))
-        return self
+        """Move every parameter and buffer to a CUDA device (as torch, a module without
+        tensors has nothing to move and does not touch the device)."""
+        target = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int)
+                                                 else device)
+        return self._apply(lambda t: t.to(as_device(target)))
 
     def float(self):
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
