@@ -165,10 +165,11 @@ BATCH_NORMS = [("BatchNorm1d", (4, 3)), ("BatchNorm1d", (4, 3, 5)), ("BatchNorm2
                ("BatchNorm3d", (2, 3, 2, 2, 3))]
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name,shape", BATCH_NORMS)
-@pytest.mark.parametrize("kwargs", [{}, {"momentum": None}, {"affine": False, "momentum": 0.5},
-                                    {"track_running_stats": False}, {"bias": False, "eps": 1e-3}])
+@pytest.mark.parametrize("dtype,kwargs", [
+    ("float32", {}), ("float64", {}), ("float32", {"momentum": None}),
+    ("float64", {"affine": False, "momentum": 0.5}), ("float32", {"track_running_stats": False}),
+    ("float64", {"bias": False, "eps": 1e-3})])
 def test_batch_norm_modules(torch, dtype, name, shape, kwargs):
     ours = getattr(nn, name)(3, dtype=getattr(dynograph, dtype), **kwargs)
     theirs = getattr(torch.nn, name)(3, dtype=getattr(torch, dtype), **kwargs)
@@ -217,10 +218,11 @@ INSTANCE_NORMS = [("InstanceNorm1d", (2, 3, 5)), ("InstanceNorm1d", (3, 5)),
                   ("InstanceNorm3d", (2, 3, 2, 2, 2))]
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name,shape", INSTANCE_NORMS)
-@pytest.mark.parametrize("kwargs", [{}, {"affine": True}, {"affine": True, "track_running_stats": True},
-                                    {"track_running_stats": True, "momentum": None}])
+@pytest.mark.parametrize("dtype,kwargs", [
+    ("float32", {}), ("float64", {"affine": True}),
+    ("float32", {"affine": True, "track_running_stats": True}),
+    ("float64", {"track_running_stats": True, "momentum": None})])
 def test_instance_norm_modules(torch, dtype, name, shape, kwargs):
     ours = getattr(nn, name)(3, dtype=getattr(dynograph, dtype), **kwargs)
     theirs = getattr(torch.nn, name)(3, dtype=getattr(torch, dtype), **kwargs)
