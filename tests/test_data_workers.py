@@ -430,16 +430,30 @@ def test_workers_end_with_the_main_process(tmp_path):
 
 
 def test_large_tensors_reach_workers_through_shared_memory():
+    import mmap
     from dynograph.utils.data import _sharing
-    big = dynograph.arange(400_000, dtype=dynograph.float32).reshape(1000, 400)    # 1.6 MB
+    big = dynograph.arange(400_000, dtype=dynograph.float32).reshape(1000, 400)    # 1.6 MB, a view
     assert big.numel() * 4 >= _sharing.SHARE_MIN_BYTES
     ds = TensorDataset(big, dynograph.arange(1000))
     for ctx in ("forkserver", "spawn"):
         batches = list(DataLoader(ds, batch_size=250, num_workers=1, multiprocessing_context=ctx))
         np.testing.assert_array_equal(np.concatenate([b[0].numpy() for b in batches]), big.numpy())
+    assert not isinstance(big._data.base, mmap.mmap)          # a view: copied, never moved
     with _sharing.sharing_session():          # one shared copy per array per session
         fds = [_sharing._shared_fd(big._data, None) for _ in range(2)]
         assert fds[0] == fds[1]
+
+
+def test_sole_owner_tensor_moves_to_shared_memory_once():
+    import mmap
+    own = dynograph.zeros(1000, 400)
+    ldr = DataLoader(TensorDataset(own), batch_size=500, num_workers=1)
+    first = [b[0].numpy().copy() for b in ldr]
+    assert isinstance(own._data.base, mmap.mmap) and all((b == 0).all() for b in first)
+    fd = own._shm[1]
+    own.add_(2.0)                             # seen by the next epoch's workers, as with torch
+    again = [b[0].numpy() for b in ldr]
+    assert own._shm[1] == fd and all((b == 2).all() for b in again)
 
 
 def test_default_start_method(monkeypatch):

@@ -6,10 +6,16 @@ copies each one once into an anonymous memory file (memfd) and the child maps th
 so starting workers costs one memcpy per tensor instead of pickling, piping and
 unpickling the whole dataset into every worker.  Inside ``sharing_session()`` all workers
 of one DataLoader iterator map the same copy.
+
+When nothing else can see a tensor's array (no view, no other reference, no autograd),
+its data moves into that memory file for good, as torch's ``share_memory_`` does: later
+epochs then start workers without copying, and in-place changes in the parent stay
+visible to the workers.
 """
 import contextlib
 import mmap
 import os
+import sys
 import weakref
 from multiprocessing import context
 from multiprocessing.reduction import ForkingPickler
@@ -60,6 +66,38 @@ def _shared_fd(arr, popen):
     return fd
 
 
+def _movable(t):
+    """True when replacing ``t._data`` is invisible to everyone but ``t``."""
+    if t.requires_grad or t.grad_fn is not None or t._base is not None:
+        return False
+    arr = t.__dict__.get("_data")
+    if arr is None or arr.base is not None or not arr.flags.c_contiguous or not arr.flags.writeable:
+        return False
+    del arr
+    return sys.getrefcount(t._data) <= 2        # t's own reference and getrefcount's argument
+
+
+def _move_to_shared(t):
+    """Move ``t``'s data into a new memory file; returns the file's descriptor."""
+    arr = t._data
+    fd = _memfd_copy(arr)
+    shared = np.ndarray(arr.shape, arr.dtype, buffer=mmap.mmap(fd, arr.nbytes))
+    t._data = shared
+    t._shm = (shared, fd)
+    weakref.finalize(shared, os.close, fd)      # the mapping lives on in views; the fd with it
+    return fd
+
+
+def _tensor_fd(t, popen):
+    """A memory file holding ``t``'s values: the one its data lives in, else a new copy."""
+    held = t.__dict__.get("_shm")
+    if held is not None and held[0] is t._data:
+        return held[1]
+    if _movable(t):
+        return _move_to_shared(t)
+    return _shared_fd(t._data, popen)
+
+
 def _rebuild_tensor(array, requires_grad):
     t = dynograph.Tensor._wrap(array)
     if requires_grad:
@@ -83,11 +121,11 @@ def _reduce_tensor(t):
             "Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd does "
             "not support crossing process boundaries.  If you just want to transfer the data, call "
             "detach() on the tensor before serializing (e.g., putting it on the queue).")
-    arr = t._data
     popen = context.get_spawning_popen()
-    if popen is not None and arr.nbytes >= SHARE_MIN_BYTES and hasattr(os, "memfd_create"):
-        dupfd = popen.DupFd(popen.duplicate_for_child(_shared_fd(arr, popen)))
-        return _rebuild_shared, (dupfd, arr.dtype, arr.shape, t.requires_grad)
+    if popen is not None and t._data.nbytes >= SHARE_MIN_BYTES and hasattr(os, "memfd_create"):
+        dupfd = popen.DupFd(popen.duplicate_for_child(_tensor_fd(t, popen)))
+        return _rebuild_shared, (dupfd, t._data.dtype, t._data.shape, t.requires_grad)
+    arr = t._data
     # contiguous, so no base buffer rides along with a view
     return _rebuild_tensor, (np.ascontiguousarray(arr), t.requires_grad)
 
