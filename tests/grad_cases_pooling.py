@@ -32,6 +32,9 @@ CASES = {
                               lambda: (distinct(1, 2, 5, 4),)),
     "fractional_max_pool3d": (lambda x: F.fractional_max_pool3d(x, 2, 2, _random_samples=_u(1, 1, 3)),
                               lambda: (distinct(1, 4, 4, 4),)),
+    "resample": (lambda x: F.interpolate(x, size=(3, 5), mode="bilinear"), lambda: (r(1, 2, 2, 3),)),
+    "resample_backward": (grad_of(lambda x: F.interpolate(x, size=5, mode="bicubic")),
+                          lambda: (r(1, 1, 3, 4), r(1, 1, 5, 5, seed=1))),
 }
 
 

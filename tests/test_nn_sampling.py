@@ -66,6 +66,15 @@ def test_interpolate_sizes_float64_noncontiguous(torch, mode):
     _check(torch, fn(torch.nn.functional.interpolate), fn(F.interpolate), [(2, 2, 5, 7)])
 
 
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
+def test_interpolate_long_dims(torch, mode):
+    """Dims longer than 64 take the scatter (bincount) backward instead of the dense matmul."""
+    for size in [(3, 150), (2, 61)]:
+        fn = (lambda f: lambda x: f(x, size=size, mode=mode))
+        _check(torch, fn(torch.nn.functional.interpolate), fn(F.interpolate), [(1, 2, 2, 70)],
+               "float64")
+
+
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
 @pytest.mark.parametrize("kw", [dict(size=(5, 6)), dict(scale_factor=0.3), dict(size=(20, 30))])
 def test_interpolate_antialias(torch, mode, kw):

@@ -9,14 +9,15 @@ Conventions of this file:
 * window attributes (``kernel_size``, ``stride``, ``padding``, ``dilation``) are tuples of
   ``nd`` ints; the public layer (dynograph/nn/_functional/pooling.py) normalizes them;
 * indices are PyTorch's: the flat position of the chosen element within its input plane;
-* impls view the (padded) input as a grid of windows with ``as_strided`` and reduce the window
-  axes in one numpy call; backward impls scatter with ``np.bincount`` or add one strided slice
-  per kernel offset, never a Python loop over pixels or batch items.
+* impls reduce over windows one kernel tap at a time: each tap is one strided view of the
+  (padded) input covering every window, so a pool is a few whole-array numpy operations
+  (measured several times faster than copying windows out and reducing their last axis);
+  backward impls scatter with ``np.bincount`` or add one strided slice per kernel tap; there
+  is never a Python loop over pixels or batch items.
 """
 import itertools
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, define
@@ -119,15 +120,6 @@ def _overhang(spatial, out, kernel_size, stride, padding, dilation):
     """Right padding so that every window of the output grid lies inside the array."""
     return tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (n + p)) if o > 0 else 0
                  for n, o, k, s, p, d in zip(spatial, out, kernel_size, stride, padding, dilation))
-
-
-def _windows(xp, nd, out, kernel_size, stride, dilation):
-    """A read-only (*lead, *out, *kernel) view of the windows of padded array ``xp``."""
-    lead = xp.strides[:-nd]
-    sp = xp.strides[-nd:]
-    shape = xp.shape[:-nd] + tuple(out) + tuple(kernel_size)
-    strides = lead + tuple(a * s for a, s in zip(sp, stride)) + tuple(a * d for a, d in zip(sp, dilation))
-    return as_strided(xp, shape, strides, writeable=False)
 
 
 def _axis(i, nd, n):
@@ -309,8 +301,16 @@ def _avg_pool_impl(x, kernel_size, stride, padding, ceil_mode, count_include_pad
                                                         ones)))
     acc = np.int64 if x.dtype.kind in "biu" else x.dtype
     xp = _padded(x.astype(acc, copy=False), nd, padding, hi, 0)
-    win = _windows(xp, nd, out, kernel_size, stride, ones)
-    total = win.sum(axis=tuple(range(-nd, 0)))
+    # one add per kernel tap over all windows (numpy's sum over small strided window axes is
+    # several times slower)
+    taps = itertools.product(*(range(k) for k in kernel_size))
+    total = None
+    for t in taps:
+        v = _tap(xp, nd, t, out, stride, ones)
+        if total is None:
+            total = v.copy()
+        else:
+            total += v
     div = _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad,
                        divisor_override)
     return _divide(total, div, x.dtype)
@@ -691,3 +691,74 @@ fractional_max_pool3d = define(
     "fractional_max_pool3d", "reduction", _fractional_impl, meta=_fractional_meta_for(3),
     vjp=_fractional_vjp, grad_name="FractionalMaxPool3DBackward0",
     doc="3-d fractional max pooling: pseudo-random window starts from one sample per plane.")
+
+
+# ---------------------------------------------------------------- separable resampling
+
+def _resample_impl(x, index, weight, dim):
+    """out[..., j, ...] = sum_k x[..., index[k, j], ...] * weight[k, j] along ``dim``."""
+    shape = [1] * x.ndim
+    shape[dim] = index.shape[1]
+    out = None
+    for i, w in zip(index, weight):
+        term = np.take(x, i, axis=dim) * w.reshape(shape)
+        if out is None:
+            out = term
+        else:
+            out += term
+    return out.astype(x.dtype, copy=False)
+
+
+def _resample_meta(x, index, weight, dim):
+    shape = list(x.shape)
+    shape[dim] = index.shape[1]
+    return TensorSpec(tuple(shape), x.dtype)
+
+
+def _resample_vjp(ctx, g):
+    x, index, weight = ctx.inputs
+    dim = ctx.attrs["dim"]
+    return _call(resample_backward, g, index, weight, dim=dim, size=x.shape[dim]), None, None
+
+
+resample = define("resample", "index", _resample_impl, meta=_resample_meta, vjp=_resample_vjp,
+                  grad_name="UpsampleBackward0",
+                  doc="Resampling along one dim: a weighted sum of a few gathered taps per output.")
+
+
+def _resample_backward_impl(g, index, weight, dim, size):
+    if size <= 64:
+        # small dims: one BLAS matmul with the dense (out, in) matrix of the taps
+        m = np.zeros((index.shape[1], size), g.dtype)
+        rows = np.arange(index.shape[1])
+        for i, w in zip(index, weight):
+            np.add.at(m, (rows, i), w)
+        out = np.moveaxis(np.moveaxis(g, dim, -1) @ m, -1, dim)
+        return np.ascontiguousarray(out)
+    gm = np.moveaxis(g, dim, -1)
+    lead = gm.shape[:-1]
+    rows = prod(lead)
+    base = (np.arange(rows, dtype=np.int64) * size)[:, None]
+    flat = gm.reshape(rows, -1)
+    # every tap's contributions in one bincount (the taps of neighbouring outputs overlap)
+    pos = np.concatenate([(base + i[None, :]).ravel() for i in index])
+    val = np.concatenate([(flat * w[None, :]).ravel() for w in weight])
+    out = np.bincount(pos, weights=val, minlength=rows * size).astype(g.dtype, copy=False)
+    return np.ascontiguousarray(np.moveaxis(out.reshape(lead + (size,)), -1, dim))
+
+
+def _resample_backward_meta(g, index, weight, dim, size):
+    shape = list(g.shape)
+    shape[dim] = size
+    return TensorSpec(tuple(shape), g.dtype)
+
+
+def _resample_backward_vjp(ctx, gg):
+    _, index, weight = ctx.inputs
+    return _call(resample, gg, index, weight, dim=ctx.attrs["dim"]), None, None
+
+
+resample_backward = define(
+    "resample_backward", "index", _resample_backward_impl, meta=_resample_backward_meta,
+    vjp=_resample_backward_vjp, grad_name="UpsampleBackwardBackward0",
+    doc="The input gradient of resample: each output's gradient spread back over its taps.")

@@ -12,6 +12,8 @@ import warnings
 import numpy as np
 
 import dynograph as _d
+from dynograph._dispatch import call as _call
+from dynograph.compiler.ops import pooling as _P
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 __all__ = [
@@ -86,15 +88,11 @@ def _cubic_taps(in_size, out_size, scale, align_corners, ct):
 
 
 def _resample_dim(x, dim, idx, weights):
-    """sum_k x.index_select(dim, idx[k]) * weights[k] (weights broadcast along ``dim``)."""
-    shape = [1] * x.dim()
-    shape[dim] = -1
-    out = None
-    for i, w in zip(idx, weights):
-        term = x.index_select(dim, _d.tensor(i, dtype=_d.int64))
-        term = term * _d.tensor(w, dtype=x.dtype).reshape(shape)
-        out = term if out is None else out + term
-    return out
+    """sum_k x.index_select(dim, idx[k]) * weights[k], as one primitive (a gather per tap
+    forward, one bincount backward)."""
+    index = _d.tensor(np.stack(idx), dtype=_d.int64)
+    weight = _d.tensor(np.stack(weights), dtype=x.dtype)
+    return _call(_P.resample, x, index, weight, dim=dim)
 
 
 # ----------------------------------------------------------------------------- interpolate
@@ -208,9 +206,23 @@ def _nearest(input, out, scales, exact):
     x = input
     for i, n in enumerate(out):
         dim = 2 + i
-        idx = _nearest_taps(input.shape[dim], n, _scale(scales, i), exact)
-        x = x.index_select(dim, _d.tensor(idx, dtype=_d.int64))
+        size = input.shape[dim]
+        idx = _nearest_taps(size, n, _scale(scales, i), exact)
+        if dim < input.dim() - 1 and n % size == 0 and np.array_equal(idx, np.arange(n) // (n // size)):
+            x = _repeat_each(x, dim, n // size)     # a broadcast: its backward is a fast sum
+        else:
+            x = _resample_dim(x, dim, [idx], [np.ones(n)])
     return x
+
+
+def _repeat_each(x, dim, k):
+    """Every entry along ``dim`` repeated k times (a broadcast: its backward is a sum)."""
+    if k == 1:
+        return x
+    shape = list(x.shape)
+    expanded = shape[:dim + 1] + [k] + shape[dim + 1:]
+    shape[dim] *= k
+    return x.unsqueeze(dim + 1).expand(expanded).reshape(shape)
 
 
 def _interp(input, out, scales, align_corners, mode):
