@@ -428,3 +428,15 @@ def test_double_backward(case):
     }
     assert dynograph.autograd.gradcheck(fns[case], (x, w, b))
     assert dynograph.autograd.gradgradcheck(fns[case], (x, w, b))
+
+
+def test_instance_norm_old_checkpoint_with_running_stats(torch):
+    """A checkpoint without version metadata holding running stats that the layer does not track."""
+    messages = []
+    for mod, T in ((nn, dynograph), (torch.nn, torch)):
+        state = collections.OrderedDict(running_mean=T.zeros(3), running_var=T.ones(3))
+        with pytest.raises(RuntimeError) as err:
+            mod.InstanceNorm1d(3).load_state_dict(state)
+        messages.append(str(err.value).replace("torch", "dynograph"))
+    assert messages[0] == messages[1]
+    assert "Unexpected running stats buffer(s)" in messages[0]
