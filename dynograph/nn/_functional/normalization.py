@@ -1,5 +1,9 @@
 """Batch, layer, group and instance normalization, and embeddings."""
 import dynograph as _d
+from dynograph._dispatch import call as _call
+from dynograph.compiler.ops import indexing as _indexing_ops
+from dynograph.compiler.ops import normalization as _ops
+from dynograph.compiler.ops.core import type_name as _type_name
 
 __all__ = ["layer_norm", "rms_norm", "batch_norm", "instance_norm", "group_norm", "local_response_norm",
            "prelu", "embedding", "embedding_bag"]
@@ -48,20 +52,11 @@ def _check_dtypes(kernel, input, *params):
     """torch's dtype errors: a floating input, and parameters of its dtype (float32 ones may go
     with float16 or bfloat16 input)."""
     if not input.is_floating_point():
-        from dynograph.compiler.ops.core import type_name
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(input.dtype)}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input.dtype)}'")
     low = input.dtype in (_d.float16, _d.bfloat16)
     for p in params:
         if p is not None and p.dtype != input.dtype and not (low and p.dtype == _d.float32):
             raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
-
-
-def _affine(out, weight, bias):
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -88,7 +83,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         eps = _d.finfo(input.dtype).eps
     x = _opmath(input)
     out = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
-    return _cast_back(_affine(out, weight, None), input)
+    return _cast_back(out if weight is None else out * weight, input)
 
 
 # ----------------------------------------------------------------------------- batch norm
@@ -119,9 +114,7 @@ def _update_running(running, batch_value, momentum):
 
 def _normalize(x, mean, var, weight, bias, eps, kind):
     """(x - mean) / sqrt(var + eps) * weight + bias as one op (its grad_fn has torch's name)."""
-    from dynograph._dispatch import call
-    from dynograph.compiler.ops import normalization as ops
-    return call(ops.affine_normalize, x, mean, var, 1 if weight is None else weight,
+    return _call(_ops.affine_normalize, x, mean, var, 1 if weight is None else weight,
                 0 if bias is None else bias, eps=float(eps), kind=kind)
 
 
@@ -288,9 +281,7 @@ def prelu(input, weight):
         weight = weight.reshape((channels,) + (1,) * (input.dim() - 2))
     elif count == 1:
         weight = weight.reshape(())
-    from dynograph._dispatch import call
-    from dynograph.compiler.ops import normalization as ops
-    return call(ops.prelu, input, weight)
+    return _call(_ops.prelu, input, weight)
 
 
 # ----------------------------------------------------------------------------- embeddings
@@ -306,13 +297,11 @@ def _padding_index(padding_idx, num_embeddings):
 
 def _lookup(weight, indices, padding_idx=-1, scale_grad_by_freq=False):
     """The embedding primitive; an index out of range is torch's IndexError."""
-    from dynograph._dispatch import call
-    from dynograph.compiler.ops import indexing, normalization as ops
     try:
-        return call(ops.embedding, weight, indices, num_weights=weight.shape[0] if weight.dim() else 0,
-                    padding_idx=padding_idx, scale_grad_by_freq=bool(scale_grad_by_freq))
+        return _call(_ops.embedding, weight, indices, num_weights=weight.shape[0] if weight.dim() else 0,
+                     padding_idx=padding_idx, scale_grad_by_freq=bool(scale_grad_by_freq))
     except RuntimeError as e:
-        if isinstance(e.__context__, indexing.IndexOutOfRange):
+        if isinstance(e.__context__, _indexing_ops.IndexOutOfRange):
             raise IndexError(str(e.__context__)) from None
         raise
 
@@ -407,8 +396,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 
 def _tensor_type(input, offsets):
     """'LongTensor' or 'IntTensor': the indices' common type as torch's C++ printer names it."""
-    from dynograph.compiler.ops.core import type_name
-    return f"{type_name(_d.promote_types(input.dtype, offsets.dtype))}Tensor"
+    return f"{_type_name(_d.promote_types(input.dtype, offsets.dtype))}Tensor"
 
 
 def _check_offsets(input, offsets):
