@@ -142,6 +142,29 @@ def _tap(xp, nd, offset, out, stride, dilation):
     return xp[(Ellipsis,) + key]
 
 
+def _max_over_taps(views):
+    """The max over same-shaped arrays (one per window tap) and the position of the first max.
+
+    One elementwise pass per tap over all windows at once: on small windows (2x2) this is
+    several times faster than copying the windows out and reducing their last axis."""
+    best = views[0].copy() if len(views) == 1 else np.maximum(views[0], views[1])
+    for v in views[2:]:
+        np.maximum(best, v, out=best)                      # propagates nan, as PyTorch does
+    # the first tap holding the max wins: arg counts the taps before the first match
+    # (branch-free arithmetic; a masked copy per tap is several times slower on random data)
+    arg = np.zeros(best.shape, np.int8 if len(views) < 128 else np.int64)
+    missing = views[0] != best
+    for v in views[1:]:
+        np.add(arg, missing, out=arg, casting="unsafe")
+        missing &= v != best
+    if best.dtype.kind == "f":
+        nan = np.isnan(best)
+        if nan.any():                                       # PyTorch keeps the last nan
+            for k, v in enumerate(views):
+                np.copyto(arg, k, where=nan & np.isnan(v))
+    return best, arg
+
+
 def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
     nd = len(kernel_size)
     if not _window_ok(x, nd, kernel_size, stride, padding, dilation, ceil_mode):
@@ -154,24 +177,7 @@ def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
     low = _lowest(x.dtype)
     xp = _padded(x, nd, padding, hi, low)
     taps = list(itertools.product(*(range(k) for k in kernel_size)))
-    views = [_tap(xp, nd, t, out, stride, dilation) for t in taps]
-    # One elementwise pass per kernel tap over all windows at once: on small windows (2x2) this
-    # is several times faster than copying the windows out and reducing their last axis.
-    best = views[0].copy() if len(views) == 1 else np.maximum(views[0], views[1])
-    for v in views[2:]:
-        np.maximum(best, v, out=best)                      # propagates nan, as PyTorch does
-    # the first tap holding the max wins: arg counts the taps before the first match
-    # (branch-free arithmetic; a masked copy per tap is several times slower on random data)
-    arg = np.zeros(best.shape, np.int8 if len(taps) < 128 else np.int64)
-    missing = views[0] != best
-    for v in views[1:]:
-        np.add(arg, missing, out=arg, casting="unsafe")
-        missing &= v != best
-    if best.dtype.kind == "f":
-        nan = np.isnan(best)
-        if nan.any():                                       # PyTorch keeps the last nan
-            for k, v in enumerate(views):
-                np.copyto(arg, k, where=nan & np.isnan(v))
+    best, arg = _max_over_taps([_tap(xp, nd, t, out, stride, dilation) for t in taps])
     # flat plane index = window start + the tap's offset
     plane = [prod(spatial[i + 1:]) for i in range(nd)]
     offsets = np.array([sum(t[i] * dilation[i] * plane[i] for i in range(nd)) for t in taps], np.int64)
@@ -456,35 +462,29 @@ adaptive_avg_pool3d = define(
 def _adaptive_max_impl(x, output_size):
     nd = len(output_size)
     spatial = x.shape[-nd:]
-    taps = []                                       # per dim: (out, kmax) input positions
-    for n, o in zip(spatial, output_size):
-        start, end = adaptive_bounds(n, o)
-        kmax = int((end - start).max()) if o else 1
-        # short windows repeat their last element: harmless for a max, and never chosen over
-        # the first occurrence on a tie
-        taps.append(np.minimum(start[:, None] + np.arange(kmax), np.maximum(end - 1, 0)[:, None]))
-    # index arrays laid out (o1, k1, o2, k2, ...) then moved to (o1, o2, ..., k1, k2, ...)
-    keys = []
-    for i, t in enumerate(taps):
-        shape = [1] * (2 * nd)
-        shape[2 * i], shape[2 * i + 1] = t.shape
-        keys.append(t.reshape(shape))
+    if all(o > 0 and n % o == 0 for n, o in zip(spatial, output_size)) and x.ndim in (nd + 1, nd + 2):
+        # even windows: exactly a max pool with kernel = stride = size / output (the fast path)
+        k = tuple(n // o for n, o in zip(spatial, output_size))
+        return _max_pool_impl(x, k, k, (0,) * nd, (1,) * nd, False)
     if min(output_size) == 0:
         shape = x.shape[:-nd] + tuple(output_size)
         return np.empty(shape, x.dtype), np.empty(shape, np.int64)
-    win = x[(Ellipsis,) + tuple(keys)]
+    taps = []                                       # per dim: (out, kmax) input positions
+    for n, o in zip(spatial, output_size):
+        start, end = adaptive_bounds(n, o)
+        kmax = int((end - start).max())
+        # short windows repeat their last element: harmless for a max, and never chosen over
+        # the first occurrence on a tie
+        taps.append(np.minimum(start[:, None] + np.arange(kmax), (end - 1)[:, None]))
     lead = x.ndim - nd
-    order = tuple(range(lead)) + tuple(lead + 2 * i for i in range(nd)) + \
-        tuple(lead + 2 * i + 1 for i in range(nd))
-    win = win.transpose(order)
     kshape = tuple(t.shape[1] for t in taps)
-    flat = win.reshape(win.shape[:lead + nd] + (-1,))
-    arg = flat.argmax(-1)
-    if flat.dtype.kind == "f":
-        nan = np.isnan(flat)
-        if nan.any():
-            arg = np.where(nan.any(-1), nan.argmax(-1), arg)
-    val = np.take_along_axis(flat, arg[..., None], -1)[..., 0]
+    views = []
+    for combo in itertools.product(*(range(k) for k in kshape)):
+        v = x
+        for i, c in enumerate(combo):
+            v = np.take(v, taps[i][:, c], axis=lead + i)
+        views.append(v)
+    val, arg = _max_over_taps(views)
     pos = np.unravel_index(arg, kshape)
     index = np.zeros(arg.shape, np.int64)
     for i, t in enumerate(taps):
