@@ -3,3 +3,4 @@ from . import eager  # noqa: F401
 from . import serialization  # noqa: F401
 from . import data  # noqa: F401
 from . import training  # noqa: F401
+from . import compiler  # noqa: F401
