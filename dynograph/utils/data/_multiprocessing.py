@@ -33,7 +33,9 @@ SHUTDOWN_TIMEOUT = 2.0       # seconds workers get to exit cleanly before they a
 
 def _default_context():
     methods = mp.get_all_start_methods()
-    interactive = not getattr(sys.modules.get("__main__"), "__file__", None)
+    # a REPL or notebook (not just a main without a file: pytest-xdist workers have one,
+    # and they run threads, which fork must not copy)
+    interactive = hasattr(sys, "ps1") or sys.flags.interactive or "IPython" in sys.modules
     if interactive and "fork" in methods:
         return mp.get_context("fork")      # classes defined in the session reach workers only so
     return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
