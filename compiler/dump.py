@@ -1,13 +1,279 @@
-"""``DYNOGRAPH_DUMP=folder``: write every compiled graph's stages as text files."""
+"""``DYNOGRAPH_DUMP=folder``: write every stage of every compilation, in stable file names.
+
+For each compiled function ``fn`` (a second function of the same name becomes ``fn-2``) and
+each of its specializations ``i`` (the index in ``fn.entries``), one file per stage and format::
+
+    folder/train_step.0.captured.dg       the graph as traced
+    folder/train_step.0.optimized.dg      after the cleanup passes (simplify, fold, cse, dce)
+    folder/train_step.0.fused.dg          the graph that runs: fused kernels hold subgraphs
+    folder/train_step.0.kernels.txt       loop-level kernel descriptions   } when the entry
+    folder/train_step.0.llvm.ll           optimized LLVM IR                } has them
+    folder/train_step.0.cuda.cu           CUDA C source                    }
+    folder/train_step.0.backward.fused.dg the compiled backward graph of differentiable outputs
+    folder/index.json                     what was written, per function and specialization
+
+Graph stages are written in the formats of ``DYNOGRAPH_DUMP_FORMATS`` (comma separated, from
+text, json, dot, svg, html; default ``text,json``; ``text`` is the IR text form, ``.dg``);
+``DYNOGRAPH_DUMP_STAGES`` picks stages (default all).  Code stages are read from the entry
+(``entry.kernels``, ``entry.llvm_ir``, ``entry.cuda_source``, or the same names on
+``entry.program``) when the code generators provide them.  Files are written when a function
+is traced and again when the program exits (a dynamic-shape merge or code generated at the
+first call then shows up too).  Dumping never stops the program: a failure is a warning.
+"""
+import atexit
+import json
 import os
+import re
+import warnings
+
+STAGES = ("captured", "optimized", "fused", "kernels", "llvm", "cuda")
+GRAPH_STAGES = ("captured", "optimized", "fused")
+DEFAULT_FORMATS = ("text", "json")
+EXTENSIONS = {"text": ".dg", "dot": ".dot", "svg": ".svg", "html": ".html", "json": ".json"}
+CODE_EXTENSIONS = {"kernels": ".txt", "llvm": ".ll", "cuda": ".cu"}
+# where a code stage may live on an entry (or on entry.program), first found wins
+CODE_ATTRS = {"kernels": ("kernels", "kernel_descriptions"),
+              "llvm": ("llvm_ir", "llvm"),
+              "cuda": ("cuda_source", "cuda_src", "cuda")}
+
+
+class _State:
+    def __init__(self):
+        self.compiled = []          # compiled functions seen, in order
+        self.names = {}             # id(compiled) -> unique file-name stem
+        self.exit_hook = False
+        self.finished = False
+
+
+_STATE = _State()
+
+
+def _setting(name, default, allowed):
+    raw = os.environ.get(name, "")
+    items = tuple(s.strip() for s in raw.split(",") if s.strip()) or default
+    unknown = [s for s in items if s not in allowed]
+    if unknown:
+        raise ValueError(f"{name}: unknown {', '.join(unknown)}; choose from {', '.join(allowed)}")
+    return items
 
 
 def maybe_dump(compiled, entry):
+    """Called after each trace: dump ``entry`` when ``DYNOGRAPH_DUMP`` names a folder."""
     folder = os.environ.get("DYNOGRAPH_DUMP")
     if not folder:
         return
+    if id(compiled) not in _STATE.names:
+        _register(compiled)
+    if not _STATE.exit_hook:
+        _STATE.exit_hook = True
+        atexit.register(_at_exit)
+    try:
+        index = compiled.entries.index(entry)
+        dump_entry(folder, _STATE.names[id(compiled)], index, entry)
+        write_index(folder)
+    except Exception as e:             # a picture must never break the user's program
+        warnings.warn(f"DYNOGRAPH_DUMP: could not write {_STATE.names[id(compiled)]}: "
+                      f"{type(e).__name__}: {e}", stacklevel=2)
+
+
+def _register(compiled):
+    stem = re.sub(r"[^\w.\-]+", "_", getattr(compiled, "__name__", "fn")).strip("_") or "fn"
+    taken = set(_STATE.names.values())
+    name, k = stem, 1
+    while name in taken:
+        k += 1
+        name = f"{stem}-{k}"
+    _STATE.names[id(compiled)] = name
+    _STATE.compiled.append(compiled)
+
+
+def _at_exit():
+    folder = os.environ.get("DYNOGRAPH_DUMP")
+    if folder and not _STATE.finished:
+        dump_all(folder)
+
+
+def dump_all(folder):
+    """Write every stage of every compiled function seen so far; returns the files written."""
+    written = []
+    for compiled in _STATE.compiled:
+        name = _STATE.names[id(compiled)]
+        for i, entry in enumerate(compiled.entries):
+            try:
+                written += dump_entry(folder, name, i, entry)
+            except Exception as e:
+                warnings.warn(f"DYNOGRAPH_DUMP: could not write {name}.{i}: {type(e).__name__}: {e}")
+    write_index(folder)
+    return written
+
+
+def finish(folder):
+    """The final dump (``dynograph-viz run``): everything, and no second one at exit."""
+    written = dump_all(folder)
+    _STATE.finished = True
+    return written
+
+
+# ---------------------------------------------------------------- stages of one entry
+
+def entry_stages(entry, stages=STAGES):
+    """[(file stem suffix, stage, graph or {kernel name: code text})] of the stages ``entry`` has.
+
+    The forward stages come first (``captured``...), then the backward graph's
+    (``backward.optimized``...) when the outputs are differentiable."""
+    out = []
+    parts = [("", entry.graph, entry)]
+    if getattr(entry, "backward_graph", None) is not None:
+        parts.append(("backward.", entry.backward_graph, None))
+    for prefix, graph, owner in parts:
+        for stage in stages:
+            if stage == "captured":
+                if owner is not None:
+                    out.append((prefix + stage, stage, entry.captured))
+            elif stage == "optimized":
+                out.append((prefix + stage, stage, _optimized(entry, graph, owner)))
+            elif stage == "fused":
+                out.append((prefix + stage, stage, graph))
+            else:
+                code = code_stage(entry, stage, backward=owner is None)
+                if code:
+                    out.append((prefix + stage, stage, code))
+    return out
+
+
+def _optimized(entry, graph, owner):
+    """The graph after the cleanup passes, before fusion."""
+    kept = getattr(entry, "optimized", None) if owner is not None else None
+    if kept is not None:
+        return kept
+    if owner is not None and getattr(entry, "aot", None) is None:
+        return cleanup(entry.captured)         # exactly what the pipeline did before fusion
+    return cleanup(inline_kernels(graph))
+
+
+def cleanup(graph):
+    """The pipeline's passes that run before fusion."""
+    from .pipeline import DEFAULT_PASSES
+    for name, fn in DEFAULT_PASSES:
+        if name == "fusion":
+            break
+        graph = fn(graph)
+    return graph
+
+
+def inline_kernels(graph):
+    """``graph`` with every fused node replaced by the nodes of its subgraph."""
+    from .ir import Node
+    if not any("graph" in n.attrs for n in graph.nodes):
+        return graph
+    env = {}
+    nodes = []
+
+    def remap(x):
+        if isinstance(x, (tuple, list)):
+            return type(x)(remap(a) for a in x)
+        try:
+            return env.get(x, x)
+        except TypeError:               # unhashable literal
+            return x
+
+    for node in graph.nodes:
+        sub = node.attrs.get("graph")
+        if sub is None:
+            nodes.append(Node(node.op, remap(node.args), {k: remap(v) for k, v in node.attrs.items()},
+                              node.outs, node.source))
+            continue
+        for inp, v in zip(sub.inputs, node.input_values()):
+            env[inp.value] = remap(v)
+        inner = inline_kernels(sub)
+        for n in inner.nodes:
+            nodes.append(Node(n.op, remap(n.args), {k: remap(v) for k, v in n.attrs.items()},
+                              n.outs, n.source))
+        for v_out, v_in in zip(node.outs, inner.outputs):
+            env[v_out] = remap(v_in)
+    return graph.replace(nodes=nodes, outputs=[remap(v) for v in graph.outputs],
+                         updates=[(s, remap(v)) for s, v in graph.updates], memory_plan=None)
+
+
+def code_stage(entry, stage, backward=False):
+    """{kernel name: text} of a code stage (kernels, llvm, cuda), {} when the entry has none."""
+    owners = [entry, getattr(entry, "program", None)]
+    for owner in owners:
+        if owner is None:
+            continue
+        for attr in CODE_ATTRS[stage]:
+            value = getattr(owner, ("backward_" if backward else "") + attr, None)
+            if value is not None and not callable(value):
+                return _as_code(value)
+    return {}
+
+
+def _as_code(value):
+    if isinstance(value, (str, bytes)):
+        return {"": value.decode() if isinstance(value, bytes) else value}
+    if isinstance(value, dict):
+        return {str(k): str(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return {str(getattr(v, "name", i)): str(v) for i, v in enumerate(value)}
+    return {"": str(value)}
+
+
+def code_text(code):
+    """A code stage's kernels as one text, each under a ``// kernel NAME`` line."""
+    if list(code) == [""]:
+        return code[""].rstrip() + "\n"
+    return "\n".join(f"// kernel {name}\n{text.rstrip()}\n" for name, text in code.items())
+
+
+# ---------------------------------------------------------------- writing
+
+def dump_entry(folder, name, index, entry, stages=None, formats=None):
+    """Write the stages of one specialization; returns the paths written."""
+    stages = stages or _setting("DYNOGRAPH_DUMP_STAGES", STAGES, STAGES)
+    formats = formats or _setting("DYNOGRAPH_DUMP_FORMATS", DEFAULT_FORMATS, tuple(EXTENSIONS))
     os.makedirs(folder, exist_ok=True)
-    base = f"{getattr(compiled, '__name__', 'fn')}.{len(compiled.entries) - 1}"
-    for stage, graph in (("captured", entry.captured), ("optimized", entry.graph)):
-        with open(os.path.join(folder, f"{base}.{stage}.dg"), "w") as f:
-            f.write(str(graph) + "\n")
+    base = os.path.join(folder, f"{name}.{index}.")
+    written = []
+    found = entry_stages(entry, stages)
+    code = {}                           # kernel name -> generated code, for the HTML panel
+    for _, stage, content in found:
+        if stage in ("llvm", "cuda") and isinstance(content, dict):
+            for k, text in content.items():
+                code[k] = (code[k] + "\n\n" if k in code else "") + text
+    for suffix, stage, content in found:
+        if stage in CODE_EXTENSIONS:
+            written.append(_write(base + suffix + CODE_EXTENSIONS[stage], code_text(content)))
+            continue
+        from dynograph.viz import render
+        title = f"{name}.{index}.{suffix}"
+        for fmt in formats:
+            text = render(content, fmt, title=title, code=code)
+            written.append(_write(base + suffix + EXTENSIONS[fmt], text))
+    return written
+
+
+def _write(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def write_index(folder):
+    """``index.json``: function -> specialization -> stage -> files, for tools and tests."""
+    index = {}
+    for compiled in _STATE.compiled:
+        name = _STATE.names[id(compiled)]
+        entries = []
+        for i, entry in enumerate(compiled.entries):
+            files = {}
+            prefix = f"{name}.{i}."
+            for fname in sorted(os.listdir(folder)):
+                if fname.startswith(prefix):
+                    stage = fname[len(prefix):].rsplit(".", 1)[0]
+                    files.setdefault(stage, []).append(fname)
+            entries.append({"index": i, "files": files,
+                            "nodes": len(entry.graph.nodes),
+                            "kernels": sum(1 for n in entry.graph.nodes if n.op == "fused")})
+        index[name] = entries
+    os.makedirs(folder, exist_ok=True)
+    _write(os.path.join(folder, "index.json"), json.dumps({"functions": index}, indent=1) + "\n")

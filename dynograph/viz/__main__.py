@@ -1,0 +1,7 @@
+"""``python -m dynograph.viz``: the ``dynograph-viz`` command."""
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
