@@ -1,6 +1,7 @@
 """The optimization passes: golden text before/after, the verifier after every pass, and the
 interpreter giving the same results before and after on random inputs."""
 import copy
+import os
 import textwrap
 
 import numpy as np
@@ -624,3 +625,65 @@ def test_optimize_reports_timings_and_kernels(monkeypatch):
     stats = step.entries[-1].stats
     assert set(stats["timings"]) == {name for name, _ in DEFAULT_PASSES}
     assert 0 < stats["kernels"] < stats["optimized_nodes"] < stats["captured_nodes"]
+
+
+# ---------------------------------------------------------------- random programs
+
+def _random_program(seed):
+    """A traced random program of broadcasting elementwise ops, reductions, views, matrix
+    products and random draws over [4,4], [1,4] and [4,1] values."""
+    import random
+    pick = random.Random(seed)
+
+    def fn(a, b):
+        values = [a, b]
+        for _ in range(14):
+            x, y = pick.choice(values), pick.choice(values)
+            op = pick.choice(["add", "mul", "sub", "exp", "neg", "one", "sum", "amax", "mm", "t",
+                              "rand", "where", "softmax", "copy"])
+            if op == "add":
+                v = x + y
+            elif op == "mul":
+                v = x * y
+            elif op == "sub":
+                v = x - y
+            elif op == "exp":
+                v = (x * 0.1).exp()
+            elif op == "neg":
+                v = -(-(-x))
+            elif op == "one":
+                v = (x * 1 + 0) / 1
+            elif op == "sum":
+                v = x.sum(pick.choice([0, 1]), keepdim=True)
+            elif op == "amax":
+                v = x.amax(pick.choice([0, 1]), keepdim=True) + y
+            elif op == "mm" and tuple(x.shape) == tuple(y.shape) == (4, 4):
+                v = x @ y
+            elif op == "t":
+                v = x.t()
+            elif op == "rand":
+                v = x + dg.rand(*x.shape)
+            elif op == "where":
+                v = dg.where(x > 0, x, y)
+            elif op == "softmax":
+                v = F.softmax(x + y, dim=pick.choice([0, 1]))
+            else:
+                v = x.clone().to(dg.float32)
+            values.append(v)
+        return values[-1], values[-4], values[len(values) // 2]
+    return fn
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("DYNOGRAPH_PASS_SEEDS", 24))))
+def test_random_programs_through_the_pipeline(seed):
+    """DYNOGRAPH_PASS_SEEDS=1000 runs more programs."""
+    fn = _random_program(seed)
+    graph = verify(dg.trace(fn, dg.randn(4, 4), dg.randn(4, 4) if seed % 2 else dg.randn(1, 4)))
+    out = graph
+    for name, p in DEFAULT_PASSES:
+        out = verify(p(out), f"after {name}")
+    text = print_graph(out)
+    assert print_graph(parse_graph(text)) == text
+    for s in range(2):
+        assert_same_results(graph, out, random_arrays(graph, s))
+    _assert_plan_sound(out, out.memory_plan)
