@@ -2,9 +2,9 @@
 
 The order: ``simplify`` first (autograd's ``x * 1``, ``t(t(w))``, copies), so that ``fold``
 sees constants without the noise and ``cse`` compares canonical nodes; ``dce`` drops what
-those three left unread; ``fusion`` then groups what remains into kernels (it copies shared
-scalars such as ``-lr`` into each kernel, and the second ``dce`` removes originals no one
-reads any more); ``memory`` plans buffers last, on the final node order.
+those three left unread; ``fusion`` then groups what remains into kernels (shared scalars such as
+``-lr`` are copied into each kernel that reads them); the second ``dce`` is a safety net after
+the regrouping; ``memory`` plans buffers last, on the final node order.
 """
 import os
 import time
