@@ -196,7 +196,11 @@ def inline_kernels(graph):
 
 
 def code_stage(entry, stage, backward=False):
-    """{kernel name: text} of a code stage (kernels, llvm, cuda), {} when the entry has none."""
+    """{kernel name: text} of a code stage (kernels, llvm, cuda), {} when the entry has none.
+
+    Looked up on the entry (and ``entry.program``) first; otherwise, for ``kernels`` and
+    ``llvm``, among the kernels the LLVM backend compiled for the entry's nodes (they exist once
+    the graph has run on ``backend="llvm"``)."""
     owners = [entry, getattr(entry, "program", None)]
     for owner in owners:
         if owner is None:
@@ -205,7 +209,42 @@ def code_stage(entry, stage, backward=False):
             value = getattr(owner, ("backward_" if backward else "") + attr, None)
             if value is not None and not callable(value):
                 return _as_code(value)
+    if stage in ("kernels", "llvm"):
+        graph = entry.backward_graph if backward else entry.graph
+        return _llvm_backend_code(graph, stage) if graph is not None else {}
     return {}
+
+
+def _llvm_backend_code(graph, stage):
+    """Kernel descriptions or optimized LLVM IR of the kernels the LLVM backend compiled for
+    ``graph``'s nodes; {} when it compiled none (or its internals are not what this expects)."""
+    try:
+        from .llvm import jit, runner
+        from .llvm.render import render
+        plans = runner._PLANS
+    except Exception:                   # no LLVM backend in this build
+        return {}
+    out = {}
+    for j, node in enumerate(graph.nodes):
+        try:
+            per_layout = plans.get(node)
+        except TypeError:
+            continue
+        kernels = [p.kernel for p in (per_layout or {}).values() if p is not None]
+        name = node.attrs.get("name") or f"{node.op}{j}"
+        texts = []
+        for kernel in kernels:
+            try:
+                if stage == "kernels":
+                    texts.append(str(kernel))
+                else:
+                    ir_text = render(kernel, f"dg_{kernel.key}", jit.triple())
+                    texts.append(str(jit.optimize(ir_text)))
+            except Exception as e:
+                texts.append(f"; could not render: {type(e).__name__}: {e}")
+        if texts:
+            out[name] = "\n\n".join(texts)
+    return out
 
 
 def _as_code(value):
@@ -235,19 +274,21 @@ def dump_entry(folder, name, index, entry, stages=None, formats=None):
     base = os.path.join(folder, f"{name}.{index}.")
     written = []
     found = entry_stages(entry, stages)
-    code = {}                           # kernel name -> generated code, for the HTML panel
-    for _, stage, content in found:
-        if stage in ("llvm", "cuda") and isinstance(content, dict):
+    code = {"": {}, "backward.": {}}   # per graph: kernel name -> its code, for the HTML panel
+    for suffix, stage, content in found:
+        if stage in CODE_EXTENSIONS:
+            part = code["backward." if suffix.startswith("backward.") else ""]
             for k, text in content.items():
-                code[k] = (code[k] + "\n\n" if k in code else "") + text
+                part[k] = (part[k] + "\n\n" if k in part else "") + text
     for suffix, stage, content in found:
         if stage in CODE_EXTENSIONS:
             written.append(_write(base + suffix + CODE_EXTENSIONS[stage], code_text(content)))
             continue
         from dynograph.viz import render
         title = f"{name}.{index}.{suffix}"
+        part = code["backward." if suffix.startswith("backward.") else ""]
         for fmt in formats:
-            text = render(content, fmt, title=title, code=code)
+            text = render(content, fmt, title=title, code=part)
             written.append(_write(base + suffix + EXTENSIONS[fmt], text))
     return written
 

@@ -356,7 +356,8 @@ def test_help_explains_options_and_examples(capsys):
 def _in_process(monkeypatch, tmp_path):
     """Run scripts through ``cli.main`` here: the dump settings and state are put back after."""
     for var in ("DYNOGRAPH_DUMP", "DYNOGRAPH_DUMP_STAGES", "DYNOGRAPH_DUMP_FORMATS"):
-        monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv(var, "")           # recorded, so put back (or removed) afterwards
+        monkeypatch.delenv(var)
     monkeypatch.setattr(dump, "_STATE", dump._State())
     dump._STATE.exit_hook = True
     monkeypatch.chdir(tmp_path)
@@ -366,6 +367,7 @@ def test_script_that_raises_keeps_what_was_compiled(tmp_path, monkeypatch, capsy
     _in_process(monkeypatch, tmp_path)
     (tmp_path / "fails.py").write_text(MLP + "\nraise ValueError('after three steps')\n")
     assert cli.main(["run", "fails.py", "-o", "out", "--stage", "fused"]) == 1
+    assert "DYNOGRAPH_DUMP_STAGES" not in os.environ          # the settings are put back
     err = capsys.readouterr().err
     assert "Traceback" in err and "ValueError: after three steps" in err
     assert 'fails.py", line' in err and "cli.py" not in err
@@ -409,3 +411,23 @@ def test_autograd_command(tmp_path, monkeypatch, capsys):
     assert {"model.0.weight", "model.2.bias", "MmBackward0", "ReluBackward0"} <= labels
     err = _one_line_error(capsys, ["autograd", "mlp.py", "--tensor", "nothing"], 2)
     assert "no global variable 'nothing'" in err
+
+
+def test_llvm_backend_kernels_and_ir_are_dumped(tmp_path):
+    from dynograph.compiler.backends import get_runner
+    try:
+        get_runner("llvm")
+    except Exception as e:
+        pytest.skip(f"no LLVM backend: {e}")
+    env = {}
+    exec(compile(MLP.replace("@torch.compile", '@torch.compile(backend="llvm")'), "mlp.py", "exec"), env)
+    compiled = env["train_step"]
+    entry = next(e for e in compiled.entries if e.calls)            # replayed: kernels compiled
+    written = dump.dump_entry(str(tmp_path), "step", 0, entry, formats=("html",))
+    names = {os.path.basename(p) for p in written}
+    assert {"step.0.kernels.txt", "step.0.llvm.ll"} <= names
+    kernels = (tmp_path / "step.0.kernels.txt").read_text()
+    fused = [n.attrs["name"] for n in entry.graph.nodes if n.op == "fused"]
+    assert f"// kernel {fused[0]}\nkernel " in kernels
+    assert "define void @dg_" in (tmp_path / "step.0.llvm.ll").read_text()
+    assert "define void @dg_" in (tmp_path / "step.0.fused.html").read_text()

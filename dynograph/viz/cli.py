@@ -212,12 +212,20 @@ def _run(args):
     if not os.path.isfile(args.script):
         raise UsageError(f"no such script: {args.script}")
     os.makedirs(folder, exist_ok=True)
-    os.environ["DYNOGRAPH_DUMP"] = folder
-    os.environ["DYNOGRAPH_DUMP_STAGES"] = ",".join(stages)
-    os.environ["DYNOGRAPH_DUMP_FORMATS"] = ",".join(formats)
-    _, status = _exec_script(args.script, args.args)
-    from dynograph.compiler import dump
-    written = dump.finish(folder)
+    settings = {"DYNOGRAPH_DUMP": folder, "DYNOGRAPH_DUMP_STAGES": ",".join(stages),
+                "DYNOGRAPH_DUMP_FORMATS": ",".join(formats)}
+    saved = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
+    try:
+        _, status = _exec_script(args.script, args.args)
+        from dynograph.compiler import dump
+        written = dump.finish(folder)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     functions = len(dump._STATE.compiled)
     print(f"dynograph-viz: wrote {len(written)} files for {functions} compiled "
           f"function{'s' if functions != 1 else ''} to {folder}", file=sys.stderr)

@@ -112,6 +112,8 @@ def _add_nodes(out, nodes, producer, prefix, group, expand, code):
             vn.detail = print_graph(sub)
             vn.code = code.get(name, "")
             vn.group = name
+        elif prefix == "n":             # a single op compiled as a kernel of its own
+            vn.code = code.get(f"{node.op}{j}", "")
         out.nodes.append(vn)
         for v in node.input_values():
             _edge(out, producer, v, nid)
