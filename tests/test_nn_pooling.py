@@ -416,3 +416,15 @@ def test_fractional_errors_match_torch(torch, expr):
     ours = eval_expr(expr, {"F": F, "nn": nn, "x": from_torch(t), "s": from_torch(s)})
     assert isinstance(theirs, Exception), expr
     assert_same_error(ours, theirs, expr)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_pools(torch, dtype):
+    t = torch.randn(2, 3, 7, 7).to(getattr(torch, dtype))
+    t[0, 0, 0, 0] = float("nan")
+    d = from_torch(t)
+    tf = torch.nn.functional
+    for name, args in (("max_pool2d", (3, 2, 1)), ("avg_pool2d", (3, 2, 1)),
+                       ("adaptive_max_pool2d", ((3, 2),)), ("adaptive_avg_pool2d", ((3, 2),))):
+        assert_same(getattr(F, name)(d, *args), getattr(tf, name)(t, *args), rtol=1e-2, atol=1e-2)
+    assert_same(F.max_pool2d(d, 2, return_indices=True)[1], tf.max_pool2d(t, 2, return_indices=True)[1])

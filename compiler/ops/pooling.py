@@ -131,8 +131,13 @@ def _axis(i, nd, n):
 
 # ---------------------------------------------------------------- max pooling
 
+def _is_int(dtype):
+    """Integer or bool (bfloat16 from ml_dtypes has numpy kind 'V', so test for ints)."""
+    return dtype.kind in "biu"
+
+
 def _lowest(dtype):
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    return np.iinfo(dtype).min if _is_int(dtype) else -np.inf
 
 
 def _tap(xp, nd, offset, out, stride, dilation):
@@ -157,7 +162,7 @@ def _max_over_taps(views):
     for v in views[1:]:
         np.add(arg, missing, out=arg, casting="unsafe")
         missing &= v != best
-    if best.dtype.kind == "f":
+    if not _is_int(best.dtype):
         nan = np.isnan(best)
         if nan.any():                                       # PyTorch keeps the last nan
             for k, v in enumerate(views):
@@ -288,7 +293,7 @@ def _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad, 
 
 
 def _divide(total, div, dtype):
-    if dtype.kind == "f":
+    if not _is_int(dtype):
         return (total / div).astype(dtype, copy=False)
     q = np.abs(total) // div                            # C++ integer division truncates
     return (np.sign(total) * q).astype(dtype)
@@ -422,12 +427,30 @@ def _check_adaptive(x, nd, output_size, name, got_sep=""):
 
 def _adaptive_avg_impl(x, output_size):
     nd = len(output_size)
-    acc = x.dtype if x.dtype.kind == "f" else np.float64
+    # integers average in double, half precision in float (as PyTorch's opmath type)
+    acc = np.float64 if _is_int(x.dtype) else (np.float32 if x.dtype.itemsize < 4 else x.dtype)
     y = x.astype(acc, copy=False)
+    # separable: average each dim in turn, one gathered tap at a time (a matmul with the
+    # averaging matrix would spread a nan or inf of one window over the whole plane)
     for i in range(nd):
         ax = x.ndim - nd + i
-        m = adaptive_matrix(x.shape[ax], output_size[i], acc)
-        y = np.moveaxis(np.moveaxis(y, ax, -1) @ m.T, -1, ax)
+        n, o = x.shape[ax], output_size[i]
+        shape = [1] * x.ndim
+        shape[ax] = o
+        start, end = adaptive_bounds(n, o)
+        if o == 0:
+            y = np.take(y, np.zeros(0, np.int64), axis=ax)
+            continue
+        kmax = int((end - start).max())
+        total = None
+        for k in range(kmax):
+            pos = start + k
+            inside = pos < end
+            v = np.take(y, np.minimum(pos, n - 1), axis=ax)
+            if not inside.all():
+                v = np.where(inside.reshape(shape), v, 0)
+            total = v if total is None else total + v
+        y = total / (end - start).astype(acc).reshape(shape)
     return np.ascontiguousarray(y.astype(x.dtype, copy=False))
 
 
@@ -630,7 +653,7 @@ def _fractional_impl(x, samples, kernel_size, output_size):
     order = (0, 1) + tuple(2 + 2 * i for i in range(nd)) + tuple(3 + 2 * i for i in range(nd))
     flat = win.transpose(order).reshape((b, c) + tuple(output_size) + (-1,))
     arg = flat.argmax(-1)
-    if flat.dtype.kind == "f":
+    if not _is_int(flat.dtype):
         nan = np.isnan(flat)
         if nan.any():
             last = flat.shape[-1] - 1 - nan[..., ::-1].argmax(-1)     # PyTorch keeps the last nan
