@@ -251,3 +251,15 @@ def test_padding_module_attributes_and_errors(torch):
 
 def nn_out():
     return dynograph.nn.ZeroPad2d(1)(dynograph.ones(1, 1, 1)).numpy()
+
+
+def test_grid_sample_infinity_outside_stays_out(torch):
+    """Out-of-range corners contribute nothing even where the border holds inf or nan."""
+    t = torch.randn(1, 1, 4, 4, dtype=torch.float64)
+    t[0, 0, 0, :] = float("inf")
+    t[0, 0, :, 0] = float("nan")
+    g = torch.tensor([[[[-1.2, -1.3], [0.1, 0.2], [1.3, 1.1]]]], dtype=torch.float64)
+    for mode in ("bilinear", "nearest", "bicubic"):
+        expect = torch.nn.functional.grid_sample(t, g, mode=mode, align_corners=False)
+        assert_same(F.grid_sample(from_torch(t), from_torch(g), mode=mode, align_corners=False),
+                    expect)

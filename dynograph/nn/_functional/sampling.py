@@ -404,8 +404,10 @@ def _corner(flat, corner, sizes, n, c, weight=None):
         term = ci.clamp(0, size - 1).to(_d.int64) * stride
         index = term if index is None else index + term
         stride *= size
-    w = inside.to(flat.dtype) if weight is None else weight * inside.to(flat.dtype)
-    return _gather_points(flat, index, n, c) * w.unsqueeze(1)
+    # a corner outside the input contributes nothing (where, not a zero weight: the clamped
+    # position it read may hold an inf or nan)
+    values = _d.where(inside.unsqueeze(1), _gather_points(flat, index, n, c), 0.0)
+    return values if weight is None else values * (weight * inside.to(flat.dtype)).unsqueeze(1)
 
 
 def _linear_sample(flat, coords, sizes, n, c):
