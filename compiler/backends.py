@@ -3,12 +3,15 @@ import numpy as np
 
 from . import interpreter
 
-BACKENDS = ("interpreter",)
+BACKENDS = ("interpreter", "llvm")
 
 
 def get_runner(backend):
     if backend == "interpreter":
         return interpreter.run
+    if backend == "llvm":
+        from .llvm.runner import run
+        return run
     raise ValueError(f"dynograph.compile: unknown backend {backend!r}; available: "
                      f"{', '.join(BACKENDS)}")
 

@@ -22,6 +22,7 @@ from scipy import special as _special
 
 from dynograph.runtime import dtypes as D
 from .core import define, result_type, to_float, type_name, TensorSpec, broadcast_shapes
+from ..lowering.scalar import Unsupported
 
 # ---------------------------------------------------------------- dtype sets
 
@@ -128,6 +129,282 @@ SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
 DEG_TO_RAD = math.pi / 180.0
 RAD_TO_DEG = 180.0 / math.pi
 
+# ---------------------------------------------------------------- lowering rules
+# Scalar formulas for the code generators (compiler/lowering/scalar.py describes the builder
+# ``b``).  Arguments arrive in the compute dtype; the result is converted to the output dtype.
+
+
+def _math(name):
+    return lambda b, *xs, **_: b.call_math(name, *xs)
+
+
+def _one(b, x):
+    return b.const(1, x.dtype)
+
+
+def _zero(b, x):
+    return b.const(0, x.dtype)
+
+
+def _lower_sign(b, x, **_):
+    if x.dtype is D.bool:
+        return x
+    pos = b.cast(b.cmp("gt", x, _zero(b, x)), x.dtype)
+    neg = b.cast(b.cmp("lt", x, _zero(b, x)), x.dtype)
+    return b.sub(pos, neg)              # NaN compares false both ways: sign(nan) is 0
+
+
+def _lower_rsqrt(b, x, **_):
+    return b.div(_one(b, x), b.sqrt(x))
+
+
+def _lower_sigmoid(b, x, **_):
+    return b.div(_one(b, x), b.add(_one(b, x), b.exp(b.neg(x))))
+
+
+def _scale(factor):
+    return lambda b, x, **_: b.mul(x, b.const(factor, x.dtype))
+
+
+def _lower_sinc(b, x, **_):
+    px = b.mul(x, b.const(math.pi, x.dtype))
+    return b.select(b.cmp("eq", x, _zero(b, x)), _one(b, x), b.div(b.call_math("sin", px), px))
+
+
+def _lower_relu(b, x, **_):
+    return b.max(x, _zero(b, x))
+
+
+def _lower_reciprocal(b, x, **_):
+    return b.div(_one(b, x), x)
+
+
+def _rounding(name):
+    """floor/ceil/trunc/rint leave integers as they are."""
+    def rule(b, x, **_):
+        return x if not x.dtype.is_floating_point else b.call_math(name, x)
+    return rule
+
+
+def _lower_frac(b, x, **_):
+    return b.sub(x, b.call_math("trunc", x))
+
+
+def _lower_round(b, x, decimals=0):
+    if not x.dtype.is_floating_point:
+        return x
+    if decimals == 0:
+        return b.call_math("rint", x)
+    if decimals > 0:
+        scale = b.const(10.0 ** decimals, x.dtype)
+        return b.div(b.call_math("rint", b.mul(x, scale)), scale)
+    scale = b.const(10.0 ** -decimals, x.dtype)
+    return b.mul(b.call_math("rint", b.div(x, scale)), scale)
+
+
+def _lower_logit(b, x, eps=None):
+    if eps is not None:
+        x = b.min(b.max(x, b.const(eps, x.dtype)), b.const(1 - eps, x.dtype))
+    return b.log(b.div(x, b.sub(_one(b, x), x)))
+
+
+def _lower_nan_to_num(b, x, nan=0.0, posinf=None, neginf=None):
+    if not x.dtype.is_floating_point:
+        return x
+    info = D.finfo(x.dtype)
+    hi = b.const(info.max if posinf is None else posinf, x.dtype)
+    lo = b.const(info.min if neginf is None else neginf, x.dtype)
+    inf = b.const(math.inf, x.dtype)
+    out = b.select(b.cmp("eq", x, inf), hi, b.select(b.cmp("eq", x, b.neg(inf)), lo, x))
+    return b.select(b.cmp("ne", x, x), b.const(nan, x.dtype), out)
+
+
+def _lower_isinf(b, x, **_):
+    if not x.dtype.is_floating_point:
+        return b.const(False, D.bool)
+    return b.cmp("eq", b.abs(x), b.const(math.inf, x.dtype))
+
+
+def _lower_isfinite(b, x, **_):
+    if not x.dtype.is_floating_point:
+        return b.const(True, D.bool)
+    return b.cmp("lt", b.abs(x), b.const(math.inf, x.dtype))    # false for NaN
+
+
+def _lower_signbit(b, x, **_):
+    if not x.dtype.is_floating_point:
+        return b.cmp("lt", x, _zero(b, x))
+    return b.cmp("lt", b.call_math("copysign", _one(b, x), x), _zero(b, x))
+
+
+def _lower_add(b, x, y, alpha=1):
+    if x.dtype is D.bool:
+        return b.or_(x, y)
+    return b.add(x, y if alpha == 1 else b.mul(y, b.const(alpha, y.dtype)))
+
+
+def _lower_sub(b, x, y, alpha=1):
+    return b.sub(x, y if alpha == 1 else b.mul(y, b.const(alpha, y.dtype)))
+
+
+def _lower_mul(b, x, y):
+    return b.and_(x, y) if x.dtype is D.bool else b.mul(x, y)
+
+
+def _wrong_sign(b, r, y):
+    """r != 0 and its sign differs from y's: floor division and remainder must adjust."""
+    zero = _zero(b, r)
+    return b.and_(b.cmp("ne", r, zero), b.xor(b.cmp("lt", r, zero), b.cmp("lt", y, zero)))
+
+
+def _lower_div(b, x, y, rounding_mode=None):
+    if rounding_mode is None or not x.dtype.is_floating_point:
+        q = b.div(x, y)                 # integer division truncates
+        if rounding_mode == "floor" and not x.dtype.is_floating_point:
+            q = b.sub(q, b.cast(_wrong_sign(b, b.rem(x, y), y), q.dtype))
+        return q
+    q = b.div(x, y)
+    return b.call_math("trunc" if rounding_mode == "trunc" else "floor", q)
+
+
+def _lower_remainder(b, x, y):
+    r = b.rem(x, y)
+    return b.select(_wrong_sign(b, r, y), b.add(r, y), r)
+
+
+def _lower_fmod(b, x, y):
+    return b.rem(x, y)
+
+
+def _lower_pow(b, x, y):
+    e = b.literal(y)
+    if e is not None and e in (0, 1, 2, 3):
+        if e == 0:
+            return _one(b, x)
+        r = x
+        for _ in range(int(e) - 1):
+            r = b.mul(r, x)
+        return r
+    if not x.dtype.is_floating_point:
+        raise Unsupported("integer pow with a tensor or negative exponent")
+    if e == 0.5:
+        return b.sqrt(x)
+    if e == -0.5:
+        return b.div(_one(b, x), b.sqrt(x))
+    if e == -1:
+        return b.div(_one(b, x), x)
+    if e == -2:
+        return b.div(_one(b, x), b.mul(x, x))
+    return b.call_math("pow", x, y)
+
+
+def _lower_maximum(b, x, y):
+    return b.max(x, y)
+
+
+def _lower_minimum(b, x, y):
+    return b.min(x, y)
+
+
+def _lower_fmax(b, x, y):
+    return b.call_math("fmax", x, y) if x.dtype.is_floating_point else b.max(x, y)
+
+
+def _lower_fmin(b, x, y):
+    return b.call_math("fmin", x, y) if x.dtype.is_floating_point else b.min(x, y)
+
+
+def _lower_logaddexp(exp, log1p, ln2):
+    """numpy's formula: ties (both infinite) give x + ln 2, NaN stays NaN."""
+    def rule(b, x, y):
+        d = b.sub(x, y)
+        zero = _zero(b, d)
+        pos = b.add(x, b.call_math(log1p, b.call_math(exp, b.neg(d))))
+        neg = b.add(y, b.call_math(log1p, b.call_math(exp, d)))
+        out = b.select(b.cmp("gt", d, zero), pos, b.select(b.cmp("le", d, zero), neg, b.add(x, y)))
+        return b.select(b.cmp("eq", x, y), b.add(x, b.const(ln2, x.dtype)), out)
+    return rule
+
+
+def _lower_xlogy(b, x, y):
+    zero = _zero(b, x)
+    out = b.mul(x, b.log(y))
+    return b.select(b.and_(b.cmp("eq", x, zero), b.cmp("eq", y, y)), zero, out)
+
+
+def _lower_heaviside(b, x, y):
+    if x.dtype is D.bool:
+        return b.or_(x, y)
+    zero = _zero(b, x)
+    step = b.select(b.cmp("gt", x, zero), _one(b, x), b.select(b.cmp("lt", x, zero), zero, x))
+    return b.select(b.cmp("eq", x, zero), y, step)
+
+
+def _comparison(op):
+    return lambda b, x, y: b.cmp(op, x, y)
+
+
+def _logic(method):
+    return lambda b, *xs: getattr(b, method)(*[b.cast(x, D.bool) for x in xs])
+
+
+def _lower_bitwise_not(b, x):
+    return b.not_(x)
+
+
+def _lower_shift(left):
+    """Out-of-range shift amounts give 0 (or -1 shifting a negative number right)."""
+    def rule(b, x, s):
+        bits = x.dtype.itemsize * 8
+        ok = b.and_(b.cmp("ge", s, _zero(b, s)), b.cmp("lt", s, b.const(bits, s.dtype)))
+        safe = b.select(ok, s, _zero(b, s))
+        if left:
+            return b.select(ok, b.shl(x, safe), _zero(b, x))
+        fill = b.select(b.cmp("lt", x, _zero(b, x)), b.const(-1, x.dtype), _zero(b, x))
+        return b.select(ok, b.shr(x, safe), fill)
+    return rule
+
+
+def _lower_where(b, cond, x, y):
+    return b.select(b.cast(cond, D.bool), x, y)
+
+
+def _lower_clamp(b, x, lo=None, hi=None, fn="clamp"):
+    if lo is not None:
+        x = b.max(x, lo)
+    if hi is not None:
+        x = b.min(x, hi)
+    return x
+
+
+def _lower_masked_fill(b, x, mask, value):
+    return b.select(b.cast(mask, D.bool), b.cast(value, x.dtype), x)
+
+
+def _lower_lerp(b, x, y, w):
+    diff = b.sub(y, x)
+    small = b.cmp("lt", b.abs(w), b.const(0.5, w.dtype))
+    return b.select(small, b.add(x, b.mul(w, diff)), b.sub(y, b.mul(diff, b.sub(_one(b, w), w))))
+
+
+def _lower_addcmul(b, x, t1, t2, value=1):
+    prod = b.mul(t1, t2)
+    if value != 1:
+        prod = b.mul(prod, b.const(value, x.dtype))
+    return b.add(x, prod)
+
+
+def _lower_addcdiv(b, x, t1, t2, value=1):
+    q = b.div(t1, t2)
+    return b.add(x, q if value == 1 else b.mul(q, b.const(value, x.dtype)))
+
+
+def _lower_angle(b, x):
+    zero = _zero(b, x)
+    return b.select(b.cmp("lt", x, zero), b.const(math.pi, x.dtype),
+                    b.select(b.cmp("ne", x, x), x, zero))
+
+
 # ---------------------------------------------------------------- unary
 
 
@@ -182,47 +459,57 @@ def _lgamma(x):
     return np.where(x == -np.inf, np.inf, _special.gammaln(x))
 
 
-neg = _unary("neg", np.negative, _neg_rule, lambda ctx, g: (-g,))
+neg = _unary("neg", np.negative, _neg_rule, lambda ctx, g: (-g,), lowering=lambda b, x: b.neg(x))
 abs = _unary("abs", np.abs, rejecting(exact, "abs_cpu", BOOL),  # noqa: A001
-             lambda ctx, g: (g * ctx.inputs[0].sgn(),))
-sign = _unary("sign", _sign, exact, _zero_grad)
-sgn = _unary("sgn", _sign, exact, _zero_grad)
-exp = _unary("exp", np.exp, promote_float, lambda ctx, g: (g * ctx.output,))
-exp2 = _unary("exp2", np.exp2, promote_float, lambda ctx, g: (g * ctx.output * LN2,))
-expm1 = _unary("expm1", np.expm1, promote_float, lambda ctx, g: (g * (ctx.output + 1),))
-log = _unary("log", np.log, promote_float, lambda ctx, g: (g / ctx.inputs[0],))
-log2 = _unary("log2", np.log2, promote_float, lambda ctx, g: (g / (ctx.inputs[0] * LN2),))
-log10 = _unary("log10", np.log10, promote_float, lambda ctx, g: (g / (ctx.inputs[0] * LN10),))
+             lambda ctx, g: (g * ctx.inputs[0].sgn(),), lowering=lambda b, x: b.abs(x))
+sign = _unary("sign", _sign, exact, _zero_grad, lowering=_lower_sign)
+sgn = _unary("sgn", _sign, exact, _zero_grad, lowering=_lower_sign)
+exp = _unary("exp", np.exp, promote_float, lambda ctx, g: (g * ctx.output,), lowering=lambda b, x: b.exp(x))
+exp2 = _unary("exp2", np.exp2, promote_float, lambda ctx, g: (g * ctx.output * LN2,), lowering=_math("exp2"))
+expm1 = _unary("expm1", np.expm1, promote_float, lambda ctx, g: (g * (ctx.output + 1),),
+               lowering=_math("expm1"))
+log = _unary("log", np.log, promote_float, lambda ctx, g: (g / ctx.inputs[0],),
+             lowering=lambda b, x: b.log(x))
+log2 = _unary("log2", np.log2, promote_float, lambda ctx, g: (g / (ctx.inputs[0] * LN2),),
+              lowering=_math("log2"))
+log10 = _unary("log10", np.log10, promote_float, lambda ctx, g: (g / (ctx.inputs[0] * LN10),),
+               lowering=_math("log10"))
 log1p = _unary("log1p", np.log1p, promote_float, lambda ctx, g: (g / (ctx.inputs[0] + 1),),
-               grad_name="Log1PBackward0")
-sqrt = _unary("sqrt", np.sqrt, promote_float, lambda ctx, g: (g / (2 * ctx.output),))
+               grad_name="Log1PBackward0", lowering=_math("log1p"))
+sqrt = _unary("sqrt", np.sqrt, promote_float, lambda ctx, g: (g / (2 * ctx.output),),
+              lowering=lambda b, x: b.sqrt(x))
 rsqrt = _unary("rsqrt", lambda x: 1 / np.sqrt(x), promote_float,
-               lambda ctx, g: (g * ctx.output.pow(3) * -0.5,))
-sin = _unary("sin", np.sin, promote_float, lambda ctx, g: (g * ctx.inputs[0].cos(),))
-cos = _unary("cos", np.cos, promote_float, lambda ctx, g: (g * -ctx.inputs[0].sin(),))
-tan = _unary("tan", np.tan, promote_float, lambda ctx, g: (g * (1 + ctx.output * ctx.output),))
+               lambda ctx, g: (g * ctx.output.pow(3) * -0.5,), lowering=_lower_rsqrt)
+sin = _unary("sin", np.sin, promote_float, lambda ctx, g: (g * ctx.inputs[0].cos(),), lowering=_math("sin"))
+cos = _unary("cos", np.cos, promote_float, lambda ctx, g: (g * -ctx.inputs[0].sin(),), lowering=_math("cos"))
+tan = _unary("tan", np.tan, promote_float, lambda ctx, g: (g * (1 + ctx.output * ctx.output),),
+             lowering=_math("tan"))
 asin = _unary("asin", np.arcsin, promote_float,
-              lambda ctx, g: (g * (1 - ctx.inputs[0] * ctx.inputs[0]).rsqrt(),))
+              lambda ctx, g: (g * (1 - ctx.inputs[0] * ctx.inputs[0]).rsqrt(),), lowering=_math("asin"))
 acos = _unary("acos", np.arccos, promote_float,
-              lambda ctx, g: (g * -(1 - ctx.inputs[0] * ctx.inputs[0]).rsqrt(),))
+              lambda ctx, g: (g * -(1 - ctx.inputs[0] * ctx.inputs[0]).rsqrt(),), lowering=_math("acos"))
 atan = _unary("atan", np.arctan, promote_float,
-              lambda ctx, g: (g / (ctx.inputs[0] * ctx.inputs[0] + 1),))
-sinh = _unary("sinh", np.sinh, promote_float, lambda ctx, g: (g * ctx.inputs[0].cosh(),))
-cosh = _unary("cosh", np.cosh, promote_float, lambda ctx, g: (g * ctx.inputs[0].sinh(),))
+              lambda ctx, g: (g / (ctx.inputs[0] * ctx.inputs[0] + 1),), lowering=_math("atan"))
+sinh = _unary("sinh", np.sinh, promote_float, lambda ctx, g: (g * ctx.inputs[0].cosh(),),
+              lowering=_math("sinh"))
+cosh = _unary("cosh", np.cosh, promote_float, lambda ctx, g: (g * ctx.inputs[0].sinh(),),
+              lowering=_math("cosh"))
 tanh = _unary("tanh", np.tanh, promote_float,
-              lambda ctx, g: (g * (1 - ctx.output * ctx.output),))
+              lambda ctx, g: (g * (1 - ctx.output * ctx.output),), lowering=_math("tanh"))
 asinh = _unary("asinh", np.arcsinh, promote_float,
-               lambda ctx, g: (g * (ctx.inputs[0] * ctx.inputs[0] + 1).rsqrt(),))
+               lambda ctx, g: (g * (ctx.inputs[0] * ctx.inputs[0] + 1).rsqrt(),), lowering=_math("asinh"))
 acosh = _unary("acosh", np.arccosh, promote_float,
-               lambda ctx, g: (g * (ctx.inputs[0] * ctx.inputs[0] - 1).rsqrt(),))
+               lambda ctx, g: (g * (ctx.inputs[0] * ctx.inputs[0] - 1).rsqrt(),), lowering=_math("acosh"))
 atanh = _unary("atanh", np.arctanh, promote_float,
-               lambda ctx, g: (g / (1 - ctx.inputs[0] * ctx.inputs[0]),))
+               lambda ctx, g: (g / (1 - ctx.inputs[0] * ctx.inputs[0]),), lowering=_math("atanh"))
 sigmoid = _unary("sigmoid", _special.expit, promote_float,
-                 lambda ctx, g: (g * (1 - ctx.output) * ctx.output,))
+                 lambda ctx, g: (g * (1 - ctx.output) * ctx.output,), lowering=_lower_sigmoid)
 erf = _unary("erf", _special.erf, promote_float,
-             lambda ctx, g: (g * TWO_OVER_SQRT_PI * (-ctx.inputs[0] * ctx.inputs[0]).exp(),))
+             lambda ctx, g: (g * TWO_OVER_SQRT_PI * (-ctx.inputs[0] * ctx.inputs[0]).exp(),),
+             lowering=_math("erf"))
 erfc = _unary("erfc", _special.erfc, promote_float,
-              lambda ctx, g: (g * -TWO_OVER_SQRT_PI * (-ctx.inputs[0] * ctx.inputs[0]).exp(),))
+              lambda ctx, g: (g * -TWO_OVER_SQRT_PI * (-ctx.inputs[0] * ctx.inputs[0]).exp(),),
+              lowering=_math("erfc"))
 erfinv = _unary("erfinv", _special.erfinv, promote_float,
                 lambda ctx, g: (g * SQRT_PI_OVER_TWO * (ctx.output * ctx.output).exp(),))
 lgamma = _unary("lgamma", _lgamma, promote_float,
@@ -230,9 +517,9 @@ lgamma = _unary("lgamma", _lgamma, promote_float,
 digamma = _unary("digamma", _special.psi, promote_float,
                  lambda ctx, g: (g * ctx.inputs[0].polygamma(1),))
 deg2rad = _unary("deg2rad", lambda x: x * DEG_TO_RAD, promote_float,
-                 lambda ctx, g: (g * DEG_TO_RAD,), grad_name="Deg2RadBackward0")
+                 lambda ctx, g: (g * DEG_TO_RAD,), grad_name="Deg2RadBackward0", lowering=_scale(DEG_TO_RAD))
 rad2deg = _unary("rad2deg", lambda x: x * RAD_TO_DEG, promote_float,
-                 lambda ctx, g: (g * RAD_TO_DEG,), grad_name="Rad2DegBackward0")
+                 lambda ctx, g: (g * RAD_TO_DEG,), grad_name="Rad2DegBackward0", lowering=_scale(RAD_TO_DEG))
 
 
 def _sinc_vjp(ctx, g):
@@ -242,17 +529,19 @@ def _sinc_vjp(ctx, g):
     return (g * d.masked_fill(x == 0, 0),)
 
 
-sinc = _unary("sinc", np.sinc, promote_float, _sinc_vjp)
+sinc = _unary("sinc", np.sinc, promote_float, _sinc_vjp, lowering=_lower_sinc)
 relu = _unary("relu", lambda x: np.maximum(x, 0), _relu_rule,
-              lambda ctx, g: (g.masked_fill(ctx.output <= 0, 0),))
+              lambda ctx, g: (g.masked_fill(ctx.output <= 0, 0),), lowering=_lower_relu)
 reciprocal = _unary("reciprocal", lambda x: 1 / x, promote_float,
-                    lambda ctx, g: (-g * (ctx.output * ctx.output),))
-floor = _unary("floor", _int_identity(np.floor), rejecting(exact, "floor_vml_cpu", BOOL), _zero_grad)
-ceil = _unary("ceil", _int_identity(np.ceil), rejecting(exact, "ceil_vml_cpu", BOOL), _zero_grad)
+                    lambda ctx, g: (-g * (ctx.output * ctx.output),), lowering=_lower_reciprocal)
+floor = _unary("floor", _int_identity(np.floor), rejecting(exact, "floor_vml_cpu", BOOL), _zero_grad,
+               lowering=_rounding("floor"))
+ceil = _unary("ceil", _int_identity(np.ceil), rejecting(exact, "ceil_vml_cpu", BOOL), _zero_grad,
+              lowering=_rounding("ceil"))
 trunc = _unary("trunc", _int_identity(np.trunc), rejecting(exact, "trunc_vml_cpu", BOOL),
-               _zero_grad)
+               _zero_grad, lowering=_rounding("trunc"))
 frac = _unary("frac", lambda x: x - np.trunc(x), rejecting(promote, "frac_cpu", INTEGRAL),
-              lambda ctx, g: (g,))
+              lambda ctx, g: (g,), lowering=_lower_frac)
 
 
 _rint = _int_identity(np.rint)          # half to even, like torch
@@ -277,7 +566,7 @@ def _round_rule(x, decimals=0):
 
 round = _unary("round", _round, _round_rule, _zero_grad,  # noqa: A001
                grad_name=lambda is_tensor, attrs: "RoundBackward1" if "decimals" in attrs
-               else "RoundBackward0")
+               else "RoundBackward0", lowering=_lower_round)
 
 
 def _logit(x, eps=None):
@@ -294,7 +583,7 @@ def _logit_vjp(ctx, g):
     return (d.masked_fill((x < eps) | (x > 1 - eps), 0),)
 
 
-logit = _unary("logit", _logit, promote_float, _logit_vjp)
+logit = _unary("logit", _logit, promote_float, _logit_vjp, lowering=_lower_logit)
 
 
 def _polygamma(x, n):
@@ -323,7 +612,7 @@ def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
 
 
 nan_to_num = _unary("nan_to_num", _nan_to_num, exact,
-                    lambda ctx, g: (g.masked_fill(~ctx.inputs[0].isfinite(), 0),))
+                    lambda ctx, g: (g.masked_fill(~ctx.inputs[0].isfinite(), 0),), lowering=_lower_nan_to_num)
 
 
 def _signbit(x):
@@ -338,13 +627,15 @@ def _bitwise_not(x):
     return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
 
 
-logical_not = _unary("logical_not", np.logical_not, logical, None, differentiable=False)
+logical_not = _unary("logical_not", np.logical_not, logical, None, differentiable=False,
+                     lowering=lambda b, x: b.not_(b.cast(x, D.bool)))
 bitwise_not = _unary("bitwise_not", _bitwise_not, integral("bitwise_not_cpu"), None,
-                     differentiable=False)
-isnan = _unary("isnan", np.isnan, compare, None, differentiable=False)
-isinf = _unary("isinf", np.isinf, compare, None, differentiable=False)
-isfinite = _unary("isfinite", np.isfinite, compare, None, differentiable=False)
-signbit = _unary("signbit", _signbit, compare, None, differentiable=False)
+                     differentiable=False, lowering=_lower_bitwise_not)
+isnan = _unary("isnan", np.isnan, compare, None, differentiable=False,
+               lowering=lambda b, x: b.cmp("ne", x, x))
+isinf = _unary("isinf", np.isinf, compare, None, differentiable=False, lowering=_lower_isinf)
+isfinite = _unary("isfinite", np.isfinite, compare, None, differentiable=False, lowering=_lower_isfinite)
+signbit = _unary("signbit", _signbit, compare, None, differentiable=False, lowering=_lower_signbit)
 
 # ---------------------------------------------------------------- binary
 
@@ -406,14 +697,14 @@ def _sub_rule(a, b, alpha=1):
 
 
 add = _elementwise("add", _add, _add_rule,
-                   lambda ctx, g: (g, ctx.needs(1) and g * ctx.attrs.get("alpha", 1)))
+                   lambda ctx, g: (g, ctx.needs(1) and g * ctx.attrs.get("alpha", 1)), lowering=_lower_add)
 sub = _elementwise("sub", _sub, _sub_rule,
                    lambda ctx, g: (g, ctx.needs(1) and g * -ctx.attrs.get("alpha", 1)),
                    grad_name=lambda is_tensor, attrs: "SubBackward0" if is_tensor[0]
-                   else "RsubBackward1")
+                   else "RsubBackward1", lowering=_lower_sub)
 mul = _elementwise("mul", np.multiply, promote,
                    lambda ctx, g: (ctx.needs(0) and g * ctx.inputs[1],
-                                   ctx.needs(1) and g * ctx.inputs[0]))
+                                   ctx.needs(1) and g * ctx.inputs[0]), lowering=_lower_mul)
 
 
 def _is_int_array(a):
@@ -467,7 +758,7 @@ def _div_vjp(ctx, g):
 
 div = _elementwise("div", _div, _div_rule, _div_vjp,
                    grad_name=lambda is_tensor, attrs: "DivBackward2"
-                   if attrs.get("rounding_mode") is not None else "DivBackward0")
+                   if attrs.get("rounding_mode") is not None else "DivBackward0", lowering=_lower_div)
 
 
 def _remainder(a, b):
@@ -496,11 +787,12 @@ def _remainder_vjp(ctx, g):
 remainder = _elementwise(
     "remainder", _remainder, rejecting(promote, "remainder_cpu", BOOL), _remainder_vjp,
     grad_name=by_operands({(True, True): "RemainderBackward1", (True, False): "RemainderBackward0",
-                           (False, True): NOT_IMPLEMENTED}))
+                           (False, True): NOT_IMPLEMENTED}), lowering=_lower_remainder)
 fmod = _elementwise(
     "fmod", _fmod, rejecting(promote, "fmod_cpu", BOOL),
     lambda ctx, g: (g, ctx.needs(1) and -g * ctx.inputs[0].div(ctx.inputs[1], rounding_mode="trunc")),
-    grad_name=by_operands({(True, True): "FmodBackward1", (True, False): "FmodBackward0"}))
+    grad_name=by_operands({(True, True): "FmodBackward1", (True, False): "FmodBackward0"}),
+    lowering=_lower_fmod)
 
 
 def _int_pow(a, b):
@@ -576,7 +868,7 @@ def _pow_vjp(ctx, g):
 pow = _elementwise(  # noqa: A001
     "pow", _pow, _pow_rule, _pow_vjp,
     grad_name=by_operands({(True, True): "PowBackward1", (True, False): "PowBackward0",
-                           (False, True): "PowBackward2"}))
+                           (False, True): "PowBackward2"}), lowering=_lower_pow)
 
 
 def _atan2_vjp(ctx, g):
@@ -585,7 +877,7 @@ def _atan2_vjp(ctx, g):
     return (ctx.needs(0) and g * b * recip, ctx.needs(1) and g * -a * recip)
 
 
-atan2 = _elementwise("atan2", np.arctan2, promote_float, _atan2_vjp)
+atan2 = _elementwise("atan2", np.arctan2, promote_float, _atan2_vjp, lowering=_math("atan2"))
 
 
 def _minmax_vjp(pick):
@@ -599,8 +891,8 @@ def _minmax_vjp(pick):
     return vjp
 
 
-maximum = _elementwise("maximum", np.maximum, exact, _minmax_vjp(lambda a, b: a < b))
-minimum = _elementwise("minimum", np.minimum, exact, _minmax_vjp(lambda a, b: a > b))
+maximum = _elementwise("maximum", np.maximum, exact, _minmax_vjp(lambda a, b: a < b), lowering=_lower_maximum)
+minimum = _elementwise("minimum", np.minimum, exact, _minmax_vjp(lambda a, b: a > b), lowering=_lower_minimum)
 
 
 def _fminmax_vjp(wins):
@@ -613,8 +905,8 @@ def _fminmax_vjp(wins):
     return vjp
 
 
-fmax = _elementwise("fmax", np.fmax, exact, _fminmax_vjp(lambda a, b: a >= b))
-fmin = _elementwise("fmin", np.fmin, exact, _fminmax_vjp(lambda a, b: a <= b))
+fmax = _elementwise("fmax", np.fmax, exact, _fminmax_vjp(lambda a, b: a >= b), lowering=_lower_fmax)
+fmin = _elementwise("fmin", np.fmin, exact, _fminmax_vjp(lambda a, b: a <= b), lowering=_lower_fmin)
 
 
 def _copysign_vjp(ctx, g):
@@ -625,15 +917,17 @@ def _copysign_vjp(ctx, g):
 
 copysign = _elementwise(
     "copysign", np.copysign, promote_float, _copysign_vjp,
-    grad_name=by_operands({(True, True): "CopysignBackward0", (True, False): "CopysignBackward1"}))
+    grad_name=by_operands({(True, True): "CopysignBackward0", (True, False): "CopysignBackward1"}),
+    lowering=_math("copysign"))
 hypot = _elementwise(
     "hypot", np.hypot, rejecting(promote, "hypot_cpu", INTEGRAL),
     lambda ctx, g: (ctx.needs(0) and g * ctx.inputs[0] / ctx.output,
-                    ctx.needs(1) and g * ctx.inputs[1] / ctx.output))
+                    ctx.needs(1) and g * ctx.inputs[1] / ctx.output), lowering=_math("hypot"))
 logaddexp = _elementwise(
     "logaddexp", np.logaddexp, rejecting(promote, "logaddexp_cpu", INTEGRAL),
     lambda ctx, g: (ctx.needs(0) and g / ((ctx.inputs[1] - ctx.inputs[0]).exp() + 1),
-                    ctx.needs(1) and g / ((ctx.inputs[0] - ctx.inputs[1]).exp() + 1)))
+                    ctx.needs(1) and g / ((ctx.inputs[0] - ctx.inputs[1]).exp() + 1)),
+                    lowering=_lower_logaddexp("exp", "log1p", LN2))
 logaddexp2 = _elementwise(
     "logaddexp2", np.logaddexp2, rejecting(promote, "logaddexp2_cpu", INTEGRAL),
     lambda ctx, g: (ctx.needs(0) and g / ((ctx.inputs[1] - ctx.inputs[0]).exp2() + 1),
@@ -661,7 +955,7 @@ def _xlogy_vjp(ctx, g):
 xlogy = _elementwise(
     "xlogy", _xlogy, promote_float, _xlogy_vjp,
     grad_name=by_operands({(True, True): "XlogyBackward0", (False, True): "XlogyBackward1",
-                           (True, False): "XlogyBackward2"}))
+                           (True, False): "XlogyBackward2"}), lowering=_lower_xlogy)
 
 
 def _heaviside_rule(a, b):
@@ -678,9 +972,10 @@ def _heaviside(a, b):
 
 
 heaviside = _elementwise("heaviside", _heaviside, _heaviside_rule, _no_derivative("heaviside"),
-                         grad_name=NOT_IMPLEMENTED)
+                         grad_name=NOT_IMPLEMENTED, lowering=_lower_heaviside)
 nextafter = _elementwise("nextafter", np.nextafter,
-                         rejecting(exact, "nextafter_cpu", INTEGRAL), None, differentiable=False)
+                         rejecting(exact, "nextafter_cpu", INTEGRAL), None, differentiable=False,
+                         lowering=_math("nextafter"))
 
 
 def _cmp(fn):
@@ -694,22 +989,26 @@ def _cmp(fn):
     return impl
 
 
-eq = _elementwise("eq", _cmp(np.equal), compare, None, differentiable=False)
-ne = _elementwise("ne", _cmp(np.not_equal), compare, None, differentiable=False)
-lt = _elementwise("lt", _cmp(np.less), compare, None, differentiable=False)
-le = _elementwise("le", _cmp(np.less_equal), compare, None, differentiable=False)
-gt = _elementwise("gt", _cmp(np.greater), compare, None, differentiable=False)
-ge = _elementwise("ge", _cmp(np.greater_equal), compare, None, differentiable=False)
+eq = _elementwise("eq", _cmp(np.equal), compare, None, differentiable=False, lowering=_comparison("eq"))
+ne = _elementwise("ne", _cmp(np.not_equal), compare, None, differentiable=False, lowering=_comparison("ne"))
+lt = _elementwise("lt", _cmp(np.less), compare, None, differentiable=False, lowering=_comparison("lt"))
+le = _elementwise("le", _cmp(np.less_equal), compare, None, differentiable=False, lowering=_comparison("le"))
+gt = _elementwise("gt", _cmp(np.greater), compare, None, differentiable=False, lowering=_comparison("gt"))
+ge = _elementwise("ge", _cmp(np.greater_equal), compare, None, differentiable=False,
+                  lowering=_comparison("ge"))
 
-logical_and = _elementwise("logical_and", np.logical_and, logical, None, differentiable=False)
-logical_or = _elementwise("logical_or", np.logical_or, logical, None, differentiable=False)
-logical_xor = _elementwise("logical_xor", np.logical_xor, logical, None, differentiable=False)
+logical_and = _elementwise("logical_and", np.logical_and, logical, None, differentiable=False,
+                           lowering=_logic("and_"))
+logical_or = _elementwise("logical_or", np.logical_or, logical, None, differentiable=False,
+                          lowering=_logic("or_"))
+logical_xor = _elementwise("logical_xor", np.logical_xor, logical, None, differentiable=False,
+                           lowering=_logic("xor"))
 bitwise_and = _elementwise("bitwise_and", np.bitwise_and, integral("bitwise_and_cpu"), None,
-                           differentiable=False)
+                           differentiable=False, lowering=lambda b, x, y: b.and_(x, y))
 bitwise_or = _elementwise("bitwise_or", np.bitwise_or, integral("bitwise_or_cpu"), None,
-                          differentiable=False)
+                          differentiable=False, lowering=lambda b, x, y: b.or_(x, y))
 bitwise_xor = _elementwise("bitwise_xor", np.bitwise_xor, integral("bitwise_xor_cpu"), None,
-                           differentiable=False)
+                           differentiable=False, lowering=lambda b, x, y: b.xor(x, y))
 
 
 def _shift(fn, left):
@@ -733,9 +1032,11 @@ def _shift_rule(kernel):
 
 
 bitwise_left_shift = _elementwise("bitwise_left_shift", _shift(np.left_shift, True),
-                                  _shift_rule("lshift_cpu"), None, differentiable=False)
+                                  _shift_rule("lshift_cpu"), None, differentiable=False,
+                                  lowering=_lower_shift(True))
 bitwise_right_shift = _elementwise("bitwise_right_shift", _shift(np.right_shift, False),
-                                   _shift_rule("rshift_cpu"), None, differentiable=False)
+                                   _shift_rule("rshift_cpu"), None, differentiable=False,
+                                   lowering=_lower_shift(False))
 
 # ---------------------------------------------------------------- ternary
 
@@ -771,7 +1072,7 @@ def _where_vjp(ctx, g):
 
 
 # the condition is cast to the compute dtype too: its 0/1 values select the same elements
-where = _elementwise("where", _where, _where_rule, _where_vjp)
+where = _elementwise("where", _where, _where_rule, _where_vjp, lowering=_lower_where)
 
 _C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
                 "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
@@ -857,7 +1158,8 @@ def _clamp_grad_name(is_tensor, attrs):
         ("1" if bound else "0")
 
 
-clamp = _elementwise("clamp", _clamp, _clamp_rule, _clamp_vjp, grad_name=_clamp_grad_name)
+clamp = _elementwise("clamp", _clamp, _clamp_rule, _clamp_vjp, grad_name=_clamp_grad_name,
+                     lowering=_lower_clamp)
 
 
 def _masked_fill_rule(x, mask, value, **_):
@@ -887,7 +1189,7 @@ masked_fill = _elementwise(
         lambda ctx, g: (ctx.needs(0) and g.masked_fill(ctx.inputs[1], 0), None,
                         ctx.needs(2) and g.masked_fill(~ctx.inputs[1], 0).sum())),
     grad_name=by_operands({(True, True, False): "MaskedFillBackward0",
-                           (True, True, True): "MaskedFillBackward1"}))
+                           (True, True, True): "MaskedFillBackward1"}), lowering=_lower_masked_fill)
 
 
 def _lerp(a, b, w):
@@ -918,7 +1220,7 @@ def _lerp_vjp(ctx, g):
 
 lerp = _elementwise("lerp", _lerp, _lerp_rule, _lerp_vjp,
                     grad_name=by_operands({(True, True, False): "LerpBackward0",
-                                           (True, True, True): "LerpBackward1"}))
+                                           (True, True, True): "LerpBackward1"}), lowering=_lower_lerp)
 
 
 def _addcmul(x, t1, t2, value=1):
@@ -974,8 +1276,8 @@ def _addcdiv_vjp(ctx, g):
     return (g, ctx.needs(1) and g * v / t2, ctx.needs(2) and -g * v * t1 / (t2 * t2))
 
 
-addcmul = _elementwise("addcmul", _addcmul, _addcmul_rule, _addcmul_vjp)
-addcdiv = _elementwise("addcdiv", _addcdiv, _addcdiv_rule, _addcdiv_vjp)
+addcmul = _elementwise("addcmul", _addcmul, _addcmul_rule, _addcmul_vjp, lowering=_lower_addcmul)
+addcdiv = _elementwise("addcdiv", _addcdiv, _addcdiv_rule, _addcdiv_vjp, lowering=_lower_addcdiv)
 
 
 def _angle(x):
@@ -983,7 +1285,7 @@ def _angle(x):
     return np.where(x < 0, math.pi, np.where(np.isnan(x), x, 0))
 
 
-angle = _unary("angle", _angle, promote_float, _zero_grad)
+angle = _unary("angle", _angle, promote_float, _zero_grad, lowering=_lower_angle)
 
 
 # ---------------------------------------------------------------- two outputs

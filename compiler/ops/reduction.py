@@ -19,6 +19,7 @@ import numpy as np
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, define, type_name, wrap_dim, wrap_dims
 from .indexing import DATA_DEPENDENT
+from ..lowering.scalar import Reduction, highest, lowest
 
 _F32 = np.dtype(np.float32)
 _I64 = np.dtype(np.int64)
@@ -76,6 +77,37 @@ def _spec_reduce(x, dim, keepdim, dtype):
     return TensorSpec(reduced_shape(tuple(x.shape), dim, keepdim), dtype)
 
 
+# ---------------------------------------------------------------- lowering rules
+# How the code generators reduce (compiler/lowering/scalar.py): the combine, its identity, the
+# accumulation dtype (half types accumulate in float32), per-element and final steps.
+
+
+def _acc_dtype(in_dt, out_dt):
+    return D.float32 if out_dt in (D.float16, D.bfloat16) else out_dt
+
+
+def _same_dtype(in_dt, out_dt):
+    return in_dt
+
+
+def _mean_finalize(b, acc, count, **_):
+    return b.div(acc, b.const(count, acc.dtype))         # the mean of nothing is 0/0 = nan
+
+
+def _skip_nan(b, x, **_):
+    return b.select(b.cmp("ne", x, x), b.const(0, x.dtype), x)
+
+
+SUM_LOWERING = Reduction("add", lambda dt: 0, _acc_dtype)
+MEAN_LOWERING = Reduction("add", lambda dt: 0, _acc_dtype, finalize=_mean_finalize)
+NANSUM_LOWERING = Reduction("add", lambda dt: 0, _acc_dtype, prepare=_skip_nan)
+PROD_LOWERING = Reduction("mul", lambda dt: 1, _acc_dtype)
+MAX_LOWERING = Reduction("max", lowest, _same_dtype)
+MIN_LOWERING = Reduction("min", highest, _same_dtype)
+ALL_LOWERING = Reduction("and_", lambda dt: True, lambda i, o: D.bool)
+ANY_LOWERING = Reduction("or_", lambda dt: False, lambda i, o: D.bool)
+
+
 # ---------------------------------------------------------------- sum
 
 def sum_dtype(in_dt, dtype=None):
@@ -116,9 +148,9 @@ def _sum_vjp(ctx, g):
 
 
 sum = define("sum", "reduction", _sum_impl, meta=_sum_meta, vjp=_sum_vjp,  # noqa: A001
-             grad_name="SumBackward0", doc="Sum of all elements.")
+             grad_name="SumBackward0", doc="Sum of all elements.", lowering=SUM_LOWERING)
 sum_dim = define("sum_dim", "reduction", _sum_impl, meta=_sum_meta, vjp=_sum_vjp,
-                 grad_name="SumBackward1", doc="Sum over dims.")
+                 grad_name="SumBackward1", doc="Sum over dims.", lowering=SUM_LOWERING)
 
 
 # ---------------------------------------------------------------- mean
@@ -160,9 +192,9 @@ def _mean_vjp(ctx, g):
 
 
 mean = define("mean", "reduction", _mean_impl, meta=_mean_meta, vjp=_mean_vjp,
-              grad_name="MeanBackward0", doc="Mean of all elements.")
+              grad_name="MeanBackward0", doc="Mean of all elements.", lowering=MEAN_LOWERING)
 mean_dim = define("mean_dim", "reduction", _mean_impl, meta=_mean_meta, vjp=_mean_vjp,
-                  grad_name="MeanBackward1", doc="Mean over dims.")
+                  grad_name="MeanBackward1", doc="Mean over dims.", lowering=MEAN_LOWERING)
 
 
 # ---------------------------------------------------------------- nansum
@@ -180,7 +212,7 @@ def _nansum_vjp(ctx, g):
 
 
 nansum = define("nansum", "reduction", _nansum_impl, meta=_sum_meta, vjp=_nansum_vjp,
-                doc="Sum treating NaN as zero.")
+                doc="Sum treating NaN as zero.", lowering=NANSUM_LOWERING)
 
 
 # ---------------------------------------------------------------- prod
@@ -216,9 +248,11 @@ def _prod_vjp(ctx, g):
 
 
 prod = define("prod", "reduction", _prod_impl, meta=_prod_meta, vjp=_prod_vjp,
-              grad_name="ProdBackward0", doc="Product of all elements.")
+              grad_name="ProdBackward0", doc="Product of all elements.",
+              lowering=PROD_LOWERING)
 prod_dim = define("prod_dim", "reduction", _prod_impl, meta=_prod_meta, vjp=_prod_vjp,
-                  grad_name="ProdBackward1", doc="Product over one dim.")
+                  grad_name="ProdBackward1", doc="Product over one dim.",
+                  lowering=PROD_LOWERING)
 
 
 def _tup(dim):
@@ -266,10 +300,10 @@ def _extreme_full_vjp(ctx, g):
 
 _impl, _meta = _extreme_full(np.maximum, "max")
 max = define("max", "reduction", _impl, meta=_meta, vjp=_extreme_full_vjp,  # noqa: A001
-             grad_name="MaxBackward1", doc="Largest element.")
+             grad_name="MaxBackward1", doc="Largest element.", lowering=MAX_LOWERING)
 _impl, _meta = _extreme_full(np.minimum, "min")
 min = define("min", "reduction", _impl, meta=_meta, vjp=_extreme_full_vjp,  # noqa: A001
-             grad_name="MinBackward1", doc="Smallest element.")
+             grad_name="MinBackward1", doc="Smallest element.", lowering=MIN_LOWERING)
 
 
 def _select_along(x, idx, dim, keepdim):
@@ -345,10 +379,10 @@ def _amax_vjp(ctx, g):
 
 _impl, _meta = _amax_like(np.maximum, "amax")
 amax = define("amax", "reduction", _impl, meta=_meta, vjp=_amax_vjp,
-              doc="Largest values over dims.")
+              doc="Largest values over dims.", lowering=MAX_LOWERING)
 _impl, _meta = _amax_like(np.minimum, "amin")
 amin = define("amin", "reduction", _impl, meta=_meta, vjp=_amax_vjp,
-              doc="Smallest values over dims.")
+              doc="Smallest values over dims.", lowering=MIN_LOWERING)
 
 
 def _aminmax_impl(x, dim=None, keepdim=False):
@@ -782,10 +816,10 @@ def _logic(ufunc):
 
 _impl, _meta = _logic(np.logical_and)
 all = define("all", "reduction", _impl, meta=_meta, differentiable=False,  # noqa: A001
-             doc="Whether every element is nonzero.")
+             doc="Whether every element is nonzero.", lowering=ALL_LOWERING)
 _impl, _meta = _logic(np.logical_or)
 any = define("any", "reduction", _impl, meta=_meta, differentiable=False,  # noqa: A001
-             doc="Whether some element is nonzero.")
+             doc="Whether some element is nonzero.", lowering=ANY_LOWERING)
 
 
 def _count_nonzero_impl(x, dim=None):

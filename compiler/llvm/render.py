@@ -1,0 +1,416 @@
+"""Render a loop-level Kernel (compiler/lowering/kernel.py) as LLVM IR with llvmlite.ir.
+
+The function takes one ``noalias`` pointer per buffer (inputs, then outputs); shapes and
+strides are constants, so LLVM sees exact trip counts and unit strides and vectorizes the
+innermost loop.  Adjacent axes that every buffer walks contiguously are merged first, so an
+elementwise kernel over contiguous tensors is one flat loop.
+
+The loop nest: the kept (outer) axes; inside, one loop nest over the reduce axes per
+reduction, whose innermost axis runs in blocks of ``BLOCK`` elements, each summed into its own
+partial before joining the total (16M float32 ones sum to 16777216 exactly, and the partial
+may be vectorized, its additions reassociated); then the stores of values computed once per
+outer index; then a last loop nest over the reduce axes for the stores that vary along it.
+
+This module implements the scalar builder of compiler/lowering/scalar.py on LLVM values:
+float16 and bfloat16 live in float registers and round when converted or stored; integer
+division and remainder never trap.
+"""
+from contextlib import contextmanager
+
+import numpy as np
+from llvmlite import ir
+
+from dynograph.runtime import dtypes as D
+
+BLOCK = 1024
+I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
+F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+PTR = ir.PointerType()
+
+# C math functions LLVM knows as intrinsics; the others are called in the C library
+INTRINSICS = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
+              "sqrt": "sqrt", "sin": "sin", "cos": "cos", "floor": "floor", "ceil": "ceil",
+              "trunc": "trunc", "rint": "rint", "pow": "pow", "copysign": "copysign",
+              "fmax": "maxnum", "fmin": "minnum"}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def reg_type(dt):
+    """The register type of a dtype (half types compute in float)."""
+    if dt is D.bool:
+        return I1
+    if dt.is_floating_point:
+        return F64 if dt is D.float64 else F32
+    return ir.IntType(dt.itemsize * 8)
+
+
+def mem_type(dt):
+    if dt is D.bool:
+        return I8
+    if dt is D.float16:
+        return F16
+    if dt is D.bfloat16:
+        return I16
+    return reg_type(dt)
+
+
+def _unsigned(dt):
+    return dt is D.bool or dt is D.uint8
+
+
+def collapse(kernel):
+    """(domain, reduce axes, load strides, store strides) with size-1 axes dropped and
+    adjacent axes merged where every buffer walks them as one."""
+    domain = list(kernel.domain)
+    red = set(kernel.reduce_axes)
+    strides = [list(ld.strides) for ld in kernel.loads] + [list(s.strides) for s in kernel.stores]
+    keep = [a for a in range(len(domain)) if domain[a] != 1]
+    domain = [domain[a] for a in keep]
+    flags = [a in red for a in keep]
+    strides = [[s[a] for a in keep] for s in strides]
+    a = len(domain) - 2
+    while a >= 0:
+        if flags[a] == flags[a + 1] and all(s[a] == s[a + 1] * domain[a + 1] for s in strides):
+            domain[a] *= domain[a + 1]
+            del domain[a + 1], flags[a + 1]
+            for s in strides:
+                s[a] = s[a + 1]
+                del s[a + 1]
+        a -= 1
+    n = len(kernel.loads)
+    red_axes = tuple(i for i, f in enumerate(flags) if f)
+    return domain, red_axes, strides[:n], strides[n:]
+
+
+class Renderer:
+    """Builds the LLVM module of one kernel; ``render()`` returns its IR text."""
+
+    def __init__(self, kernel, name, triple):
+        self.k = kernel
+        self.name = name
+        self.mod = ir.Module(name=name)
+        self.mod.triple = triple
+        self.domain, self.red_axes, self.load_strides, self.store_strides = collapse(kernel)
+        self.outer_axes = [a for a in range(len(self.domain)) if a not in self.red_axes]
+
+    # -- structure
+    def render(self):
+        k = self.k
+        fnty = ir.FunctionType(ir.VoidType(), [PTR] * len(k.buffers))
+        self.fn = ir.Function(self.mod, fnty, name=self.name)
+        for arg in self.fn.args:
+            arg.add_attribute("noalias")
+        self.fn.attributes.add("nounwind")
+        alloca_block = self.fn.append_basic_block("allocas")
+        start = self.fn.append_basic_block("start")
+        self.alloca_builder = ir.IRBuilder(alloca_block)
+        self.b = ir.IRBuilder(start)
+        self.index = {}
+        self.nest(self.outer_axes, self.outer_body)
+        self.b.ret_void()
+        self.alloca_builder.branch(start)
+        return str(self.mod)
+
+    def nest(self, axes, body):
+        if not axes:
+            body()
+            return
+        with self.for_range(self.domain[axes[0]]) as i:
+            self.index[axes[0]] = i
+            self.nest(axes[1:], body)
+
+    @contextmanager
+    def for_range(self, count, start=None):
+        """``for i in range(start, count)`` (i64; count a constant or a value)."""
+        b = self.b
+        count = I64(count) if isinstance(count, int) else count
+        pre = b.block
+        cond = self.fn.append_basic_block("cond")
+        body = self.fn.append_basic_block("body")
+        end = self.fn.append_basic_block("end")
+        b.branch(cond)
+        b.position_at_end(cond)
+        i = b.phi(I64)
+        i.add_incoming(I64(0) if start is None else start, pre)
+        b.cbranch(b.icmp_signed("<", i, count), body, end)
+        b.position_at_end(body)
+        yield i
+        i.add_incoming(b.add(i, I64(1)), b.block)
+        b.branch(cond)
+        b.position_at_end(end)
+
+    def outer_body(self):
+        self.acc_values = {}
+        for j, red in enumerate(self.k.reductions):
+            self.acc_values[j] = self.reduce(red)
+        cache = {}
+        inner = []
+        for s, strides in zip(self.k.stores, self.store_strides):
+            # a store varies along the reduce axes when its value or its address does
+            if self.k.exprs[s.value].level or any(strides[a] for a in self.red_axes):
+                inner.append((s, strides))
+            else:
+                self.store(s, strides, cache)
+        if inner:
+            def body():
+                cache = {}
+                for s, st in inner:
+                    self.store(s, st, cache)
+            self.nest(list(self.red_axes), body)
+
+    def reduce(self, red):
+        """Accumulate ``red.value`` over the reduce axes; returns the total."""
+        ty = reg_type(red.dtype)
+        total = self.alloca_builder.alloca(ty)
+        self.b.store(self.const(red.identity, red.dtype), total)
+        axes = list(self.red_axes)
+
+        def accumulate(partial_ptr, flags):
+            v = self.gen(red.value, {})
+            self.b.store(self.combine(red.combine, self.b.load(partial_ptr), v, red.dtype, flags),
+                         partial_ptr)
+
+        if not axes:
+            accumulate(total, ())
+            return self.b.load(total)
+        last = axes[-1]
+        n = self.domain[last]
+        partial = self.alloca_builder.alloca(ty)
+
+        def blocks():
+            with self.for_range((n + BLOCK - 1) // BLOCK) as blk:
+                begin = self.b.mul(blk, I64(BLOCK))
+                stop = self.b.add(begin, I64(BLOCK))
+                stop = self.b.select(self.b.icmp_signed("<", stop, I64(n)), stop, I64(n))
+                self.b.store(self.const(red.identity, red.dtype), partial)
+                with self.for_range(stop, begin) as i:
+                    self.index[last] = i
+                    accumulate(partial, ("reassoc",))
+                self.b.store(self.combine(red.combine, self.b.load(total), self.b.load(partial),
+                                          red.dtype, ()), total)
+        self.nest(axes[:-1], blocks)
+        return self.b.load(total)
+
+    # -- memory
+    def address(self, buffer, strides, dt):
+        offset = I64(0)
+        for a, s in enumerate(strides):
+            if s and a in self.index:
+                offset = self.b.add(offset, self.b.mul(self.index[a], I64(s)))
+        return self.b.gep(self.fn.args[buffer], [offset], source_etype=mem_type(dt))
+
+    def load(self, ld_index, dt):
+        ld = self.k.loads[ld_index]
+        strides = self.load_strides[ld_index]
+        ptr = self.address(ld.buffer, strides, dt)
+        if ld.offset:
+            ptr = self.b.gep(ptr, [I64(ld.offset)], source_etype=mem_type(dt))
+        raw = self.b.load(ptr, typ=mem_type(dt))
+        if dt is D.bool:
+            return self.b.icmp_unsigned("!=", raw, I8(0))
+        if dt is D.float16:
+            return self.b.fpext(raw, F32)
+        if dt is D.bfloat16:
+            return self.b.bitcast(self.b.shl(self.b.zext(raw, I32), I32(16)), F32)
+        return raw
+
+    def store(self, s, strides, cache):
+        dt = self.k.buffers[s.buffer][1]
+        v = self.gen(s.value, cache)
+        b = self.b
+        if dt is D.bool:
+            v = b.zext(v, I8)
+        elif dt is D.float16:
+            v = b.fptrunc(v, F16)
+        elif dt is D.bfloat16:
+            v = self.bf16_bits(v)
+        b.store(v, self.address(s.buffer, strides, dt))
+
+    def bf16_bits(self, v):
+        """float -> bfloat16 bits, rounding to nearest even (NaN stays a quiet NaN)."""
+        b = self.b
+        bits = b.bitcast(v, I32)
+        lsb = b.and_(b.lshr(bits, I32(16)), I32(1))
+        rounded = b.lshr(b.add(bits, b.add(I32(0x7FFF), lsb)), I32(16))
+        nan = b.fcmp_unordered("uno", v, v)
+        return b.trunc(b.select(nan, I32(0x7FC0), rounded), I16)
+
+    # -- scalar expressions
+    def gen(self, i, cache):
+        if i in cache:
+            return cache[i]
+        e = self.k.exprs[i]
+        args = [self.gen(a, cache) for a in e.args]
+        argdt = [self.k.exprs[a].dtype for a in e.args]
+        if e.op == "load":
+            v = self.load(e.attr, e.dtype)
+        elif e.op == "acc":
+            v = self.acc_values[e.attr]
+        elif e.op == "const":
+            v = self.const(e.attr, e.dtype)
+        elif e.op == "cast":
+            v = self.cast(args[0], argdt[0], e.dtype)
+        elif e.op == "cmp":
+            v = self.cmp(e.attr, args[0], args[1], argdt[0])
+        elif e.op == "select":
+            v = self.b.select(*args)
+        elif e.op == "math":
+            v = self.math(e.attr, args, e.dtype)
+        else:
+            v = getattr(self, "op_" + e.op)(*args, e.dtype)
+        cache[i] = v
+        return v
+
+    def const(self, value, dt):
+        ty = reg_type(dt)
+        if dt.is_floating_point:
+            value = float(np.asarray(value, dtype=dt.np).astype(np.float64))
+            return ir.Constant(ty, value)
+        return ir.Constant(ty, int(value))
+
+    def cast(self, x, src, dst):
+        b = self.b
+        if dst is D.bool:
+            if src.is_floating_point:
+                return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
+            return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
+        to = reg_type(dst)
+        if src.is_floating_point and dst.is_floating_point:
+            if x.type != to:
+                x = b.fpext(x, to) if to == F64 else b.fptrunc(x, to)
+            if dst is D.float16:
+                return b.fpext(b.fptrunc(x, F16), F32)
+            if dst is D.bfloat16:
+                return b.bitcast(b.shl(b.zext(self.bf16_bits(x), I32), I32(16)), F32)
+            return x
+        if src.is_floating_point:
+            return b.fptoui(x, to) if _unsigned(dst) else b.fptosi(x, to)
+        if dst.is_floating_point:
+            v = b.uitofp(x, to) if _unsigned(src) else b.sitofp(x, to)
+            return self.cast(v, D.float32 if to == F32 else D.float64, dst)
+        if to.width < x.type.width:
+            return b.trunc(x, to)
+        if to.width > x.type.width:
+            return b.zext(x, to) if _unsigned(src) else b.sext(x, to)
+        return x
+
+    def cmp(self, op, x, y, dt):
+        if dt.is_floating_point:
+            if op == "ne":
+                return self.b.fcmp_unordered("!=", x, y)
+            return self.b.fcmp_ordered(_CMP[op], x, y)
+        if _unsigned(dt):
+            return self.b.icmp_unsigned(_CMP[op], x, y)
+        return self.b.icmp_signed(_CMP[op], x, y)
+
+    def function(self, name, ret, args):
+        if name in self.mod.globals:
+            return self.mod.globals[name]
+        return ir.Function(self.mod, ir.FunctionType(ret, args), name=name)
+
+    def intrinsic(self, name, x, *rest):
+        ty = x.type
+        suffix = "f64" if ty == F64 else "f32"
+        fn = self.function(f"llvm.{name}.{suffix}", ty, [ty] * (1 + len(rest)))
+        return self.b.call(fn, [x, *rest])
+
+    def math(self, name, args, dt):
+        ty = args[0].type
+        if name in INTRINSICS:
+            return self.intrinsic(INTRINSICS[name], *args)
+        cname = name if ty == F64 else name + "f"
+        return self.b.call(self.function(cname, ty, [ty] * len(args)), args)
+
+    def combine(self, name, acc, v, dt, flags):
+        if dt.is_floating_point and name in ("add", "mul"):
+            op = self.b.fadd if name == "add" else self.b.fmul
+            return op(acc, v, flags=flags)
+        return getattr(self, "op_" + name)(acc, v, dt)
+
+    # arithmetic: one method per builder operation
+    def op_add(self, x, y, dt):
+        return self.b.fadd(x, y) if dt.is_floating_point else self.b.add(x, y)
+
+    def op_sub(self, x, y, dt):
+        return self.b.fsub(x, y) if dt.is_floating_point else self.b.sub(x, y)
+
+    def op_mul(self, x, y, dt):
+        return self.b.fmul(x, y) if dt.is_floating_point else self.b.mul(x, y)
+
+    def _safe_divisor(self, y, dt):
+        """Integer division by 0 or by -1 would trap: divide by 1 and fix the result."""
+        b = self.b
+        zero = ir.Constant(y.type, 0)
+        if _unsigned(dt):
+            bad = b.icmp_unsigned("==", y, zero)
+            return bad, None, b.select(bad, ir.Constant(y.type, 1), y)
+        minus = b.icmp_signed("==", y, ir.Constant(y.type, -1))
+        bad = b.or_(b.icmp_signed("==", y, zero), minus)
+        return bad, minus, b.select(bad, ir.Constant(y.type, 1), y)
+
+    def op_div(self, x, y, dt):
+        b = self.b
+        if dt.is_floating_point:
+            return b.fdiv(x, y)
+        bad, minus, safe = self._safe_divisor(y, dt)
+        if minus is None:
+            return b.select(bad, ir.Constant(x.type, 0), b.udiv(x, safe))
+        q = b.sdiv(x, safe)
+        zero = ir.Constant(x.type, 0)
+        return b.select(minus, b.sub(zero, x), b.select(bad, zero, q))
+
+    def op_rem(self, x, y, dt):
+        b = self.b
+        if dt.is_floating_point:
+            return b.frem(x, y)
+        bad, minus, safe = self._safe_divisor(y, dt)
+        r = b.urem(x, safe) if minus is None else b.srem(x, safe)
+        return b.select(bad, ir.Constant(x.type, 0), r)
+
+    def op_neg(self, x, dt):
+        if dt.is_floating_point:
+            return self.b.fneg(x)
+        return self.b.sub(ir.Constant(x.type, 0), x)
+
+    def op_abs(self, x, dt):
+        if dt.is_floating_point:
+            return self.intrinsic("fabs", x)
+        if _unsigned(dt):
+            return x
+        neg = self.b.icmp_signed("<", x, ir.Constant(x.type, 0))
+        return self.b.select(neg, self.b.sub(ir.Constant(x.type, 0), x), x)
+
+    def _extreme(self, x, y, dt, fname, op):
+        if dt.is_floating_point:
+            return self.intrinsic(fname, x, y)     # NaN-propagating, like numpy.maximum
+        cmp = self.b.icmp_unsigned if _unsigned(dt) else self.b.icmp_signed
+        return self.b.select(cmp(op, x, y), x, y)
+
+    def op_max(self, x, y, dt):
+        return self._extreme(x, y, dt, "maximum", ">")
+
+    def op_min(self, x, y, dt):
+        return self._extreme(x, y, dt, "minimum", "<")
+
+    def op_and_(self, x, y, dt):
+        return self.b.and_(x, y)
+
+    def op_or_(self, x, y, dt):
+        return self.b.or_(x, y)
+
+    def op_xor(self, x, y, dt):
+        return self.b.xor(x, y)
+
+    def op_not_(self, x, dt):
+        return self.b.not_(x)
+
+    def op_shl(self, x, y, dt):
+        return self.b.shl(x, y)
+
+    def op_shr(self, x, y, dt):
+        return self.b.lshr(x, y) if _unsigned(dt) else self.b.ashr(x, y)
+
+
+def render(kernel, name, triple):
+    """LLVM IR text of ``kernel`` as a function called ``name``."""
+    return Renderer(kernel, name, triple).render()

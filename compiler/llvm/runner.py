@@ -1,0 +1,136 @@
+"""The ``llvm`` backend: run a graph as a flat list of steps, LLVM kernels where the nodes lower.
+
+Fused nodes, and single elementwise and reduction nodes, whose ops all have lowerings become
+kernels compiled for the layouts (shapes and strides) of their inputs; every other node (matrix
+products through numpy's BLAS, convolution, indexing, random draws) runs the interpreter's
+``evaluate``.  A fused node that cannot be described as one kernel runs its subgraph node by
+node, each node again a kernel where it can be.  The results agree with the interpreter's.
+"""
+import ctypes
+import weakref
+
+import numpy as np
+
+from ..interpreter import _resolve, evaluate, last_uses
+from ..ir import TensorType
+from ..lowering.kernel import describe, lowerable
+from ..lowering.scalar import Unsupported
+from ..ops import REGISTRY
+from ..symbolic import Sym
+from . import jit
+from .render import render
+
+# node -> {input layouts: _Plan or None (not lowerable for those layouts)}
+_PLANS = weakref.WeakKeyDictionary()
+
+
+class _Plan:
+    __slots__ = ("fn", "outputs", "kernel")
+
+    def __init__(self, fn, outputs, kernel):
+        self.fn = fn
+        self.outputs = outputs          # numpy dtype per output
+        self.kernel = kernel
+
+
+def _kernel_inputs(node):
+    if node.op == "fused":
+        return list(node.args)
+    seen = []
+    for v in node.input_values():
+        if v not in seen:
+            seen.append(v)
+    return seen
+
+
+def _layout(a, dtype):
+    """(element strides, offset) of an input array, or None when a kernel cannot read it."""
+    if type(a) is not np.ndarray or a.dtype != dtype.np:
+        return None
+    size = a.itemsize
+    if any(s % size for s in a.strides):
+        return None
+    return tuple(0 if n == 1 else s // size for n, s in zip(a.shape, a.strides)), 0
+
+
+def _plan(node, arrays, values, batch):
+    layouts = []
+    for a, v in zip(arrays, values):
+        if not isinstance(v.type, TensorType):
+            return None
+        lay = _layout(a, v.type.dtype)
+        if lay is None or tuple(a.shape) != tuple(_concrete(v.type.shape, batch)):
+            return None
+        layouts.append(lay)
+    key = (tuple(layouts), tuple(tuple(a.shape) for a in arrays), batch)
+    plans = _PLANS.setdefault(node, {})
+    if key in plans:
+        return plans[key]
+    try:
+        kernel = describe(node, [lay for lay in layouts], batch)
+        plan = _compile(kernel)
+    except Unsupported:
+        plan = None
+    plans[key] = plan
+    return plan
+
+
+def _concrete(shape, batch):
+    return tuple(n.at(batch) if isinstance(n, Sym) else n for n in shape)
+
+
+def _compile(kernel):
+    name = f"dg_{kernel.key}"
+    dims = "x".join(str(n) for n in kernel.domain)
+    fn = jit.compile_kernel(name, kernel.key, lambda: render(kernel, name, jit.triple()),
+                            [ctypes.c_void_p] * len(kernel.buffers),
+                            describe=f"({kernel.name}, domain [{dims}])")
+    outputs = [kernel.buffers[s.buffer][1].np for s in kernel.stores]
+    return _Plan(fn, outputs, kernel)
+
+
+def run_kernel(node, env, batch):
+    """Run ``node`` as a compiled kernel; returns its outputs, or None when it does not lower."""
+    values = _kernel_inputs(node)
+    arrays = [env[v] for v in values]
+    plan = _plan(node, arrays, values, batch)
+    if plan is None:
+        return None
+    # outputs are contiguous, as the description's store strides assume
+    outs = [np.empty(_concrete(v.type.shape, batch), dt) for v, dt in zip(node.outs, plan.outputs)]
+    plan.fn(*[a.ctypes.data for a in arrays], *[o.ctypes.data for o in outs])
+    return outs
+
+
+def run(graph, inputs, batch=None):
+    """Execute ``graph`` like ``interpreter.run``, with LLVM kernels where nodes lower."""
+    env = {inp.value: x for inp, x in zip(graph.inputs, inputs)}
+    env[Sym] = batch
+    frees = last_uses(graph)
+    for i, node in enumerate(graph.nodes):
+        result = None
+        if lowerable(node) and _plain_inputs(node):
+            result = run_kernel(node, env, batch)
+        if result is None:
+            args = _resolve(node.args, env)
+            attrs = {k: _resolve(v, env) for k, v in node.attrs.items()}
+            if node.op == "fused":
+                sub = attrs.pop("graph")
+                result, _ = run(sub, args, batch)
+            else:
+                result = evaluate(REGISTRY[node.op], args, attrs)
+                if len(node.outs) == 1:
+                    result = [result]
+        for v, r in zip(node.outs, result):
+            env[v] = r
+        for v in frees.get(i, ()):
+            del env[v]
+    return [env[v] for v in graph.outputs], {slot: env[v] for slot, v in graph.updates}
+
+
+def _plain_inputs(node):
+    """Kernels read tensors only: attributes holding values (rare) go to the interpreter."""
+    if node.op == "fused":
+        return True
+    return not any(isinstance(v, (tuple, list)) for v in node.args) and \
+        all(not hasattr(v, "type") for v in node.attrs.values())

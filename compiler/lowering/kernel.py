@@ -1,0 +1,562 @@
+"""The loop-level kernel description: what a fused node (or one elementwise/reduction node)
+computes, independent of the code generator that renders it.
+
+A ``Kernel`` is
+
+* a ``domain``: the shape of the loop nest, and ``reduce_axes``, the axes its reductions run
+  over (empty for elementwise kernels);
+* ``buffers``: the arguments, inputs first, each with its dtype;
+* ``exprs``: a scalar expression DAG in topological order, built by running the op set's
+  lowering rules with a recording builder.  ``load`` reads a buffer at
+  ``offset + sum(index[a] * strides[a])`` over the domain axes (zero strides broadcast, views of
+  inputs fold into the strides); ``acc`` reads the result of a reduction; ``level`` is 1 for
+  expressions that vary along the reduce axes, 0 for those computed once per outer index;
+* ``reductions``: combine, identity and accumulation dtype, and the expression reduced, run in
+  order (a later one may read an earlier one's result: softmax's max, then its sum);
+* ``stores``: expression -> output buffer with strides over the domain.
+
+``describe(node, layouts)`` builds one; ``str(kernel)`` prints it (the ``kernels`` dump stage)
+and ``kernel.key`` is a hash of that text, which caches compiled code::
+
+    kernel k0 domain [8,5] reduce (1,)
+      in0: f32  out0: f32
+      %0 = load in0 strides (5,1) offset 0 : f32
+      ...
+"""
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from dynograph.runtime import dtypes as D
+from ..ir import Graph, Input, Node, TensorType, Value
+from ..ops import REGISTRY
+from ..ops.core import TensorSpec, wrap_dims
+from ..symbolic import Sym
+from .scalar import COMPARISONS, MATH_FUNCTIONS, Unsupported
+
+# ops the fusion pass puts in kernels that are not elementwise math
+VIEW_OPS = frozenset(("view", "unsafe_view", "expand", "permute", "transpose", "t", "squeeze",
+                      "squeeze_dim", "squeeze_dims", "unsqueeze", "alias"))
+STRUCTURAL = frozenset(("to_copy", "clone", "full"))
+
+
+@dataclass(frozen=True)
+class Expr:
+    op: str             # load const acc cast cmp select math add sub mul div rem neg abs max min ...
+    args: tuple         # indices of earlier exprs
+    dtype: object       # the compute dtype of the result
+    attr: object = None
+    level: int = 0
+
+
+@dataclass(frozen=True)
+class Load:
+    buffer: int
+    strides: tuple      # elements, per domain axis
+    offset: int
+
+
+@dataclass(frozen=True)
+class ReductionStep:
+    combine: str
+    identity: object
+    dtype: object
+    value: int          # the expr reduced
+
+
+@dataclass(frozen=True)
+class Store:
+    buffer: int
+    value: int
+    strides: tuple
+
+
+@dataclass
+class Kernel:
+    name: str
+    domain: tuple
+    reduce_axes: tuple
+    buffers: list       # (name, dtype, role)
+    exprs: list
+    loads: list
+    reductions: list
+    stores: list
+
+    @property
+    def n_inputs(self):
+        return sum(1 for b in self.buffers if b[2] == "in")
+
+    def __str__(self):
+        dims = ",".join(str(n) for n in self.domain)
+        lines = [f"kernel {self.name} domain [{dims}] reduce {self.reduce_axes}",
+                 "  " + "  ".join(f"{n}: {dt.abbr}" for n, dt, _ in self.buffers)]
+        for i, ld in enumerate(self.loads):
+            lines.append(f"  load{i} = {self.buffers[ld.buffer][0]} strides {ld.strides} "
+                         f"offset {ld.offset}")
+        for i, e in enumerate(self.exprs):
+            attr = "" if e.attr is None else f"[{e.attr!r}]"
+            args = ", ".join(f"%{a}" for a in e.args)
+            lines.append(f"  %{i} = {e.op}{attr}({args}) : {e.dtype.abbr} @{e.level}")
+        for i, r in enumerate(self.reductions):
+            lines.append(f"  r{i} = reduce {r.combine} %{r.value} init {r.identity!r} : "
+                         f"{r.dtype.abbr}")
+        for s in self.stores:
+            lines.append(f"  store {self.buffers[s.buffer][0]} strides {s.strides} <- %{s.value}")
+        return "\n".join(lines)
+
+    @property
+    def key(self):
+        """A hash of everything the generated code depends on (the name excluded)."""
+        text = str(self).split("\n", 1)[1] + repr((self.domain, self.reduce_axes))
+        return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+# ---------------------------------------------------------------- recording builder
+
+
+class Handle:
+    """A scalar of the recording builder: an index into the kernel's exprs."""
+    __slots__ = ("index", "dtype")
+
+    def __init__(self, index, dtype):
+        self.index = index
+        self.dtype = dtype
+
+    def __repr__(self):
+        return f"%{self.index}:{self.dtype.abbr}"
+
+
+def _convert(value, dt):
+    """A Python number converted as numpy's astype converts it (integers wrap)."""
+    if dt is D.bool:
+        return bool(value)
+    if dt.is_floating_point:
+        return float(value)
+    v = int(value)
+    info = np.iinfo(dt.np)
+    span = info.max - info.min + 1
+    return (v - info.min) % span + info.min
+
+
+def _binary(op):
+    """A builder method recording a binary operation on two handles of one dtype."""
+    def method(self, x, y):
+        assert x.dtype is y.dtype, (op, x, y)
+        return self._add(op, (x, y), x.dtype)
+    method.__name__ = op
+    return method
+
+
+class Recorder:
+    """The scalar builder of compiler/lowering/scalar.py, recording a hash-consed DAG."""
+
+    def __init__(self):
+        self.exprs = []
+        self.memo = {}
+
+    def _add(self, op, args, dtype, attr=None):
+        level = max((self.exprs[a.index].level for a in args), default=0)
+        key = (op, tuple(a.index for a in args), dtype.name, repr(attr))
+        if key not in self.memo:
+            self.exprs.append(Expr(op, tuple(a.index for a in args), dtype, attr, level))
+            self.memo[key] = Handle(len(self.exprs) - 1, dtype)
+        return self.memo[key]
+
+    def load(self, index, dtype, level):
+        key = ("load", index)
+        if key not in self.memo:
+            self.exprs.append(Expr("load", (), dtype, index, level))
+            self.memo[key] = Handle(len(self.exprs) - 1, dtype)
+        return self.memo[key]
+
+    def acc(self, index, dtype):
+        return self._add("acc", (), dtype, index)
+
+    def const(self, value, dtype):
+        return self._add("const", (), dtype, _convert(value, dtype))
+
+    def literal(self, x):
+        e = self.exprs[x.index]
+        return e.attr if e.op == "const" else None
+
+    def cast(self, x, dtype):
+        if x.dtype is dtype:
+            return x
+        return self._add("cast", (x,), dtype)
+
+    def round_to(self, x, dtype):
+        """A cast that always rounds (half types hold float32 values between ops)."""
+        return self._add("cast", (x,), dtype)
+
+    add, sub, mul, div, rem = (_binary(o) for o in ("add", "sub", "mul", "div", "rem"))
+    max, min, and_, or_, xor = (_binary(o) for o in ("max", "min", "and_", "or_", "xor"))
+    shl, shr = _binary("shl"), _binary("shr")
+
+    def neg(self, x):
+        return self._add("neg", (x,), x.dtype)
+
+    def abs(self, x):
+        return self._add("abs", (x,), x.dtype)
+
+    def not_(self, x):
+        return self._add("not_", (x,), x.dtype)
+
+    def cmp(self, op, x, y):
+        assert op in COMPARISONS and x.dtype is y.dtype, (op, x, y)
+        return self._add("cmp", (x, y), D.bool, op)
+
+    def select(self, c, x, y):
+        assert c.dtype is D.bool and x.dtype is y.dtype, (c, x, y)
+        return self._add("select", (c, x, y), x.dtype)
+
+    def exp(self, x):
+        return self.call_math("exp", x)
+
+    def log(self, x):
+        return self.call_math("log", x)
+
+    def sqrt(self, x):
+        return self.call_math("sqrt", x)
+
+    def call_math(self, name, *xs):
+        if name not in MATH_FUNCTIONS or not xs[0].dtype.is_floating_point:
+            raise Unsupported(f"math function {name} on {xs[0].dtype}")
+        return self._add("math", xs, xs[0].dtype, name)
+
+
+# ---------------------------------------------------------------- describing a subgraph
+
+
+def _concrete(x, batch):
+    if isinstance(x, Sym):
+        return x.at(batch)
+    if isinstance(x, (tuple, list)):
+        return type(x)(_concrete(a, batch) for a in x)
+    return x
+
+
+def as_subgraph(node):
+    """A single node wrapped as the subgraph of a fused node (its inputs are its Values)."""
+    if node.op == "fused":
+        return node.attrs["graph"], node.attrs.get("name") or "k"
+    inputs, mapping = [], {}
+    for v in node.input_values():
+        if v not in mapping:
+            mapping[v] = Value(v.type)
+            inputs.append(Input(mapping[v], "input", f"a{len(inputs)}"))
+
+    def sub(x):
+        if isinstance(x, Value):
+            return mapping[x]
+        if isinstance(x, (tuple, list)):
+            return type(x)(sub(a) for a in x)
+        return x
+    outs = tuple(Value(v.type) for v in node.outs)
+    inner = Node(node.op, sub(node.args), {k: sub(v) for k, v in node.attrs.items()}, outs)
+    return Graph(inputs, [inner], list(outs)), node.op
+
+
+def lowerable(node):
+    """Whether every op of ``node`` (or of its subgraph) has a lowering (cheap pre-check)."""
+    if node.op == "fused":
+        return all(lowerable(n) for n in node.attrs["graph"].nodes)
+    op = REGISTRY.get(node.op)
+    return op is not None and (op.lowering is not None or node.op in VIEW_OPS
+                               or node.op in STRUCTURAL)
+
+
+def describe(node, layouts, batch=None):
+    """The Kernel computing ``node`` (a fused node or one lowerable node) for inputs laid out as
+    ``layouts``: one (element strides, element offset) per input, in argument order.
+    Raises Unsupported for what the kernel description cannot express."""
+    graph, name = as_subgraph(node)
+    return _Describer(graph, name, layouts, batch).run()
+
+
+class _Describer:
+    def __init__(self, graph, name, layouts, batch):
+        self.graph = graph
+        self.name = name
+        self.batch = batch
+        self.b = Recorder()
+        self.producer = {v: n for n in graph.nodes for v in n.outs}
+        self.inputs = {inp.value: i for i, inp in enumerate(graph.inputs)}
+        self.layouts = layouts
+        self.loads = []
+        self.reductions = []
+        self.red_of = {}
+        self.memo = {}
+        self.natural = {}
+
+    def shape(self, v):
+        return tuple(_concrete(v.type.shape, self.batch))
+
+    def attrs(self, node):
+        return {k: _concrete(v, self.batch) for k, v in node.attrs.items()}
+
+    # -- the domain
+    def run(self):
+        for v in self.graph.inputs:
+            if not isinstance(v.value.type, TensorType):
+                raise Unsupported("non-tensor input")
+        reds = [n for n in self.graph.nodes if REGISTRY[n.op].kind == "reduction"]
+        for n in self.graph.nodes:
+            op = REGISTRY[n.op]
+            if op.lowering is None and n.op not in VIEW_OPS and n.op not in STRUCTURAL:
+                raise Unsupported(f"{n.op} has no lowering")
+        if reds:
+            x = reds[0].args[0]
+            self.domain = self.shape(x)
+            self.reduce_axes = tuple(sorted(wrap_dims(self.attrs(reds[0]).get("dim"),
+                                                      len(self.domain))))
+            for r in reds[1:]:
+                axes = tuple(sorted(wrap_dims(self.attrs(r).get("dim"), len(self.domain))))
+                if self.shape(r.args[0]) != self.domain or axes != self.reduce_axes:
+                    raise Unsupported("reductions of different shapes")
+        else:
+            shapes = [self.shape(v) for v in self.graph.outputs]
+            self.domain = max(shapes, key=lambda s: (int(np.prod(s)), len(s)))
+            self.reduce_axes = ()
+        stores = []
+        n_in = len(self.graph.inputs)
+        for i, v in enumerate(self.graph.outputs):
+            m = self.natural_map(v)
+            h = self.emit(v, m)
+            out_dt = v.type.dtype
+            h = self.b.round_to(h, out_dt) if out_dt.itemsize == 2 and out_dt.is_floating_point \
+                else self.b.cast(h, out_dt)
+            stores.append(Store(n_in + i, h.index, self.store_strides(v, m)))
+        buffers = [(f"in{i}", inp.value.type.dtype, "in") for i, inp in enumerate(self.graph.inputs)]
+        buffers += [(f"out{i}", v.type.dtype, "out") for i, v in enumerate(self.graph.outputs)]
+        return Kernel(self.name, self.domain, self.reduce_axes, buffers, self.b.exprs, self.loads,
+                      self.reductions, stores)
+
+    def store_strides(self, v, m):
+        shape = self.shape(v)
+        contiguous = [0] * len(shape)
+        step = 1
+        for k in range(len(shape) - 1, -1, -1):
+            contiguous[k] = step
+            step *= shape[k]
+        strides = [0] * len(self.domain)
+        for k, a in enumerate(m):
+            if a is None:
+                continue
+            if strides[a]:
+                raise Unsupported("an output reads one domain axis twice")
+            strides[a] = contiguous[k]
+        return tuple(strides)
+
+    # -- where each value sits in the domain: one domain axis (or None: index 0) per own dim
+    def aligned(self, shape):
+        """Right-aligned broadcasting to the domain; None when that does not fit."""
+        off = len(self.domain) - len(shape)
+        if off < 0:
+            return None
+        m = []
+        for k, n in enumerate(shape):
+            if n == 1:
+                m.append(None)
+            elif n == self.domain[off + k]:
+                m.append(off + k)
+            else:
+                return None
+        return tuple(m)
+
+    def natural_map(self, v):
+        if v in self.natural:
+            return self.natural[v]
+        m = self._natural(v)
+        if m is None:
+            raise Unsupported(f"cannot place a value of shape {self.shape(v)} in {self.domain}")
+        self.natural[v] = m
+        return m
+
+    def _natural(self, v):
+        shape = self.shape(v)
+        node = self.producer.get(v)
+        if node is None or node.op == "full":
+            return self.aligned(shape)
+        op = REGISTRY[node.op]
+        if op.kind == "reduction":
+            keep = self.attrs(node).get("keepdim", False)
+            return tuple(None if a in self.reduce_axes else a for a in range(len(self.domain))
+                         if keep or a not in self.reduce_axes)
+        if node.op in VIEW_OPS:
+            src = node.args[0]
+            try:
+                src_map = self.natural_map(src)
+            except Unsupported:
+                return self.aligned(shape)
+            m = self.view_to_source(node, shape, self.shape(src))
+            if m is None:
+                return self.aligned(shape)
+            out = []
+            for k, j in enumerate(m):
+                out.append(None if shape[k] == 1 else (src_map[j] if j is not None else
+                                                       self.aligned(shape)[k]))
+            return tuple(out) if None not in [o for o, n in zip(out, shape) if n != 1] else \
+                self.aligned(shape)
+        # elementwise and conversions: from the tensor arguments, dim by dim
+        out = [None] * len(shape)
+        for a in node.input_values():
+            ashape = self.shape(a)
+            off = len(shape) - len(ashape)
+            try:
+                am = self.natural_map(a)
+            except Unsupported:
+                continue
+            for j, n in enumerate(ashape):
+                if n != 1 and n == shape[off + j] and out[off + j] is None:
+                    out[off + j] = am[j]
+        for k, n in enumerate(shape):
+            if n != 1 and out[k] is None:
+                return self.aligned(shape)
+        return tuple(out)
+
+    def view_to_source(self, node, shape, src_shape):
+        """For each output dim of a view op, the source dim it reads (None: a new or
+        broadcast dim), or None when the view is not a pure re-indexing of dims."""
+        if node.op in ("view", "unsafe_view"):
+            src_dims = [j for j, n in enumerate(src_shape) if n != 1]
+            out_dims = [k for k, n in enumerate(shape) if n != 1]
+            if [src_shape[j] for j in src_dims] != [shape[k] for k in out_dims]:
+                return None
+            m = [None] * len(shape)
+            for k, j in zip(out_dims, src_dims):
+                m[k] = j
+            return m
+        # the other view ops never copy: apply them to a probe whose strides name the dims
+        base = np.zeros(1, np.int8)
+        marks = tuple(j + 1 for j in range(len(src_shape)))
+        probe = np.lib.stride_tricks.as_strided(base, src_shape, marks)
+        out = REGISTRY[node.op].impl(probe, **self.attrs(node))
+        if tuple(out.shape) != shape:
+            return None
+        return [None if n == 1 or s == 0 else s - 1 for n, s in zip(shape, out.strides)]
+
+    # -- emitting scalar expressions for a value read under a map
+    def emit(self, v, m):
+        key = (v, m)
+        if key not in self.memo:
+            self.memo[key] = self._emit(v, m)
+        return self.memo[key]
+
+    def level(self, m):
+        return int(any(a in self.reduce_axes for a in m if a is not None))
+
+    def _emit(self, v, m):
+        if v in self.inputs:
+            i = self.inputs[v]
+            strides, offset = self.layouts[i]
+            return self.load(i, strides, offset, m, v.type.dtype)
+        node = self.producer[v]
+        op = REGISTRY[node.op]
+        attrs = self.attrs(node)
+        shape = self.shape(v)
+        if node.op == "full":
+            return self.b.const(attrs["fill_value"], attrs["dtype"])
+        if node.op in VIEW_OPS:
+            return self.emit_view(node, v, m, shape)
+        if op.kind == "reduction":
+            return self.emit_reduction(node, v, m, attrs)
+        args = [self.emit(a, self.arg_map(a, shape, m)) if isinstance(a, Value) else a
+                for a in node.args]
+        if node.op == "to_copy":
+            if attrs.get("memory_format", "preserve") not in ("preserve", "contiguous"):
+                raise Unsupported("to_copy to another memory format")
+            return self.b.cast(args[0], attrs["dtype"])
+        if node.op == "clone":
+            if attrs.get("memory_format", "preserve") not in ("preserve", "contiguous"):
+                raise Unsupported("clone to another memory format")
+            return args[0]
+        return self.emit_elementwise(op, node, args, attrs)
+
+    def arg_map(self, a, shape, m):
+        ashape = self.shape(a)
+        off = len(shape) - len(ashape)
+        return tuple(None if n == 1 else m[off + j] for j, n in enumerate(ashape))
+
+    def load(self, i, strides, offset, m, dtype):
+        dstrides = [0] * len(self.domain)
+        for k, a in enumerate(m):
+            if a is not None:
+                dstrides[a] += strides[k]
+        ld = Load(i, tuple(dstrides), offset)
+        if ld not in self.loads:
+            self.loads.append(ld)
+        return self.b.load(self.loads.index(ld), dtype, self.level(m))
+
+    def emit_view(self, node, v, m, shape):
+        src = node.args[0]
+        src_shape = self.shape(src)
+        dims = self.view_to_source(node, shape, src_shape)
+        if dims is not None:
+            sm = [None] * len(src_shape)
+            for k, j in enumerate(dims):
+                if j is not None and src_shape[j] != 1:
+                    sm[j] = m[k]
+            return self.emit(src, tuple(sm))
+        if src in self.inputs:              # a reshape of an input folds into its strides
+            i = self.inputs[src]
+            strides, offset = self.layouts[i]
+            probe = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), src_shape,
+                                                    [max(s, 0) for s in strides])
+            if any(s < 0 for s in strides):
+                raise Unsupported("reshape of a reversed input")
+            try:
+                folded = probe.reshape(shape, copy=False)
+            except ValueError:
+                raise Unsupported("reshape that needs a copy") from None
+            return self.load(i, folded.strides, offset, m, src.type.dtype)
+        raise Unsupported(f"{node.op} {src_shape} -> {shape} inside a kernel")
+
+    def emit_reduction(self, node, v, m, attrs):
+        op = REGISTRY[node.op]
+        rule = op.lowering
+        x = node.args[0]
+        if self.shape(x) != self.domain:
+            raise Unsupported("reduction input outside the domain")
+        if v not in self.red_of:
+            b = self.b
+            identity_map = tuple(range(len(self.domain)))
+            item = self.emit(x, identity_map)
+            acc_dt = rule.acc_dtype(x.type.dtype, v.type.dtype)
+            extra = {k: a for k, a in attrs.items() if k not in ("dim", "keepdim", "dtype")}
+            if rule.prepare is not None:
+                item = rule.prepare(b, item, **extra)
+            item = b.cast(item, acc_dt)
+            index = len(self.reductions)
+            self.reductions.append(ReductionStep(rule.combine, rule.identity(acc_dt), acc_dt,
+                                                 item.index))
+            result = b.acc(index, acc_dt)
+            if rule.finalize is not None:
+                count = int(np.prod([self.domain[a] for a in self.reduce_axes]))
+                result = rule.finalize(b, result, count, **extra)
+            self.red_of[v] = result
+        expected = self._natural(v)
+        if m != expected and any(a is not None for a in m):
+            if [a for a in m if a is not None] != [a for a in expected if a is not None]:
+                raise Unsupported("a reduction result read at another position")
+        return self.red_of[v]
+
+    def emit_elementwise(self, op, node, args, attrs):
+        b = self.b
+        specs = [TensorSpec(self.shape(a), a.type.dtype) if isinstance(a, Value) else a
+                 for a in node.args]
+        ct, odt = op.dtype_rule(*specs, **attrs)
+        scalars = []
+        for raw, h in zip(node.args, args):
+            if isinstance(raw, Value):
+                scalars.append(b.cast(h, ct) if op.cast_inputs else h)
+            elif raw is None:
+                scalars.append(None)
+            elif isinstance(raw, (bool, int, float)):
+                scalars.append(b.const(raw, ct))
+            else:
+                raise Unsupported(f"{op.name} argument {raw!r}")
+        r = op.lowering(b, *scalars, **attrs)
+        if odt.itemsize == 2 and odt.is_floating_point:
+            return b.round_to(r, odt)
+        return b.cast(r, odt)

@@ -1,0 +1,297 @@
+"""The LLVM backend against the IR interpreter: every lowered elementwise op and reduction over
+dtypes, shapes (empty, 0-d, odd sizes for the vector remainder loop), broadcasting and
+non-contiguous inputs; vectorization; whole training steps; the disk cache."""
+import copy
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import dynograph as dg
+from dynograph.compiler import interpreter
+from dynograph.compiler.ir import Graph, Input, Node, TensorType, Value
+from dynograph.compiler.llvm import jit, runner
+from dynograph.compiler.llvm.render import render
+from dynograph.compiler.lowering.kernel import describe
+from dynograph.compiler.ops import REGISTRY
+from dynograph.compiler.ops.core import TensorSpec
+from dynograph.runtime import dtypes as D
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_compile_training import assert_state_close, batches, make_step, mlp  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _private_cache(tmp_path_factory):
+    old = os.environ.get("DYNOGRAPH_CACHE_DIR")
+    os.environ["DYNOGRAPH_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernels"))
+    yield
+    if old is None:
+        del os.environ["DYNOGRAPH_CACHE_DIR"]
+    else:
+        os.environ["DYNOGRAPH_CACHE_DIR"] = old
+
+
+def graph_of(op, args, **attrs):
+    """A one-node graph applying ``op`` to arrays (graph inputs) and Python literals."""
+    inputs, nargs, specs, arrays = [], [], [], []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            v = Value(TensorType(a.shape, D.from_numpy_dtype(a.dtype)))
+            inputs.append(Input(v, "input", f"x{len(inputs)}"))
+            nargs.append(v)
+            specs.append(TensorSpec(a.shape, v.type.dtype))
+            arrays.append(a)
+        else:
+            nargs.append(a)
+            specs.append(a)
+    spec = REGISTRY[op].meta(*specs, **attrs)
+    out = Value(TensorType(spec.shape, spec.dtype))
+    node = Node(op, tuple(nargs), attrs, (out,))
+    return Graph(inputs, [node], [out]), arrays, node
+
+
+def compare(op, args, expect_kernel=True, **attrs):
+    """Run ``op`` on both backends; returns False when the interpreter rejects the input."""
+    try:
+        g, arrays, node = graph_of(op, args, **attrs)
+        ref = interpreter.run(g, arrays)[0][0]
+    except (RuntimeError, NotImplementedError, TypeError, ValueError, IndexError):
+        return False
+    got = runner.run(g, arrays)[0][0]
+    if expect_kernel:
+        assert any(p is not None for p in runner._PLANS[node].values()), f"{op} did not lower"
+    assert got.shape == ref.shape and got.dtype == ref.dtype, (op, got.shape, ref.shape)
+    dt = ref.dtype
+    if dt.kind == "f" or dt == D.bfloat16.np:
+        tol = {8: 1e-12, 4: 2e-6}.get(dt.itemsize, 1e-2)
+        np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=tol,
+                                   atol=tol, equal_nan=True, err_msg=f"{op} {attrs}")
+    else:
+        np.testing.assert_array_equal(got, ref, err_msg=f"{op} {attrs}")
+    return True
+
+
+RNG = np.random.default_rng(0)
+
+
+def sample(dtype, shape, positive=False):
+    if dtype == np.bool_:
+        return np.asarray(RNG.random(shape) < 0.5)
+    if np.dtype(dtype).kind in "iu":
+        lo = 1 if positive else -6
+        return np.asarray(RNG.integers(lo, 7, size=shape), dtype)
+    x = RNG.normal(size=shape) * 2
+    if positive:
+        x = np.abs(x) + 0.1
+    return np.asarray(x, dtype)
+
+
+def noncontiguous(dtype, shape, positive=False):
+    """A transposed view (for 2-d shapes) or a strided slice."""
+    if len(shape) == 2:
+        return sample(dtype, shape[::-1], positive).T
+    big = sample(dtype, tuple(2 * n for n in shape), positive)
+    return big[tuple(slice(None, None, 2) for _ in shape)]
+
+
+LOWERED = sorted(n for n, o in REGISTRY.items() if o.kind == "elementwise" and o.lowering)
+TERNARY = {"where", "masked_fill", "lerp", "addcmul", "addcdiv", "clamp"}
+BINARY = {"add", "sub", "mul", "div", "remainder", "fmod", "pow", "atan2", "maximum", "minimum",
+          "fmax", "fmin", "copysign", "hypot", "logaddexp", "xlogy", "heaviside", "nextafter",
+          "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+          "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+          "bitwise_right_shift"}
+# (dtype, shape of the first operand, shape of the second, non-contiguous first operand)
+LAYOUTS = [(np.float32, (5, 7), (7,), True), (np.float64, (37,), (37,), False),
+           (np.int32, (), (), False), (np.int64, (0,), (0,), False),
+           (np.bool_, (3, 4), (3, 1), True), (np.float16, (33,), (), False)]
+
+
+def _args(op, dt, shape, other, strided):
+    positive = op in ("div", "remainder", "fmod") and np.dtype(dt).kind in "iu"
+    x = noncontiguous(dt, shape) if strided else sample(dt, shape)
+    y = sample(dt, other, positive)
+    if op in ("bitwise_left_shift", "bitwise_right_shift"):
+        y = RNG.integers(-1, 70, size=other).astype(dt) if np.dtype(dt).kind in "iu" else y
+    if op == "where":
+        return (sample(np.bool_, other), x, y)
+    if op == "masked_fill":
+        return (x, sample(np.bool_, other), 2.5)
+    if op == "clamp":
+        return (x, -1, 1.5 if np.dtype(dt).kind == "f" else 2)
+    if op in ("lerp", "addcmul", "addcdiv"):
+        return (x, y, sample(dt, other) if op != "lerp" else 0.3)
+    return (x, y) if op in BINARY else (x,)
+
+
+@pytest.mark.parametrize("op", LOWERED)
+def test_elementwise_op_matches_interpreter(op):
+    ran = 0
+    for dt, shape, other, strided in LAYOUTS:
+        ran += compare(op, _args(op, dt, shape, other, strided),
+                       expect_kernel=not (op == "pow" and np.dtype(dt).kind in "iub"))
+    assert ran, f"{op}: no dtype accepted"
+
+
+@pytest.mark.parametrize("op, args, attrs", [
+    ("pow", (np.float32, 2), {}), ("pow", (np.float32, 0.5), {}), ("pow", (np.float32, -2), {}),
+    ("pow", (np.float32, 2.5), {}), ("pow", (np.int64, 3), {}),
+    ("div", (np.int64, None), {"rounding_mode": "floor"}),
+    ("div", (np.int32, None), {"rounding_mode": "trunc"}),
+    ("div", (np.float32, None), {"rounding_mode": "floor"}),
+    ("remainder", (np.float64, None), {}), ("remainder", (np.int64, -3), {}),
+    ("add", (np.float32, 2.0), {"alpha": 3}), ("sub", (np.int64, None), {"alpha": 2}),
+    ("round", (np.float32,), {"decimals": 2}), ("logit", (np.float32,), {"eps": 0.1}),
+    ("nan_to_num", (np.float32,), {"nan": 1.0}), ("addcmul", (np.float32, "t", "t"), {"value": 0.5}),
+    ("addcdiv", (np.float64, "t", "t"), {"value": -2}), ("clamp", (np.int32, None, 3), {}),
+    ("clamp", (np.float32, "t", "t"), {}),
+])
+def test_elementwise_attributes_and_literals(op, args, attrs):
+    dt = args[0]
+    built = [sample(dt, (9, 5))]
+    for a in args[1:]:
+        if a is None:
+            built.append(sample(dt, (5,), positive=True) * np.where(RNG.random(5) < 0.5, -1, 1)
+                         .astype(dt))
+        elif a == "t":
+            built.append(sample(dt, (9, 1), positive=True))
+        else:
+            built.append(a)
+    assert compare(op, tuple(built), **attrs)
+
+
+def test_integer_division_by_zero_and_overflow_do_not_trap():
+    x = np.array([7, -7, np.iinfo(np.int32).min, 5], np.int32)
+    y = np.array([0, 2, -1, -1], np.int32)
+    g, arrays, _ = graph_of("div", (x, y), rounding_mode="trunc")
+    out = runner.run(g, arrays)[0][0]
+    assert out[1] == -3 and out[2] == np.iinfo(np.int32).min and out[3] == -5
+
+
+def test_nan_propagates_through_max_and_min():
+    x = np.array([1.0, np.nan, 3.0, -np.inf], np.float32)
+    y = np.array([np.nan, 2.0, 1.0, 0.0], np.float32)
+    assert compare("maximum", (x, y)) and compare("minimum", (x, y))
+    assert compare("amax", (np.array([[1.0, np.nan], [2.0, 3.0]], np.float32),), dim=(1,))
+
+
+REDUCTIONS = ["sum", "sum_dim", "mean", "mean_dim", "prod", "prod_dim", "amax", "amin", "max",
+              "min", "all", "any", "nansum"]
+
+
+@pytest.mark.parametrize("op", REDUCTIONS)
+def test_reductions_match_interpreter(op):
+    full = op in ("sum", "mean", "prod", "max", "min")
+    cases = []
+    for dt, shape, strided in [(np.float32, (6, 37), True), (np.float64, (4, 3, 5), False),
+                               (np.int64, (3, 9), False), (np.bool_, (7, 3), True),
+                               (np.float16, (2, 65), False), (np.int32, (0, 4), False)]:
+        x = noncontiguous(dt, shape) if strided else sample(dt, shape)
+        if full:
+            cases.append((x, {}))
+        elif op == "prod_dim":
+            cases.append((x, {"dim": 0}))
+            cases.append((x, {"dim": len(shape) - 1, "keepdim": True}))
+        else:
+            cases.append((x, {"dim": (len(shape) - 1,)}))                  # inner
+            cases.append((x, {"dim": (0,), "keepdim": True}))               # outer
+            if len(shape) == 3:
+                cases.append((x, {"dim": (0, 2)}))                          # strided
+            if op not in ("amax", "amin"):
+                cases.append((x, {"dim": None}))                            # all
+    ran = sum(compare(op, (x,), **attrs) for x, attrs in cases)
+    assert ran >= 3
+
+
+def test_sum_of_16m_float32_ones_is_exact():
+    g, arrays, _ = graph_of("sum", (np.ones(1 << 24, np.float32),))
+    assert runner.run(g, arrays)[0][0] == 16777216.0
+
+
+def test_scalar_and_empty_reductions():
+    assert compare("sum", (np.array(2.5, np.float32),))
+    assert compare("mean_dim", (np.zeros((3, 0), np.float32),), dim=(1,))
+    assert compare("sum_dim", (np.zeros((0, 4), np.float64),), dim=(0,))
+
+
+def test_elementwise_kernels_are_vectorized():
+    x = np.zeros(1000, np.float32)
+    _, _, node = graph_of("mul", (x, x))
+    kernel = describe(node, [((1,), 0), ((1,), 0)])
+    ir_text = str(jit.optimize(render(kernel, "vec_check", jit.triple())))
+    assert "<8 x float>" in ir_text
+
+
+def test_kernel_description_prints_loads_reductions_and_stores():
+    _, _, node = graph_of("sum_dim", (np.zeros((4, 6), np.float32),), dim=(1,))
+    text = str(describe(node, [((6, 1), 0)]))
+    assert "domain [4,6] reduce (1,)" in text and "reduce add" in text
+    assert "store out0 strides (1, 0)" in text
+
+
+def test_fused_softmax_kernel_matches_interpreter():
+    x = dg.tensor(RNG.normal(size=(6, 33)).astype(np.float32))
+    f = lambda t: dg.nn.functional.softmax(t * 2.0, dim=-1)
+    ref = dg.compile(f, backend="interpreter")(x).numpy()
+    got = dg.compile(f, backend="llvm")(x).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("make_opt", [
+    lambda ps: dg.optim.SGD(ps, lr=0.05, momentum=0.9),
+    lambda ps: dg.optim.Adam(ps, lr=1e-2),
+], ids=["sgd", "adam"])
+def test_mlp_training_steps_match_eager(make_opt):
+    eager_model = mlp()
+    comp_model = copy.deepcopy(eager_model)
+    o1, o2 = make_opt(eager_model.parameters()), make_opt(comp_model.parameters())
+    eager = make_step(eager_model, o1)
+    compiled = dg.compile(make_step(comp_model, o2), backend="llvm")
+    for x, y in batches(20):
+        l1, l2 = eager(x, y), compiled(x, y)
+        assert abs(l1.item() - l2.item()) < 1e-5
+    assert_state_close(eager_model, o1, comp_model, o2)
+
+
+CACHE_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    from dynograph.compiler.ir import Graph, Input, Node, TensorType, Value
+    from dynograph.compiler.llvm import jit, runner
+    from dynograph.runtime import dtypes as D
+    x = Value(TensorType((1000,), D.float32))
+    y = Value(TensorType((1000,), D.float32))
+    g = Graph([Input(x, "input", "x")], [Node("tanh", (x,), {}, (y,))], [y])
+    a = np.linspace(-3, 3, 1000, dtype=np.float32)
+    out = runner.run(g, [a])[0][0]
+    assert np.allclose(out, np.tanh(a), atol=1e-6)
+    print(jit.STATS["compiled"], jit.STATS["disk_hits"])
+""")
+
+
+def _run_cache_script(cache, debug="0"):
+    env = dict(os.environ, DYNOGRAPH_CACHE_DIR=str(cache), DYNOGRAPH_DEBUG=debug)
+    done = subprocess.run([sys.executable, "-c", CACHE_SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    compiled, hits = map(int, done.stdout.split())
+    return compiled, hits, done.stderr
+
+
+def test_disk_cache_serves_a_second_process_and_rebuilds_corrupted_entries(tmp_path):
+    compiled, hits, log = _run_cache_script(tmp_path, debug="1")
+    assert (compiled, hits) == (1, 0) and "compiled dg_" in log
+    assert _run_cache_script(tmp_path)[:2] == (0, 1)
+    entries = list((tmp_path / "kernels").iterdir())
+    assert len(entries) == 1
+    data = bytearray(entries[0].read_bytes())
+    data[-10] ^= 0xFF                       # corrupt the object code
+    entries[0].write_bytes(bytes(data))
+    compiled, hits, log = _run_cache_script(tmp_path, debug="2")
+    assert (compiled, hits) == (1, 0)
+    assert "define void @" in log and "dg_" in log          # level 2 prints the optimized IR
+    entries[0].write_bytes(b"foreign" + entries[0].read_bytes()[7:])    # another header
+    assert _run_cache_script(tmp_path)[:2] == (1, 0)
