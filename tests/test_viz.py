@@ -237,7 +237,7 @@ def _synthetic(n_nodes):
             sub.outputs = [v3]
             graph.nodes.append(Node("fused", (a, b), {"graph": sub, "name": f"k{k}"}, (out,)))
         else:
-            graph.nodes.append(Node(ops[k % 3], (a, b), {}, (out,), f"net.py:{k} in forward"))
+            graph.nodes.append(Node(ops[k % 3], (a, b), {}, (out,), f"net.py:{k % 50} in forward"))
         live.append(out)
         k += 1
     graph.outputs = [live[-1]]
@@ -253,8 +253,16 @@ def test_large_graph_renders_quickly():
     assert elapsed < 10, f"3000 nodes took {elapsed:.1f}s"
     drawn = viz.from_ir(graph, expand=False)       # over 2000 ops: kernels drawn as one box each
     assert len(_svg_nodes(svg)) == len(drawn.nodes)
-    assert html.count('"kind":"fused"') == sum(1 for n in graph.nodes if n.op == "fused")
+    views = json.loads(re.search(r'id="data">(.*?)</script>', html, re.S).group(1).replace("<\\/", "</"))
+    assert [v["name"] for v in views["views"]] == ["kernels", "source lines"]   # big: no op view
+    kernels = sum(1 for n in views["views"][0]["nodes"] if n["kind"] == "fused")
+    assert kernels == sum(1 for n in graph.nodes if n.op == "fused")
     assert len(drawn.nodes) == 3000 + 20 + 1
+    lines = viz.collapse_sources(drawn)
+    # lines k % 50 of the plain ops (every tenth op, k % 10 == 9, is a kernel without a line)
+    assert sum(1 for n in lines.nodes if n.kind == "source") == 45
+    assert len(lines.nodes) == 45 + 20 + 1 + 300
+    assert len(_svg_nodes(viz.render(lines, "svg", engine="builtin"))) == len(lines.nodes)
 
 
 # ---------------------------------------------------------------- code stages

@@ -8,7 +8,7 @@ The command line tool ``dynograph-viz`` (``dynograph/viz/cli.py``) runs a script
 compilation dumped, renders a dumped or exported graph file, and draws autograd graphs.
 ``DYNOGRAPH_DUMP=folder`` dumps the stages of every compilation of any program.
 """
-from .model import VizGraph, VizNode, from_autograd, from_ir
+from .model import VizGraph, VizNode, collapse_sources, from_autograd, from_ir
 from .render import FORMATS, render
 
 
@@ -19,4 +19,5 @@ def autograd_graph(tensor, params=None):
     return from_autograd(tensor, params)
 
 
-__all__ = ["FORMATS", "VizGraph", "VizNode", "autograd_graph", "from_autograd", "from_ir", "render"]
+__all__ = ["FORMATS", "VizGraph", "VizNode", "autograd_graph", "collapse_sources", "from_autograd",
+           "from_ir", "render"]

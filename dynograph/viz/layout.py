@@ -103,10 +103,18 @@ def _coordinates(rows, preds, sizes):
     y = 0.0
     for depth, row in enumerate(rows):
         height = max(sizes[i][1] for i in row)
+        # graph inputs (sources) neither steer their readers (a chain of ops stays straight,
+        # not drifting towards its parameters) nor push the ops aside: they go to the right
+        row = [i for i in row if preds[i]] + [i for i in row if not preds[i]]
         wanted = []
         for i in row:
-            xs = [boxes[p].x for p in preds[i] if p in boxes]
+            inner = [p for p in preds[i] if preds[p]] or preds[i]
+            xs = [boxes[p].x for p in inner if p in boxes]
             wanted.append(sum(xs) / len(xs) if xs else None)
+        # left to right by where each box wants to be (ties keep the barycentric order)
+        placed_first = sorted(range(len(row)), key=lambda k: (wanted[k] is None, wanted[k] or 0, k))
+        row = [row[k] for k in placed_first]
+        wanted = [wanted[k] for k in placed_first]
         # rows without inputs above (the first one, sources) pack from the left
         x = 0.0
         placed = []

@@ -201,3 +201,33 @@ def _autograd_node(f, nid, names):
     attrs = {k: _attr_text(v) for k, v in (getattr(f, "attrs", None) or {}).items()}
     detail = f"op: {op.name}" if op is not None and hasattr(op, "name") else ""
     return VizNode(nid, name, "grad", types, attrs, detail=detail)
+
+
+def collapse_sources(viz):
+    """One box per user source line: the ops a line of the program created (a layer call, the
+    loss, ``loss.backward()``, ``optimizer.step()``) drawn as one node.  Inputs, outputs and ops
+    without a source line stay as they are.  An overview of graphs too big to read op by op."""
+    out = VizGraph(title=viz.title, text=viz.text)
+    owner = {}
+    boxes = {}
+    for n in viz.nodes:
+        if n.kind in ("op", "fused") and n.source:
+            box = boxes.get(n.source)
+            if box is None:
+                box = boxes[n.source] = VizNode(f"s{len(boxes)}", n.source, "source")
+                out.nodes.append(box)
+            box.detail += f"{n.label}: {', '.join(n.types)}\n"
+            owner[n.id] = box.id
+        else:
+            out.nodes.append(n)
+            owner[n.id] = n.id
+    for box in out.nodes:
+        if box.kind == "source":
+            box.types = [f"{box.detail.count(chr(10))} ops"]
+    seen = set()
+    for s, t, label in viz.edges:
+        a, b = owner.get(s), owner.get(t)
+        if a is not None and b is not None and a != b and (a, b) not in seen:
+            seen.add((a, b))
+            out.edges.append((a, b, label))
+    return out

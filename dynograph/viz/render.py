@@ -8,7 +8,7 @@ EXTENSIONS = {"text": ".dg", "dot": ".dot", "svg": ".svg", "html": ".html", "jso
 KIND_COLORS = {"op": "#ffffff", "fused": "#ffe9a8", "input": "#d9ecff", "param": "#e3f5d8",
                "buffer": "#e8e0f5", "state": "#f2e6d9", "const": "#eeeeee", "scalar": "#eeeeee",
                "rng": "#eeeeee", "output": "#cfe3ff", "update": "#d8f0e0", "grad": "#ffffff",
-               "leaf": "#eeeeee"}
+               "leaf": "#eeeeee", "source": "#fff4d6"}
 
 
 def group_color(name):

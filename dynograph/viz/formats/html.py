@@ -13,6 +13,8 @@ from ..layout import box_lines, extent, layout
 from ..render import fill
 from .html_page import PAGE
 
+SOURCE_VIEW_MIN = 300       # graphs with more ops also get a view with one box per source line
+
 
 def _view(name, viz):
     boxes = layout(viz)
@@ -40,7 +42,7 @@ def to_html(views, title="dynograph graph"):
 
 def html_for_ir(graph, title="", code=None, expand=None):
     """An IR graph's page: kernels expanded, plus a view with each kernel as one box."""
-    from ..model import from_ir
+    from ..model import collapse_sources, from_ir
     has_kernels = any(n.op == "fused" for n in graph.nodes)
     size = sum(len(n.attrs["graph"].nodes) if "graph" in n.attrs else 1 for n in graph.nodes)
     views = []
@@ -52,4 +54,6 @@ def html_for_ir(graph, title="", code=None, expand=None):
         collapsed = ("kernels", from_ir(graph, title=title, expand=False, code=code))
         # a big graph opens collapsed: one box per kernel
         views.insert(0 if size > 2000 else len(views), collapsed)
+    if size > SOURCE_VIEW_MIN:
+        views.append(("source lines", collapse_sources(views[0][1])))
     return to_html(views, title=title or "dynograph graph")

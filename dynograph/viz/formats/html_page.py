@@ -74,7 +74,19 @@ function draw(k) {
   side.style.display = "none";
   selected = null;
   search(document.getElementById("search").value);
-  fit();
+  start();
+}
+
+// a graph too big to read when fitted opens at its top, at a readable size; "fit" shows all
+function start() {
+  const r = svg.getBoundingClientRect();
+  const s = Math.max(view.width / Math.max(r.width, 1), view.height / Math.max(r.height, 1));
+  if (s <= 2.5) { fit(); return; }
+  const w = Math.max(r.width, 1) * 1.3, h = Math.max(r.height, 1) * 1.3;
+  const first = view.nodes.find(function (nd) { return nd.kind === "op" || nd.kind === "fused" ||
+                                                       nd.kind === "grad" || nd.kind === "source"; });
+  const x = first ? first.x : w / 2, y = first ? Math.max(0, first.y - h / 3) : 0;
+  setBox([x - w / 2, y, w, h]);
 }
 
 function setBox(b) { box = b; svg.setAttribute("viewBox", b.join(" ")); }
