@@ -203,6 +203,25 @@ def test_html_runs_in_chromium(dumped):
     assert kernels and all(n["detail"].startswith("graph {") for n in kernels)
 
 
+def test_html_search_and_details_panel(tmp_path):
+    entry = _compiled_mlp()["train_step"].entries[0]
+    node = next(n for n in entry.graph.nodes if n.op == "fused")
+    kernel = node.attrs["name"]
+    page = tmp_path / "step.html"
+    page.write_text(viz.render(entry.graph, "html", code={kernel: "define void @generated_code() {}"}))
+    done = _chromium("--dump-dom", page.as_uri() + f"#search={kernel}")
+    assert not _console_errors(done.stderr), _console_errors(done.stderr)
+    dom = done.stdout
+    members = len(node.attrs["graph"].nodes)           # the kernel's ops are found by its name
+    assert len(re.findall(r'<g class="node match( selected)?" data-i', dom)) == members > 0
+    assert f">{members} found<" in dom
+    panel = re.search(r'<div id="side" style="display: block;">(.*?)</div>', dom, re.S).group(1)
+    first = node.attrs["graph"].nodes[0]
+    assert f"<h3>{first.op}</h3>" in panel and str(first.outs[0].type) in panel   # op, types
+    assert "mlp.py:" in panel and f"<td>{kernel}</td>" in panel                   # source, kernel
+    assert "generated code" in panel and "define void @generated_code() {}" in panel
+
+
 def test_screenshot_of_a_training_step(dumped):
     os.makedirs(ARTIFACTS, exist_ok=True)
     shot = os.path.join(ARTIFACTS, "train_step.fused.png")

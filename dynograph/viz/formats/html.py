@@ -3,7 +3,8 @@
 No network access: the page's CSS, JavaScript and data are inline.  Boxes are colored by fusion
 group; hovering shows the types and source line, clicking opens a side panel with attributes,
 the source line, a kernel's subgraph and its generated code when there is some.  The search box
-finds ops by name; the wheel zooms, dragging pans.  A page may hold several views (stages, or
+finds ops by name (``page.html#search=mm`` opens at the first match); the wheel zooms,
+dragging pans.  A page may hold several views (stages, or
 one graph with kernels expanded and collapsed); a selector switches between them.
 """
 import json

@@ -27,10 +27,11 @@ path.edge { fill: none; stroke: #999; } path.edge.lit { stroke: #06c; stroke-wid
 <body>
 <div id="bar"><b>__TITLE__</b>
 <select id="view" title="view"></select>
-<input id="search" placeholder="search ops (Enter: next)" size="24">
+<input id="search" placeholder="search ops or kernel (Enter: next)" size="24">
 <span id="found"></span>
 <button id="fit">fit</button>
-<span id="help" style="color:#888">wheel: zoom, drag: pan, click: details</span></div>
+<span id="help" style="color:#888">wheel: zoom, drag: pan, click: details, #search=op in the
+address opens at an op</span></div>
 <div id="canvas"><svg id="svg" width="100%" height="100%"><g id="edges"></g><g id="nodes"></g></svg></div>
 <div id="side"></div>
 <script type="application/json" id="data">__DATA__</script>
@@ -164,7 +165,7 @@ function search(text) {
   matchAt = -1;
   if (text) {
     view.nodes.forEach(function (nd, i) {
-      if (nd.label.toLowerCase().indexOf(text) >= 0) {
+      if (nd.label.toLowerCase().indexOf(text) >= 0 || nd.group.toLowerCase() === text) {
         matches.push(i);
         document.querySelector('g.node[data-i="' + i + '"]').classList.add("match");
       }
@@ -192,5 +193,12 @@ DATA.views.forEach(function (v, k) {
 });
 select.onchange = function () { draw(+select.value); };
 draw(0);
+// page.html#search=mm opens with the ops matching "mm" marked and the first one's details shown
+const wanted = new URLSearchParams(location.hash.slice(1)).get("search");
+if (wanted) {
+  input.value = wanted;
+  search(wanted);
+  if (matches.length) { matchAt = 0; zoomTo(view.nodes[matches[0]]); show(matches[0]); }
+}
 </script></body></html>
 """
