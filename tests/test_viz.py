@@ -458,3 +458,15 @@ def test_llvm_backend_kernels_and_ir_are_dumped(tmp_path):
     assert f"// kernel {fused[0]}\nkernel " in kernels
     assert "define void @dg_" in (tmp_path / "step.0.llvm.ll").read_text()
     assert "define void @dg_" in (tmp_path / "step.0.fused.html").read_text()
+
+
+def test_console_script_is_declared():
+    from importlib.metadata import PackageNotFoundError, entry_points
+    try:
+        found = [ep for ep in entry_points(group="console_scripts") if ep.name == "dynograph-viz"]
+    except PackageNotFoundError:
+        found = []
+    if not found:
+        pytest.skip("dynograph is installed without the dynograph-viz script (reinstall it)")
+    assert found[0].value == "dynograph.viz.cli:main"
+    assert found[0].load() is cli.main
