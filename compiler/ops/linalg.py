@@ -248,7 +248,7 @@ def _mm(a, b):
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.dtype != b.dtype \
             or a.dtype == _BOOL:
         raise ValueError("mm")
-    return _lowp(np.matmul, a, b)
+    return _lowp(np.dot, a, b)         # np.dot: see conv._gemm on np.matmul's slow layouts
 
 
 def _mm_vjp(ctx, g):
