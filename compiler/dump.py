@@ -76,8 +76,23 @@ def maybe_dump(compiled, entry):
                       f"{type(e).__name__}: {e}", stacklevel=2)
 
 
+def _function_name(compiled):
+    """The compiled function's name; ``dynograph.compile(module)`` wraps the module in a lambda:
+    its class name then (``Sequential``)."""
+    name = getattr(compiled, "__name__", "fn")
+    if name == "<lambda>":
+        from dynograph.nn import Module
+        for cell in getattr(getattr(compiled, "fn", None), "__closure__", None) or ():
+            try:
+                if isinstance(cell.cell_contents, Module):
+                    return type(cell.cell_contents).__name__
+            except ValueError:          # an empty cell
+                continue
+    return name
+
+
 def _register(compiled):
-    stem = re.sub(r"[^\w.\-]+", "_", getattr(compiled, "__name__", "fn")).strip("_") or "fn"
+    stem = re.sub(r"[^\w.\-]+", "_", _function_name(compiled)).strip("_") or "fn"
     taken = set(_STATE.names.values())
     name, k = stem, 1
     while name in taken:
@@ -312,9 +327,37 @@ def write_index(folder):
                 if fname.startswith(prefix):
                     stage = fname[len(prefix):].rsplit(".", 1)[0]
                     files.setdefault(stage, []).append(fname)
+            files = dict(sorted(files.items(), key=lambda kv: _stage_order(kv[0])))
             entries.append({"index": i, "files": files,
                             "nodes": len(entry.graph.nodes),
                             "kernels": sum(1 for n in entry.graph.nodes if n.op == "fused")})
         index[name] = entries
     os.makedirs(folder, exist_ok=True)
     _write(os.path.join(folder, "index.json"), json.dumps({"functions": index}, indent=1) + "\n")
+    if any(f.endswith(".html") for entries in index.values() for e in entries
+           for files in e["files"].values() for f in files):
+        _write(os.path.join(folder, "index.html"), _index_page(index))
+
+
+def _stage_order(stage):
+    last = stage.rsplit(".", 1)[-1]
+    return stage.startswith("backward."), STAGES.index(last) if last in STAGES else len(STAGES)
+
+
+def _index_page(index):
+    """index.html: a link to every page and file of the dump."""
+    from html import escape
+    rows = []
+    for name, entries in index.items():
+        for e in entries:
+            links = []
+            for stage, files in e["files"].items():
+                page = next((f for f in files if f.endswith(".html")), files[0])
+                others = " ".join(f'<a href="{escape(f)}">{escape(f.rsplit(".", 1)[1])}</a>'
+                                  for f in files if f != page)
+                links.append(f'<li><a href="{escape(page)}">{escape(stage)}</a> {others}</li>')
+            rows.append(f"<h2>{escape(name)} [{e['index']}]: {e['nodes']} nodes, "
+                        f"{e['kernels']} kernels</h2><ul>{''.join(links)}</ul>")
+    return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><link rel=\"icon\" href=\"data:,\">"
+            "<title>dynograph dump</title><style>body{font:14px system-ui,sans-serif;margin:2em}"
+            "</style></head><body><h1>dynograph dump</h1>" + "".join(rows) + "</body></html>\n")

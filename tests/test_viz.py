@@ -470,3 +470,22 @@ def test_console_script_is_declared():
         pytest.skip("dynograph is installed without the dynograph-viz script (reinstall it)")
     assert found[0].value == "dynograph.viz.cli:main"
     assert found[0].load() is cli.main
+
+
+def test_dump_of_a_compiled_module_with_a_backward_graph(tmp_path, monkeypatch):
+    monkeypatch.setattr(dump, "_STATE", dump._State())
+    dump._STATE.exit_hook = True
+    monkeypatch.setenv("DYNOGRAPH_DUMP", str(tmp_path))
+    monkeypatch.setenv("DYNOGRAPH_DUMP_FORMATS", "text,html")
+    model = dynograph.nn.Sequential(dynograph.nn.Linear(4, 8), dynograph.nn.Tanh(),
+                                    dynograph.nn.Linear(8, 1))
+    compiled = dynograph.compile(model)
+    compiled(dynograph.randn(3, 4)).pow(2).mean().backward()
+    entry = compiled._compiled_call.entries[0]
+    assert entry.backward_graph is not None
+    stages = [s for s, _ in json.loads((tmp_path / "index.json").read_text())
+              ["functions"]["Sequential"][0]["files"].items()]
+    assert stages == ["captured", "optimized", "fused", "backward.optimized", "backward.fused"]
+    text = (tmp_path / "Sequential.0.backward.fused.dg").read_text()
+    assert text == print_graph(entry.backward_graph) + "\n"
+    assert "Sequential.0.backward.fused.html" in (tmp_path / "index.html").read_text()
