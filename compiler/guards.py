@@ -6,6 +6,7 @@ function names, every module's ``training`` flag, which gradients exist, the sha
 state tensor the graph reads, and optimizer hyper-parameters other than the learning rate (a
 graph input, so schedulers do not force a retrace).
 """
+import dis
 import numbers
 import types
 
@@ -48,7 +49,10 @@ class Guards:
         if code is None:
             return
         glb = getattr(f, "__globals__", {})
-        for name in code.co_names:
+        # names the code loads as globals (co_names also holds attribute names)
+        loaded = dict.fromkeys(i.argval for i in dis.get_instructions(code)
+                               if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
+        for name in loaded:
             if name in glb and not isinstance(glb[name], _SKIP):
                 self._add_ref(f"global {name}", lambda g=glb, n=name: g.get(n), glb[name])
         for name, cell in zip(code.co_freevars, f.__closure__ or ()):
