@@ -4,3 +4,4 @@ from . import serialization  # noqa: F401
 from . import data  # noqa: F401
 from . import training  # noqa: F401
 from . import compiler  # noqa: F401
+from . import llvm  # noqa: F401
