@@ -71,11 +71,17 @@ def _leaf_tensor(binding, tracer):
 def split(graph, plan):
     """(forward graph, backward graph, number of saved values) from the joint graph."""
     grad_values = [v for v in plan.grads if v is not None]
-    forward = dce(graph.replace(inputs=[i for i in graph.inputs if i not in plan.grad_inputs]))
+    inputs = [i for i in graph.inputs if i not in plan.grad_inputs]
+    forward = dce(graph.replace(inputs=inputs))
     fwd_nodes = {id(n) for n in forward.nodes}
-    available = {i.value for i in forward.inputs} | {v for n in forward.nodes for v in n.outs}
     joint = dce(graph.replace(outputs=grad_values, updates=[]))
     back_nodes = [n for n in joint.nodes if id(n) not in fwd_nodes]
+    # inputs only the backward reads (a constant of a derivative rule) stay forward inputs,
+    # handed over with the saved values
+    read = {v for n in back_nodes for v in n.input_values()} | set(grad_values)
+    kept = {i.value for i in forward.inputs}
+    forward = forward.replace(inputs=[i for i in inputs if i.value in kept or i.value in read])
+    available = {i.value for i in forward.inputs} | {v for n in forward.nodes for v in n.outs}
     saved, seen = [], set()
     for v in [*[x for n in back_nodes for x in n.input_values()], *grad_values]:
         if v in available and v not in seen:
@@ -113,6 +119,7 @@ def make_function(entry, run_forward, run_backward):
                 shape, dtype = ctx.out_meta[k]
                 feeds.append(np.zeros(shape, dtype) if g is None else
                              np.ascontiguousarray(g._data, dtype=dtype))
+            feeds = [feeds[i] for i in entry.backward_feeds]
             grads = iter(run_backward(feeds, ctx.flat))
             result = [None]
             for v in plan.grads:

@@ -378,7 +378,9 @@ class CompiledFunction:
         if plan is not None:
             forward, backward, n_saved = split(captured, plan)
             graph, stats = optimize(forward, self.passes, self.backend)
+            position = {id(inp): i for i, inp in enumerate(backward.inputs)}
             backward, _ = optimize(backward, self.passes, self.backend)
+            backward_feeds = [position[id(inp)] for inp in backward.inputs]
             out_kinds += [("saved", i) for i in range(n_saved)]
         else:
             graph, stats = optimize(captured, self.passes, self.backend)
@@ -395,6 +397,7 @@ class CompiledFunction:
         entry.captured_bindings = tracer.bindings
         if plan is not None:
             entry.aot, entry.aot_saved, entry.backward_graph = plan, n_saved, backward
+            entry.backward_feeds = backward_feeds
         self.entries.append(entry)
         self._event("trace", f"graph {len(self.entries) - 1}: {stats['captured_nodes']} nodes "
                              f"captured, {stats['optimized_nodes']} after optimization")
