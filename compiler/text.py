@@ -100,11 +100,13 @@ def _print_body(graph, names, lines, indent, sources):
         args += [f"{k}={format_literal(v, names)}" for k, v in node.attrs.items() if k != "graph"]
         outs = ", ".join(f"{names.define(v)}: {v.type}" for v in node.outs)
         line = f"{indent}{outs} = {node.op}({', '.join(args)})"
-        if sources and node.source:
-            line += f"  # {node.source}"
         sub = node.attrs.get("graph")
         if sub is not None:
-            lines.append(line + " {")
+            line += " {"
+        if sources and node.source:
+            line += f"  # {node.source}"
+        if sub is not None:
+            lines.append(line)
             _print_body(sub, _Names(), lines, indent + "  ", sources)
             lines.append(indent + "}")
         else:

@@ -364,3 +364,24 @@ def test_compiled_bound_methods_and_self_state():
         np.testing.assert_allclose(a.step(x, y).item(), eager(x, y).item(), rtol=1e-5)
     assert_state_close(a.model, a.opt, b.model, b.opt)
     assert a.step.hits >= 2
+
+
+@pytest.mark.parametrize("make_opt", [
+    lambda ps: dg.optim.SGD(ps, lr=0.001, momentum=0.9),
+    lambda ps: dg.optim.Adam(ps, lr=1e-3),
+], ids=["sgd-momentum", "adam"])
+def test_cifar_tutorial_network_matches_eager(make_opt):
+    from test_cifar_tutorial import Net
+    dg.manual_seed(0)
+    eager_model = Net()
+    comp_model = copy.deepcopy(eager_model)
+    o1, o2 = make_opt(eager_model.parameters()), make_opt(comp_model.parameters())
+    e = make_step(eager_model, o1)
+    c = dg.compile(make_step(comp_model, o2))
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x = dg.tensor(rng.standard_normal((4, 3, 32, 32)), dtype=dg.float32)
+        y = dg.tensor(rng.integers(0, 10, size=4))
+        np.testing.assert_allclose(e(x, y).item(), c(x, y).item(), rtol=1e-5, atol=1e-6)
+    assert_state_close(eager_model, o1, comp_model, o2)
+    assert c.hits >= 18
