@@ -25,7 +25,6 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .ir import RNG, Graph, Input, Node, TensorType, Value
-from .ops import REGISTRY
 
 
 class _Active:
@@ -547,7 +546,3 @@ def _state_slot(opt, p, key, name):
     def set(t):
         opt.state[p][key] = t
     return Slot(name, "state", get, set, owner=opt)
-
-
-def op_named(name):
-    return REGISTRY[name]
