@@ -105,6 +105,17 @@ class Node:
         return found
 
 
+def remap(x, env):
+    """``x`` (a Value, a literal, or nested tuples/lists of them) with Values replaced by ``env``."""
+    if isinstance(x, Value):
+        return env.get(x, x)
+    if isinstance(x, tuple):
+        return tuple(remap(a, env) for a in x)
+    if isinstance(x, list):
+        return [remap(a, env) for a in x]
+    return x
+
+
 def _collect_values(items, found):
     for a in items:
         if isinstance(a, Value):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dynograph.runtime import dtypes as D
-from .ir import Graph, Input, Node, TensorType, Value
+from .ir import Graph, Input, Node, TensorType, Value, remap
 
 
 @dataclass(frozen=True)
@@ -124,8 +124,8 @@ def unify_graphs(g1, g2, s1, s2):
     for n1, n2 in zip(g1.nodes, g2.nodes):
         if n1.op != n2.op or len(n1.outs) != len(n2.outs) or set(n1.attrs) != set(n2.attrs):
             raise _Mismatch(f"{n1.op} against {n2.op}")
-        args = tuple(u.literal(_renamed(a, renamed), b) for a, b in zip(n1.args, n2.args))
-        attrs = {k: u.literal(_renamed(v, renamed), n2.attrs[k]) for k, v in n1.attrs.items()}
+        args = tuple(u.literal(remap(a, renamed), b) for a, b in zip(n1.args, n2.args))
+        attrs = {k: u.literal(remap(v, renamed), n2.attrs[k]) for k, v in n1.attrs.items()}
         outs = []
         for o1, o2 in zip(n1.outs, n2.outs):
             o = u.value(o1, o2)
@@ -139,16 +139,6 @@ def unify_graphs(g1, g2, s1, s2):
             raise _Mismatch("different updates")
         updates.append((n1, _same(renamed.get(a, a), b, u)))
     return g1.replace(inputs=inputs, nodes=nodes, outputs=outputs, updates=updates)
-
-
-def _renamed(x, renamed):
-    if isinstance(x, Value):
-        return renamed.get(x, x)
-    if isinstance(x, tuple):
-        return tuple(_renamed(a, renamed) for a in x)
-    if isinstance(x, list):
-        return [_renamed(a, renamed) for a in x]
-    return x
 
 
 def _same(v1, v2, u):

@@ -10,22 +10,11 @@ advances the generator.  Nodes holding a subgraph (fused kernels) are left alone
 The value-substitution helpers here are shared by the other passes.
 """
 from dynograph.runtime import dtypes as D
-from ..ir import Node, Value
+from ..ir import Node, Value, remap  # noqa: F401  (remap: shared by the other passes)
 from ..ops import REGISTRY
 
 
 # ---------------------------------------------------------------- substitution
-
-def remap(x, env):
-    """``x`` (a Value, a literal, or nested tuples/lists of them) with Values replaced by ``env``."""
-    if isinstance(x, Value):
-        return env.get(x, x)
-    if isinstance(x, tuple):
-        return tuple(remap(a, env) for a in x)
-    if isinstance(x, list):
-        return [remap(a, env) for a in x]
-    return x
-
 
 def remap_node(node, env):
     """``node`` reading ``env``'s replacements (the node itself when nothing changes)."""
