@@ -295,3 +295,10 @@ def test_disk_cache_serves_a_second_process_and_rebuilds_corrupted_entries(tmp_p
     assert "define void @" in log and "dg_" in log          # level 2 prints the optimized IR
     entries[0].write_bytes(b"foreign" + entries[0].read_bytes()[7:])    # another header
     assert _run_cache_script(tmp_path)[:2] == (1, 0)
+
+
+@pytest.mark.parametrize("op", ["exp", "tanh", "sigmoid"])
+def test_vectorized_float32_exp_and_tanh_over_their_whole_range(op):
+    x = np.concatenate([np.linspace(-110, 95, 20001), RNG.normal(size=1000) * 1e-3,
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 88.72, -87.3, -103.5]])
+    assert compare(op, (x.astype(np.float32),))

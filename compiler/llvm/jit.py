@@ -26,6 +26,7 @@ STATS = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
 
 _lock = threading.RLock()
 _state = {}
+_codegen = {}
 
 
 def _init():
@@ -62,10 +63,23 @@ def cache_dir():
     return os.path.join(base, "dynograph")
 
 
+def _codegen_version():
+    """A hash of the code generator's source: changing how kernels are rendered retires the
+    entries compiled before (their description hashes stay the same)."""
+    if "codegen" not in _codegen:
+        here = os.path.dirname(os.path.abspath(__file__))
+        digest = hashlib.sha256()
+        for name in ("render.py", "jit.py"):
+            with open(os.path.join(here, name), "rb") as f:
+                digest.update(f.read())
+        _codegen["codegen"] = digest.hexdigest()[:16]
+    return _codegen["codegen"]
+
+
 def _header():
     state = _init()
     text = f"dynograph-kernel v{FORMAT_VERSION} llvmlite {llvmlite.__version__} " \
-           f"{state['triple']} {state['fingerprint']}"
+           f"{state['triple']} {state['fingerprint']} codegen {_codegen_version()}"
     return hashlib.sha256(text.encode()).hexdigest().encode()
 
 

@@ -316,10 +316,51 @@ class Renderer:
 
     def math(self, name, args, dt):
         ty = args[0].type
+        if ty == F32 and name in ("exp", "tanh"):
+            return (self.exp_f32 if name == "exp" else self.tanh_f32)(args[0])
         if name in INTRINSICS:
             return self.intrinsic(INTRINSICS[name], *args)
         cname = name if ty == F64 else name + "f"
         return self.b.call(self.function(cname, ty, [ty] * len(args)), args)
+
+    # float32 exp and tanh as straight-line code the loop vectorizer can widen (a C library call
+    # per element would stay scalar); accurate to a few float32 ulps (Cephes' expf and tanhf)
+    def poly(self, x, coefficients):
+        b = self.b
+        r = F32(coefficients[0])
+        for c in coefficients[1:]:
+            r = b.fadd(b.fmul(r, x), F32(c))
+        return r
+
+    def exp_f32(self, x):
+        b = self.b
+        nan = b.fcmp_unordered("uno", x, x)
+        c = self.intrinsic("minnum", self.intrinsic("maxnum", x, F32(-104.0)), F32(89.0))
+        n = self.intrinsic("floor", b.fadd(b.fmul(c, F32(1.44269504088896341)), F32(0.5)))
+        r = b.fsub(b.fsub(c, b.fmul(n, F32(0.693359375))), b.fmul(n, F32(-2.12194440e-4)))
+        p = self.poly(r, (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+                          1.6666665459e-1, 5.0000001201e-1))
+        y = b.fadd(b.fadd(b.fmul(p, b.fmul(r, r)), r), F32(1.0))
+        # y * 2**n, in two factors so that n in [-150, 128] stays in the exponent's range
+        k = b.fptosi(n, I32)
+        k1 = b.ashr(k, I32(1))
+        k2 = b.sub(k, k1)
+        for part in (k1, k2):
+            y = b.fmul(y, b.bitcast(b.shl(b.add(part, I32(127)), I32(23)), F32))
+        return b.select(nan, x, y)
+
+    def tanh_f32(self, x):
+        b = self.b
+        ax = self.intrinsic("fabs", x)
+        z = b.fmul(x, x)
+        small = b.fadd(b.fmul(b.fmul(self.poly(z, (-5.70498872745e-3, 2.06390887954e-2,
+                                                   -5.37397155531e-2, 1.33314422036e-1,
+                                                   -3.33332819422e-1)), z), x), x)
+        e = self.exp_f32(b.fmul(ax, F32(2.0)))
+        large = b.fsub(F32(1.0), b.fdiv(F32(2.0), b.fadd(e, F32(1.0))))
+        large = self.intrinsic("copysign", large, x)
+        return b.select(b.fcmp_ordered("<", ax, F32(0.625)), small, b.select(
+            b.fcmp_unordered("uno", x, x), x, large))
 
     def combine(self, name, acc, v, dt, flags):
         if dt.is_floating_point and name in ("add", "mul"):
