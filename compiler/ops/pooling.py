@@ -129,6 +129,17 @@ def _axis(i, nd, n):
     return np.arange(n).reshape(shape)
 
 
+_EXTENT = {2: "plane", 3: "volume"}
+
+
+def _define_nd(name, kind, impl, meta_for, vjp, grad_name, doc):
+    """The 2-d and 3-d primitives of one family: ``{nd}`` in ``name``, ``grad_name`` and ``doc``
+    becomes the number of spatial dims, ``{extent}`` in ``doc`` "plane" or "volume"."""
+    return tuple(define(name.format(nd=nd), kind, impl, meta=meta_for(nd), vjp=vjp,
+                        grad_name=grad_name.format(nd=nd), doc=doc.format(nd=nd, extent=_EXTENT[nd]))
+                 for nd in (2, 3))
+
+
 # ---------------------------------------------------------------- max pooling
 
 def _is_int(dtype):
@@ -220,20 +231,19 @@ def _max_pool_meta_for(nd):
     return meta
 
 
-def _max_pool_vjp(ctx, g, _gi=None):
+def _max_indices_vjp(ctx, g, _gi=None):
+    """Every max pool (plain, adaptive, fractional) sends each output's gradient to the input
+    element its index names; other inputs (fractional pooling's samples) get none."""
     x = ctx.inputs[0]
-    nd = len(ctx.attrs["kernel_size"])
-    return (_call(max_pool_backward, g, ctx.output[1], input_shape=tuple(x.shape), nd=nd),)
+    nd = len(ctx.attrs["kernel_size" if "kernel_size" in ctx.attrs else "output_size"])
+    grad = _call(max_pool_backward, g, ctx.output[1], input_shape=tuple(x.shape), nd=nd)
+    return (grad,) + (None,) * (len(ctx.inputs) - 1)
 
 
-max_pool2d_with_indices = define(
-    "max_pool2d_with_indices", "reduction", _max_pool_impl, meta=_max_pool_meta_for(2),
-    vjp=_max_pool_vjp, grad_name="MaxPool2DWithIndicesBackward0",
-    doc="2-d max pooling: the largest value of each window and its flat index in the plane.")
-max_pool3d_with_indices = define(
-    "max_pool3d_with_indices", "reduction", _max_pool_impl, meta=_max_pool_meta_for(3),
-    vjp=_max_pool_vjp, grad_name="MaxPool3DWithIndicesBackward0",
-    doc="3-d max pooling: the largest value of each window and its flat index in the volume.")
+max_pool2d_with_indices, max_pool3d_with_indices = _define_nd(
+    "max_pool{nd}d_with_indices", "reduction", _max_pool_impl, _max_pool_meta_for, _max_indices_vjp,
+    "MaxPool{nd}DWithIndicesBackward0",
+    "{nd}-d max pooling: the largest value of each window and its flat index in the {extent}.")
 
 
 def _plane_rows(indices, input_shape, nd):
@@ -347,12 +357,9 @@ def _avg_pool_vjp(ctx, g):
     return (_call(avg_pool_backward, g, input_shape=tuple(ctx.inputs[0].shape), **ctx.attrs),)
 
 
-avg_pool2d = define("avg_pool2d", "reduction", _avg_pool_impl, meta=_avg_pool_meta_for(2),
-                    vjp=_avg_pool_vjp, grad_name="AvgPool2DBackward0",
-                    doc="2-d average pooling.")
-avg_pool3d = define("avg_pool3d", "reduction", _avg_pool_impl, meta=_avg_pool_meta_for(3),
-                    vjp=_avg_pool_vjp, grad_name="AvgPool3DBackward0",
-                    doc="3-d average pooling.")
+avg_pool2d, avg_pool3d = _define_nd(
+    "avg_pool{nd}d", "reduction", _avg_pool_impl, _avg_pool_meta_for, _avg_pool_vjp,
+    "AvgPool{nd}DBackward0", "{nd}-d average pooling.")
 
 
 def _avg_pool_backward_impl(g, input_shape, kernel_size, stride, padding, ceil_mode,
@@ -472,14 +479,10 @@ def _adaptive_avg_vjp(ctx, g):
     return (g.contiguous(),)
 
 
-adaptive_avg_pool2d = define(
-    "adaptive_avg_pool2d", "reduction", _adaptive_avg_impl, meta=_adaptive_avg_meta_for(2),
-    vjp=_adaptive_avg_vjp, grad_name="AdaptiveAvgPool2DBackward0",
-    doc="2-d adaptive average pooling to a given output size.")
-adaptive_avg_pool3d = define(
-    "adaptive_avg_pool3d", "reduction", _adaptive_avg_impl, meta=_adaptive_avg_meta_for(3),
-    vjp=_adaptive_avg_vjp, grad_name="AdaptiveAvgPool3DBackward0",
-    doc="3-d adaptive average pooling to a given output size.")
+adaptive_avg_pool2d, adaptive_avg_pool3d = _define_nd(
+    "adaptive_avg_pool{nd}d", "reduction", _adaptive_avg_impl, _adaptive_avg_meta_for,
+    _adaptive_avg_vjp, "AdaptiveAvgPool{nd}DBackward0",
+    "{nd}-d adaptive average pooling to a given output size.")
 
 
 def _adaptive_max_impl(x, output_size):
@@ -523,20 +526,10 @@ def _adaptive_max_meta_for(nd):
     return meta
 
 
-def _adaptive_max_vjp(ctx, g, _gi=None):
-    x = ctx.inputs[0]
-    nd = len(ctx.attrs["output_size"])
-    return (_call(max_pool_backward, g, ctx.output[1], input_shape=tuple(x.shape), nd=nd),)
-
-
-adaptive_max_pool2d = define(
-    "adaptive_max_pool2d", "reduction", _adaptive_max_impl, meta=_adaptive_max_meta_for(2),
-    vjp=_adaptive_max_vjp, grad_name="AdaptiveMaxPool2DBackward0",
-    doc="2-d adaptive max pooling: values and flat indices in the plane.")
-adaptive_max_pool3d = define(
-    "adaptive_max_pool3d", "reduction", _adaptive_max_impl, meta=_adaptive_max_meta_for(3),
-    vjp=_adaptive_max_vjp, grad_name="AdaptiveMaxPool3DBackward0",
-    doc="3-d adaptive max pooling: values and flat indices in the volume.")
+adaptive_max_pool2d, adaptive_max_pool3d = _define_nd(
+    "adaptive_max_pool{nd}d", "reduction", _adaptive_max_impl, _adaptive_max_meta_for,
+    _max_indices_vjp, "AdaptiveMaxPool{nd}DBackward0",
+    "{nd}-d adaptive max pooling: values and flat indices in the {extent}.")
 
 
 # ---------------------------------------------------------------- max unpooling
@@ -584,14 +577,10 @@ def _max_unpool_vjp(ctx, g):
     return gather_planes(g, indices, len(ctx.attrs["output_size"])), None
 
 
-max_unpool2d = define("max_unpool2d", "index", _max_unpool_impl, meta=_max_unpool_meta_for(2),
-                      vjp=_max_unpool_vjp, grad_name="MaxUnpool2DBackward0",
-                      doc="The inverse of a 2-d max pool: values written at their indices, zeros "
-                          "elsewhere.")
-max_unpool3d = define("max_unpool3d", "index", _max_unpool_impl, meta=_max_unpool_meta_for(3),
-                      vjp=_max_unpool_vjp, grad_name="MaxUnpool3DBackward0",
-                      doc="The inverse of a 3-d max pool: values written at their indices, zeros "
-                          "elsewhere.")
+max_unpool2d, max_unpool3d = _define_nd(
+    "max_unpool{nd}d", "index", _max_unpool_impl, _max_unpool_meta_for, _max_unpool_vjp,
+    "MaxUnpool{nd}DBackward0",
+    "The inverse of a {nd}-d max pool: values written at their indices, zeros elsewhere.")
 
 
 # ---------------------------------------------------------------- fractional max pooling
@@ -700,20 +689,10 @@ def _fractional_meta_for(nd):
     return meta
 
 
-def _fractional_vjp(ctx, g, _gi=None):
-    x = ctx.inputs[0]
-    nd = len(ctx.attrs["kernel_size"])
-    return _call(max_pool_backward, g, ctx.output[1], input_shape=tuple(x.shape), nd=nd), None
-
-
-fractional_max_pool2d = define(
-    "fractional_max_pool2d", "reduction", _fractional_impl, meta=_fractional_meta_for(2),
-    vjp=_fractional_vjp, grad_name="FractionalMaxPool2DBackward0",
-    doc="2-d fractional max pooling: pseudo-random window starts from one sample per plane.")
-fractional_max_pool3d = define(
-    "fractional_max_pool3d", "reduction", _fractional_impl, meta=_fractional_meta_for(3),
-    vjp=_fractional_vjp, grad_name="FractionalMaxPool3DBackward0",
-    doc="3-d fractional max pooling: pseudo-random window starts from one sample per plane.")
+fractional_max_pool2d, fractional_max_pool3d = _define_nd(
+    "fractional_max_pool{nd}d", "reduction", _fractional_impl, _fractional_meta_for,
+    _max_indices_vjp, "FractionalMaxPool{nd}DBackward0",
+    "{nd}-d fractional max pooling: pseudo-random window starts from one sample per plane.")
 
 
 # ---------------------------------------------------------------- separable resampling
