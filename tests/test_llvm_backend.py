@@ -54,7 +54,7 @@ def graph_of(op, args, **attrs):
     return Graph(inputs, [node], [out]), arrays, node
 
 
-def compare(op, args, expect_kernel=True, **attrs):
+def compare(op, args, expect_kernel=True, tol=None, **attrs):
     """Run ``op`` on both backends; returns False when the interpreter rejects the input."""
     try:
         g, arrays, node = graph_of(op, args, **attrs)
@@ -67,7 +67,7 @@ def compare(op, args, expect_kernel=True, **attrs):
     assert got.shape == ref.shape and got.dtype == ref.dtype, (op, got.shape, ref.shape)
     dt = ref.dtype
     if dt.kind == "f" or dt == D.bfloat16.np:
-        tol = {8: 1e-12, 4: 2e-6}.get(dt.itemsize, 1e-2)
+        tol = tol or {8: 1e-12, 4: 2e-6}.get(dt.itemsize, 1e-2)
         np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=tol,
                                    atol=tol, equal_nan=True, err_msg=f"{op} {attrs}")
     else:
@@ -302,3 +302,11 @@ def test_vectorized_float32_exp_and_tanh_over_their_whole_range(op):
     x = np.concatenate([np.linspace(-110, 95, 20001), RNG.normal(size=1000) * 1e-3,
                         [0.0, -0.0, np.inf, -np.inf, np.nan, 88.72, -87.3, -103.5]])
     assert compare(op, (x.astype(np.float32),))
+
+
+def test_large_kernels_split_across_threads_agree(monkeypatch):
+    monkeypatch.setattr(runner, "_pool", [(3, runner.ThreadPoolExecutor(3))])
+    x = sample(np.float32, (600, 1001))
+    assert compare("mul", (x, 0.5))
+    assert compare("sum_dim", (x,), dim=(1,), tol=1e-4)     # another summation order
+    assert compare("amax", (x,), dim=(0,), keepdim=True)

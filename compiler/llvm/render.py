@@ -1,7 +1,8 @@
 """Render a loop-level Kernel (compiler/lowering/kernel.py) as LLVM IR with llvmlite.ir.
 
-The function takes one ``noalias`` pointer per buffer (inputs, then outputs); shapes and
-strides are constants, so LLVM sees exact trip counts and unit strides and vectorizes the
+The function takes one ``noalias`` pointer per buffer (inputs, then outputs) and the range
+``[begin, end)`` of the outermost kept axis to run (so that a call can be split across
+threads); shapes and strides are constants, so LLVM sees exact trip counts and unit strides and vectorizes the
 innermost loop.  Adjacent axes that every buffer walks contiguously are merged first, so an
 elementwise kernel over contiguous tensors is one flat loop.
 
@@ -58,6 +59,13 @@ def _unsigned(dt):
     return dt is D.bool or dt is D.uint8
 
 
+def extent(kernel):
+    """The length of the outermost kept axis (after merging): calls may split it."""
+    domain, red_axes, _, _ = collapse(kernel)
+    outer = [n for a, n in enumerate(domain) if a not in red_axes]
+    return outer[0] if outer else 1
+
+
 def collapse(kernel):
     """(domain, reduce axes, load strides, store strides) with size-1 axes dropped and
     adjacent axes merged where every buffer walks them as one."""
@@ -96,9 +104,10 @@ class Renderer:
     # -- structure
     def render(self):
         k = self.k
-        fnty = ir.FunctionType(ir.VoidType(), [PTR] * len(k.buffers))
+        # the buffers, then the range [begin, end) of the outermost kept axis this call runs
+        fnty = ir.FunctionType(ir.VoidType(), [PTR] * len(k.buffers) + [I64, I64])
         self.fn = ir.Function(self.mod, fnty, name=self.name)
-        for arg in self.fn.args:
+        for arg in self.fn.args[:len(k.buffers)]:
             arg.add_attribute("noalias")
         self.fn.attributes.add("nounwind")
         alloca_block = self.fn.append_basic_block("allocas")
@@ -106,7 +115,13 @@ class Renderer:
         self.alloca_builder = ir.IRBuilder(alloca_block)
         self.b = ir.IRBuilder(start)
         self.index = {}
-        self.nest(self.outer_axes, self.outer_body)
+        if self.outer_axes:
+            first = self.outer_axes[0]
+            with self.for_range(self.fn.args[-1], self.fn.args[-2]) as i:
+                self.index[first] = i
+                self.nest(self.outer_axes[1:], self.outer_body)
+        else:
+            self.outer_body()
         self.b.ret_void()
         self.alloca_builder.branch(start)
         return str(self.mod)

@@ -7,7 +7,9 @@ products through numpy's BLAS, convolution, indexing, random draws) runs the int
 node, each node again a kernel where it can be.  The results agree with the interpreter's.
 """
 import ctypes
+import os
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -18,19 +20,46 @@ from ..lowering.scalar import Unsupported
 from ..ops import REGISTRY
 from ..symbolic import Sym
 from . import jit
-from .render import render
+from .render import extent, render
 
 # node -> {input layouts: _Plan or None (not lowerable for those layouts)}
 _PLANS = weakref.WeakKeyDictionary()
 
 
+# kernels with at least this many domain elements are split across the CPU cores
+PARALLEL_MIN = 1 << 18
+_pool = []
+
+
+def _threads():
+    if not _pool:
+        n = os.cpu_count() or 1
+        _pool.append((n, ThreadPoolExecutor(n, thread_name_prefix="dynograph-kernel")
+                      if n > 1 else None))
+    return _pool[0]
+
+
 class _Plan:
-    __slots__ = ("fn", "outputs", "kernel")
+    __slots__ = ("fn", "outputs", "kernel", "extent", "numel")
 
     def __init__(self, fn, outputs, kernel):
         self.fn = fn
         self.outputs = outputs          # numpy dtype per output
         self.kernel = kernel
+        self.extent = extent(kernel)    # the outermost kept axis, which calls may split
+        self.numel = int(np.prod(kernel.domain))
+
+    def __call__(self, pointers):
+        n, pool = _threads()
+        parts = min(n, self.extent) if self.numel >= PARALLEL_MIN else 1
+        if parts <= 1 or pool is None:
+            self.fn(*pointers, 0, self.extent)
+            return
+        # ctypes releases the GIL during the calls: the ranges run in parallel
+        bounds = [self.extent * i // parts for i in range(parts + 1)]
+        futures = [pool.submit(self.fn, *pointers, lo, hi) for lo, hi in zip(bounds, bounds[1:])]
+        for f in futures:
+            f.result()
 
 
 def _kernel_inputs(node):
@@ -83,7 +112,7 @@ def _compile(kernel):
     name = f"dg_{kernel.key}"
     dims = "x".join(str(n) for n in kernel.domain)
     fn = jit.compile_kernel(name, kernel.key, lambda: render(kernel, name, jit.triple()),
-                            [ctypes.c_void_p] * len(kernel.buffers),
+                            [ctypes.c_void_p] * len(kernel.buffers) + [ctypes.c_int64] * 2,
                             describe=f"({kernel.name}, domain [{dims}])")
     outputs = [kernel.buffers[s.buffer][1].np for s in kernel.stores]
     return _Plan(fn, outputs, kernel)
@@ -98,7 +127,7 @@ def run_kernel(node, env, batch):
         return None
     # outputs are contiguous, as the description's store strides assume
     outs = [np.empty(_concrete(v.type.shape, batch), dt) for v, dt in zip(node.outs, plan.outputs)]
-    plan.fn(*[a.ctypes.data for a in arrays], *[o.ctypes.data for o in outs])
+    plan([a.ctypes.data for a in arrays] + [o.ctypes.data for o in outs])
     return outs
 
 
