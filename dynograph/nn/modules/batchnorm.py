@@ -1,9 +1,8 @@
 """Batch normalization layers: BatchNorm1d, BatchNorm2d, BatchNorm3d (and the shared _NormBase)."""
 import dynograph as _d
 from .. import functional as F
-from .. import init
-from ..parameter import Parameter
 from .module import Module
+from .normalization import _affine_parameters, _reset_affine
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
@@ -23,15 +22,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(_d.empty(num_features, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_d.empty(num_features, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, num_features, bias, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", _d.zeros(num_features, dtype=dtype))
             self.register_buffer("running_var", _d.ones(num_features, dtype=dtype))
@@ -52,10 +43,7 @@ class _NormBase(Module):
     def reset_parameters(self):
         """Running statistics reset; weight to ones, bias to zeros."""
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def _check_input_dim(self, input):
         raise NotImplementedError      # each concrete layer states its dims

@@ -16,6 +16,28 @@ def _shape_tuple(normalized_shape):
     return tuple(normalized_shape)
 
 
+def _affine_parameters(module, affine, shape, bias, dtype):
+    """Registers ``weight`` and ``bias`` of ``shape`` when ``affine`` (``bias`` None unless
+    ``bias``), else both as None: the affine part of torch's normalization layers."""
+    if affine:
+        module.weight = Parameter(_d.empty(shape, dtype=dtype))
+        if bias:
+            module.bias = Parameter(_d.empty(shape, dtype=dtype))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module, affine):
+    """weight to ones, bias (when there is one) to zeros."""
+    if affine:
+        init.ones_(module.weight)
+        if module.bias is not None:
+            init.zeros_(module.bias)
+
+
 class LayerNorm(Module):
     """Layer normalization over the trailing ``normalized_shape`` dims (weight ones, bias zeros)."""
 
@@ -25,23 +47,12 @@ class LayerNorm(Module):
         self.normalized_shape = _shape_tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_d.empty(self.normalized_shape, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_d.empty(self.normalized_shape, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, elementwise_affine, self.normalized_shape, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
         """weight to ones, bias to zeros."""
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.elementwise_affine)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -89,23 +100,12 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(_d.empty(num_channels, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_d.empty(num_channels, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, num_channels, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
         """weight to ones, bias to zeros."""
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
