@@ -21,7 +21,7 @@ __all__ = [
 _WORDS = {1: "a single int", 2: "two ints", 3: "three ints"}
 
 
-def _tuple(value, n, fn, name):
+def _tuple(value, n, fn, name, forms="be a single int"):
     """An int or a sequence of 1 or n ints as an n-tuple (PyTorch's error otherwise)."""
     if isinstance(value, int):
         return (value,) * n
@@ -29,22 +29,15 @@ def _tuple(value, n, fn, name):
     if len(value) == 1:
         return value * n
     if len(value) != n:
-        raise RuntimeError(f"{fn}: {name} must either be a single int, or a tuple of {_WORDS[n]}")
+        raise RuntimeError(f"{fn}: {name} must either {forms}, or a tuple of {_WORDS[n]}")
     return value
 
 
 def _stride(stride, kernel, n, fn):
+    """The stride as an n-tuple; omitted (None or empty), the kernel size."""
     if stride is None or (not isinstance(stride, int) and len(stride) == 0):
         return kernel
-    if isinstance(stride, int):
-        return (stride,) * n
-    value = tuple(int(v) for v in stride)
-    if len(value) == 1:
-        return value * n
-    if len(value) != n:
-        raise RuntimeError(f"{fn}: stride must either be omitted, a single int, or a tuple of "
-                           f"{_WORDS[n]}")
-    return value
+    return _tuple(stride, n, fn, "stride", "be omitted, a single int")
 
 
 def _window(fn, n, kernel_size, stride, padding, dilation=1):
@@ -61,12 +54,17 @@ def _check_dim(input, low, high, fn):
 
 # ----------------------------------------------------------------------------- max pooling
 
+def _max_pool(input, n, kernel_size, stride, padding, dilation, ceil_mode):
+    """The n-d (2 or 3) max pool primitive on normalized window arguments: (values, indices)."""
+    k, s, p, d = _window(f"max_pool{n}d", n, kernel_size, stride, padding, dilation)
+    op = _P.max_pool2d_with_indices if n == 2 else _P.max_pool3d_with_indices
+    return _call(op, input, kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=bool(ceil_mode))
+
+
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
     """2-d max pooling; returns (values, indices), indices flat within each input plane."""
-    k, s, p, d = _window("max_pool2d", 2, kernel_size, stride, padding, dilation)
-    return _call(_P.max_pool2d_with_indices, input, kernel_size=k, stride=s, padding=p, dilation=d,
-                 ceil_mode=bool(ceil_mode))
+    return _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -79,9 +77,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
     """3-d max pooling; returns (values, indices), indices flat within each input volume."""
-    k, s, p, d = _window("max_pool3d", 3, kernel_size, stride, padding, dilation)
-    return _call(_P.max_pool3d_with_indices, input, kernel_size=k, stride=s, padding=p, dilation=d,
-                 ceil_mode=bool(ceil_mode))
+    return _max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -141,22 +137,28 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return out.squeeze(-2)
 
 
+def _avg_pool(input, n, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """The n-d (2 or 3) average pool primitive on normalized window arguments."""
+    k, s, p, _ = _window(f"avg_pool{n}d", n, kernel_size, stride, padding)
+    op = _P.avg_pool2d if n == 2 else _P.avg_pool3d
+    return _call(op, input, kernel_size=k, stride=s, padding=p, ceil_mode=bool(ceil_mode),
+                 count_include_pad=bool(count_include_pad), divisor_override=divisor_override)
+
+
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """2-d average pooling; ``divisor_override`` replaces the window size as divisor."""
     if input.dim() < 3:
         input.size(-3)              # PyTorch's IndexError for too few dims
-    k, s, p, _ = _window("avg_pool2d", 2, kernel_size, stride, padding)
-    return _call(_P.avg_pool2d, input, kernel_size=k, stride=s, padding=p, ceil_mode=bool(ceil_mode),
-                 count_include_pad=bool(count_include_pad), divisor_override=divisor_override)
+    return _avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """3-d average pooling; ``divisor_override`` replaces the window size as divisor."""
-    k, s, p, _ = _window("avg_pool3d", 3, kernel_size, stride, padding)
-    return _call(_P.avg_pool3d, input, kernel_size=k, stride=s, padding=p, ceil_mode=bool(ceil_mode),
-                 count_include_pad=bool(count_include_pad), divisor_override=divisor_override)
+    return _avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
 
 
 # ----------------------------------------------------------------------------- adaptive pooling
@@ -199,10 +201,15 @@ def adaptive_avg_pool3d(input, output_size):
     return _adaptive_avg(input, output_size, 3)
 
 
+def _adaptive_max(input, output_size, n):
+    size = _output_size(input, output_size, n, f"adaptive_max_pool{n}d")
+    op = _P.adaptive_max_pool2d if n == 2 else _P.adaptive_max_pool3d
+    return _call(op, input, output_size=size)
+
+
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
     """2-d adaptive max pooling; returns (values, indices)."""
-    size = _output_size(input, output_size, 2, "adaptive_max_pool2d")
-    return _call(_P.adaptive_max_pool2d, input, output_size=size)
+    return _adaptive_max(input, output_size, 2)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
@@ -213,8 +220,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     """3-d adaptive max pooling; returns (values, indices)."""
-    size = _output_size(input, output_size, 3, "adaptive_max_pool3d")
-    return _call(_P.adaptive_max_pool3d, input, output_size=size)
+    return _adaptive_max(input, output_size, 3)
 
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
@@ -239,9 +245,9 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 
 # ----------------------------------------------------------------------------- unpooling
 
-def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+def _unpool_output_size(input, n, kernel_size, stride, padding, output_size):
     """PyTorch's _unpool_output_size: the default size, or ``output_size`` checked against it."""
-    n = len(kernel_size)
+    kernel_size, stride, padding, _ = _window(f"max_unpool{n}d", n, kernel_size, stride, padding)
     default = [(input.shape[-n + i] - 1) * stride[i] + kernel_size[i] - 2 * padding[i]
                for i in range(n)]
     if output_size is None:
@@ -260,15 +266,9 @@ def _unpool_output_size(input, kernel_size, stride, padding, output_size):
     return tuple(size)
 
 
-def _unpool_args(n, kernel_size, stride, padding, fn):
-    k = _tuple(kernel_size, n, fn, "kernel_size")
-    return k, _stride(stride, k, n, fn), _tuple(padding, n, fn, "padding")
-
-
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The inverse of max_pool1d: values placed at their indices, zeros elsewhere."""
-    k, s, p = _unpool_args(1, kernel_size, stride, padding, "max_unpool1d")
-    size = _unpool_output_size(input, k, s, p, output_size)
+    size = _unpool_output_size(input, 1, kernel_size, stride, padding, output_size)
     out = _call(_P.max_unpool2d, input.unsqueeze(-1), indices.unsqueeze(-1),
                 output_size=size + (1,))
     return out.squeeze(-1)
@@ -276,15 +276,13 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The inverse of max_pool2d: values placed at their indices, zeros elsewhere."""
-    k, s, p = _unpool_args(2, kernel_size, stride, padding, "max_unpool2d")
-    size = _unpool_output_size(input, k, s, p, output_size)
+    size = _unpool_output_size(input, 2, kernel_size, stride, padding, output_size)
     return _call(_P.max_unpool2d, input, indices, output_size=size)
 
 
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The inverse of max_pool3d: values placed at their indices, zeros elsewhere."""
-    k, s, p = _unpool_args(3, kernel_size, stride, padding, "max_unpool3d")
-    size = _unpool_output_size(input, k, s, p, output_size)
+    size = _unpool_output_size(input, 3, kernel_size, stride, padding, output_size)
     return _call(_P.max_unpool3d, input, indices, output_size=size)
 
 
