@@ -512,34 +512,39 @@ def _shape_text(shape):
 
 # ----------------------------------------------------------------------------- shuffles
 
+def _shuffle_factor(input, factor, fn, name):
+    """The shuffle factor as an int, after PyTorch's checks of the input's rank and its sign."""
+    r = int(factor)
+    if input.dim() < 3:
+        raise RuntimeError(f"{fn} expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"{fn} expects a positive {name}, but got {r}")
+    return r
+
+
+def _regroup(input, split, order, merged):
+    """The last 3 dims viewed as ``split``, permuted by ``order`` and viewed as ``merged``."""
+    lead = list(input.shape[:-3])
+    k = len(lead)
+    x = input.reshape(lead + split).permute(list(range(k)) + [k + i for i in order])
+    return x.reshape(lead + merged)
+
+
 def pixel_shuffle(input, upscale_factor):
     """(*, C * r**2, H, W) -> (*, C, H * r, W * r)."""
-    r = int(upscale_factor)
-    if input.dim() < 3:
-        raise RuntimeError("pixel_shuffle expects input to have at least 3 dimensions, but got input "
-                           f"with {input.dim()} dimension(s)")
-    if r <= 0:
-        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    r = _shuffle_factor(input, upscale_factor, "pixel_shuffle", "upscale_factor")
     c, h, w = input.shape[-3:]
     if c % (r * r):
         raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be divisible by "
                            f"the square of upscale_factor, but input.size(-3)={c} is not divisible "
                            f"by {r * r}")
-    lead = list(input.shape[:-3])
-    k = len(lead)
-    x = input.reshape(lead + [c // (r * r), r, r, h, w])
-    x = x.permute(list(range(k)) + [k, k + 3, k + 1, k + 4, k + 2])
-    return x.reshape(lead + [c // (r * r), h * r, w * r])
+    return _regroup(input, [c // (r * r), r, r, h, w], [0, 3, 1, 4, 2], [c // (r * r), h * r, w * r])
 
 
 def pixel_unshuffle(input, downscale_factor):
     """(*, C, H * r, W * r) -> (*, C * r**2, H, W)."""
-    r = int(downscale_factor)
-    if input.dim() < 3:
-        raise RuntimeError("pixel_unshuffle expects input to have at least 3 dimensions, but got "
-                           f"input with {input.dim()} dimension(s)")
-    if r <= 0:
-        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    r = _shuffle_factor(input, downscale_factor, "pixel_unshuffle", "downscale_factor")
     c, h, w = input.shape[-3:]
     if h % r:
         raise RuntimeError("pixel_unshuffle expects height to be divisible by downscale_factor, but "
@@ -547,11 +552,7 @@ def pixel_unshuffle(input, downscale_factor):
     if w % r:
         raise RuntimeError("pixel_unshuffle expects width to be divisible by downscale_factor, but "
                            f"input.size(-1)={w} is not divisible by {r}")
-    lead = list(input.shape[:-3])
-    k = len(lead)
-    x = input.reshape(lead + [c, h // r, r, w // r, r])
-    x = x.permute(list(range(k)) + [k, k + 2, k + 4, k + 1, k + 3])
-    return x.reshape(lead + [c * r * r, h // r, w // r])
+    return _regroup(input, [c, h // r, r, w // r, r], [0, 2, 4, 1, 3], [c * r * r, h // r, w // r])
 
 
 def channel_shuffle(input, groups):
