@@ -1,8 +1,9 @@
-"""The LLVM CPU backend on fused elementwise kernels over 16M float32 (issue workloads W0, W1,
-W1b and a 10-op chain).
+"""The LLVM CPU backend: fused elementwise kernels over 16M float32 (issue workloads W0, W1,
+W1b and a 10-op chain), softmax (W2) and an MLP training step (W4).
 
 Systems: ``dynograph-llvm`` (``dynograph.compile(fn, backend="llvm")``: one fused kernel),
-``numpy`` (one pass per op), ``torch`` (eager, one kernel per op).  ``llvm_w0_bandwidth`` is
+``numpy`` (one pass per op), ``torch`` (eager, one kernel per op); the training step also runs
+on eager ``dynograph``.  ``llvm_w0_bandwidth`` is
 the machine's memory bandwidth measured by a numpy copy in the same run: a memory-bound kernel
 moving ``b`` bytes cannot beat ``b / bandwidth``.  ``bytes_moved(name)`` gives the bytes each
 workload reads and writes, to turn its median into GB/s.
@@ -95,3 +96,62 @@ def chain10():
 def _torch_fns():
     torch = optional_torch()
     return torch.exp, torch.tanh, torch.sigmoid
+
+
+@workload("llvm_w2_softmax", "W2: softmax over the last dim of 4096x4096 float32",
+          rtol=1e-4, atol=1e-7)
+def w2_softmax():
+    x = np.random.default_rng(0).standard_normal((4096, 4096), dtype=np.float32)
+
+    def np_softmax(a):
+        e = np.exp(a - a.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+    return _systems(lambda a: dynograph.nn.functional.softmax(a, dim=-1), np_softmax,
+                    lambda a: optional_torch().softmax(a, dim=-1), x)
+
+
+def _train_step(lib, model, x, y, backend=None):
+    opt = lib.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+
+    def step():
+        opt.zero_grad()
+        loss = lib.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    if backend is not None:
+        step = dynograph.compile(step, backend=backend)
+    return lambda: step().detach().numpy()
+
+
+def _training_systems(make_model, x, y):
+    """Eager dynograph, the step compiled with the llvm backend, and torch, all starting from
+    the same weights."""
+    torch = optional_torch()
+    ours = make_model(dynograph)
+    if torch is not None:
+        theirs = make_model(torch)
+        ours.load_state_dict({k: dynograph.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    twin = make_model(dynograph)
+    twin.load_state_dict(ours.state_dict())
+    dx, dy = dynograph.from_numpy(x), dynograph.from_numpy(y)
+    fns = {"dynograph": _train_step(dynograph, ours, dx, dy),
+           "dynograph-llvm": _train_step(dynograph, twin, dx, dy, backend="llvm")}
+    if torch is not None:
+        fns["torch"] = _train_step(torch, theirs, torch.from_numpy(x), torch.from_numpy(y))
+    return fns
+
+
+def _mlp(lib):
+    m = lib.nn
+    return m.Sequential(m.Linear(784, 512), m.ReLU(), m.Linear(512, 512), m.ReLU(),
+                        m.Linear(512, 10))
+
+
+@workload("llvm_w4_mlp_step", "W4: SGD-momentum step of an MLP 784-512-512-10, batch 128",
+          rtol=1e-4, atol=1e-4, tags=("training",))
+def w4_mlp_step():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((128, 784)).astype(np.float32)
+    y = rng.integers(0, 10, size=128)
+    return _training_systems(_mlp, x, y)
