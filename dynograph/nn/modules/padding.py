@@ -1,6 +1,7 @@
 """Padding modules: zero, constant, reflection, replication and circular padding (nn.functional.pad)."""
 from .. import functional as F
 from .module import Module
+from ._utils import _ntuple
 
 __all__ = [
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
@@ -9,17 +10,8 @@ __all__ = [
 ]
 
 
-def _ntuple(n):
-    """An int repeated n times; a sequence as a tuple (as torch's _pair / _quadruple / ...)."""
-    def parse(x):
-        if isinstance(x, (list, tuple)):
-            return tuple(x)
-        return (x,) * n
-    return parse
-
-
-_pair, _quadruple, _sextuple = _ntuple(2), _ntuple(4), _ntuple(6)
-_TUPLES = {1: _pair, 2: _quadruple, 3: _sextuple}
+# padding holds two amounts (before, after) per padded dim
+_TUPLES = {1: _ntuple(2), 2: _ntuple(4), 3: _ntuple(6)}
 
 
 class _PadNd(Module):

@@ -1,6 +1,7 @@
 """Pooling modules: max, average, adaptive, power-average pooling and max unpooling."""
 from .. import functional as F
 from .module import Module
+from ._utils import _pair, _single, _triple
 
 __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
@@ -8,17 +9,6 @@ __all__ = [
     "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
     "LPPool1d", "LPPool2d", "LPPool3d", "FractionalMaxPool2d", "FractionalMaxPool3d",
 ]
-
-
-def _ntuple(n):
-    def parse(x):
-        if isinstance(x, (list, tuple)):
-            return tuple(x)
-        return (x,) * n
-    return parse
-
-
-_single, _pair, _triple = _ntuple(1), _ntuple(2), _ntuple(3)
 
 
 # ----------------------------------------------------------------------------- max pooling
