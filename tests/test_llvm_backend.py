@@ -310,3 +310,17 @@ def test_large_kernels_split_across_threads_agree(monkeypatch):
     assert compare("mul", (x, 0.5))
     assert compare("sum_dim", (x,), dim=(1,), tol=1e-4)     # another summation order
     assert compare("amax", (x,), dim=(0,), keepdim=True)
+
+
+@pytest.mark.parametrize("op, attrs", [("add", {}), ("mul", {}), ("exp", {}), ("maximum", {}),
+                                       ("sum_dim", {"dim": (1,)}), ("to_copy", {})])
+def test_half_types_compute_in_float32_and_round_on_store(op, attrs):
+    for dt in (np.float16, D.bfloat16.np):
+        x = np.asarray(RNG.normal(size=(5, 19)), dt)
+        if op == "to_copy":
+            assert compare(op, (x,), dtype=D.float32)
+            assert compare(op, (x.astype(np.float32) * 3,), dtype=D.from_numpy_dtype(np.dtype(dt)))
+        elif op in ("sum_dim", "exp"):
+            assert compare(op, (x,), **attrs)
+        else:
+            assert compare(op, (x, np.asarray(RNG.normal(size=(19,)), dt)), **attrs)
