@@ -526,6 +526,22 @@ class RNNCellBase(Module):
     def _zeros(self, input):
         return _d.zeros((input.size(0), self.hidden_size), dtype=input.dtype)
 
+    def _forward_one_state(self, input, hx):
+        """The forward of a cell whose state is one tensor (RNNCell, GRUCell): h', batched or not
+        as the input; the step function comes from ``_step_function`` once the state is made."""
+        self._check_rank(input, "input")
+        if hx is not None:
+            self._check_rank(hx, "hidden")
+        is_batched = input.dim() == 2
+        if not is_batched:
+            input = input.unsqueeze(0)
+        hx = self._zeros(input) if hx is None else (hx if is_batched else hx.unsqueeze(0))
+        step = self._step_function()
+        self._check_input(input)
+        self._check_hidden(input, hx, 0)
+        ret = self._step(step, input, (hx,))[0]
+        return ret if is_batched else ret.squeeze(0)
+
 
 class RNNCell(RNNCellBase):
     """One Elman RNN step: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (or relu)."""
@@ -537,20 +553,12 @@ class RNNCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         """h' of shape (batch, hidden_size), or (hidden_size,) for unbatched input."""
-        self._check_rank(input, "input")
-        if hx is not None:
-            self._check_rank(hx, "hidden")
-        is_batched = input.dim() == 2
-        if not is_batched:
-            input = input.unsqueeze(0)
-        hx = self._zeros(input) if hx is None else (hx if is_batched else hx.unsqueeze(0))
+        return self._forward_one_state(input, hx)
+
+    def _step_function(self):
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
-        self._check_input(input)
-        self._check_hidden(input, hx, 0)
-        step = _rnn_tanh_step if self.nonlinearity == "tanh" else _rnn_relu_step
-        ret = self._step(step, input, (hx,))[0]
-        return ret if is_batched else ret.squeeze(0)
+        return _rnn_tanh_step if self.nonlinearity == "tanh" else _rnn_relu_step
 
 
 class LSTMCell(RNNCellBase):
@@ -589,14 +597,7 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         """h' of shape (batch, hidden_size), or (hidden_size,) for unbatched input."""
-        self._check_rank(input, "input")
-        if hx is not None:
-            self._check_rank(hx, "hidden")
-        is_batched = input.dim() == 2
-        if not is_batched:
-            input = input.unsqueeze(0)
-        hx = self._zeros(input) if hx is None else (hx if is_batched else hx.unsqueeze(0))
-        self._check_input(input)
-        self._check_hidden(input, hx, 0)
-        ret = self._step(_gru_step, input, (hx,))[0]
-        return ret if is_batched else ret.squeeze(0)
+        return self._forward_one_state(input, hx)
+
+    def _step_function(self):
+        return _gru_step
