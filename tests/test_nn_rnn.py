@@ -36,14 +36,25 @@ def _flat(x):
     return [x]
 
 
-def _check_backward(torch, ours, theirs, got, expect, d_inputs, t_inputs, tol, seed=1):
-    """Backward through a random weighting of every output; all gradients agree."""
+def _call_both(ours, theirs, d_in, t_in, hs, two_states):
+    """Our module and torch's on the input and the initial state ``hs``, (ours, torch's) pairs
+    (empty: no state); a state of ``two_states`` (LSTM) is the tuple of both tensors."""
+    if not hs:
+        return ours(d_in), theirs(t_in)
+    if two_states:
+        return ours(d_in, tuple(d for d, _ in hs)), theirs(t_in, tuple(t for _, t in hs))
+    return ours(d_in, hs[0][0]), theirs(t_in, hs[0][1])
+
+
+def _check_backward(torch, ours, theirs, got, expect, leaves, tol, seed=1):
+    """Backward through a random weighting of every output; all gradients agree (of every
+    parameter and of the (ours, torch's) input pairs ``leaves``)."""
     g = torch.Generator().manual_seed(seed)
     t_out, d_out = _flat(expect), _flat(got)
     weights = [torch.randn(t.shape, generator=g, dtype=t.dtype) for t in t_out]
     sum((t * w).sum() for t, w in zip(t_out, weights)).backward()
     sum((d * from_torch(w)).sum() for d, w in zip(d_out, weights)).backward()
-    for d, t in zip(d_inputs, t_inputs):
+    for d, t in leaves:
         assert_same(d.grad, t.grad, **tol)
     for (name, p), (_, tp) in zip(ours.named_parameters(), theirs.named_parameters()):
         assert p.grad is not None, name
@@ -97,20 +108,12 @@ def test_layers_match_torch(torch, name, extra, config, dtype):
     shape = (batch, steps, 3) if kwargs.get("batch_first") else (steps, batch, 3)
     dx, tx = _leaf(torch, shape, g, dtype, noncontig=bool(config.get("bidirectional")))
     with_hx = len(config) % 2 == 1    # half of the configurations pass an initial state
-    inputs = [(dx, tx)]
-    if with_hx:
-        hs = _hidden(torch, name, kwargs, batch, g, dtype)
-        inputs += hs
-        dh = tuple(d for d, _ in hs) if name == "LSTM" else hs[0][0]
-        th = tuple(t for _, t in hs) if name == "LSTM" else hs[0][1]
-        got, expect = ours(dx, dh), theirs(tx, th)
-    else:
-        got, expect = ours(dx), theirs(tx)
+    hs = _hidden(torch, name, kwargs, batch, g, dtype) if with_hx else []
+    got, expect = _call_both(ours, theirs, dx, tx, hs, name == "LSTM")
     tol = TOL[dtype]
     assert_same(got[0], expect[0], **tol)
     assert_same(_flat(got[1]), _flat(expect[1]), **tol)
-    _check_backward(torch, ours, theirs, got, expect, [d for d, _ in inputs],
-                    [t for _, t in inputs], tol)
+    _check_backward(torch, ours, theirs, got, expect, [(dx, tx)] + hs, tol)
 
 
 @pytest.mark.parametrize("config", [{}, {"num_layers": 2, "bidirectional": True},
@@ -125,12 +128,10 @@ def test_lstm_proj_size(torch, config, dtype):
     shape = (2, 4, 3) if config.get("batch_first") else (4, 2, 3)
     dx, tx = _leaf(torch, shape, g, dtype)
     hs = _hidden(torch, "LSTM", kwargs, 2, g, dtype)
-    got = ours(dx, tuple(d for d, _ in hs))
-    expect = theirs(tx, tuple(t for _, t in hs))
+    got, expect = _call_both(ours, theirs, dx, tx, hs, True)
     tol = TOL[dtype]
     assert_same(_flat(got), _flat(expect), **tol)
-    _check_backward(torch, ours, theirs, got, expect, [dx] + [d for d, _ in hs],
-                    [tx] + [t for _, t in hs], tol)
+    _check_backward(torch, ours, theirs, got, expect, [(dx, tx)] + hs, tol)
 
 
 @pytest.mark.parametrize("name,extra", MODES)
@@ -140,18 +141,10 @@ def test_unbatched_input(torch, name, extra, with_hx):
     ours, theirs = _pair(torch, name, (3, 5), kwargs)
     g = torch.Generator().manual_seed(4)
     dx, tx = _leaf(torch, (4, 3), g, "float64")
-    inputs = [(dx, tx)]
-    if with_hx:
-        hs = _hidden(torch, name, kwargs, None, g, "float64", unbatched=True)
-        inputs += hs
-        dh = tuple(d for d, _ in hs) if name == "LSTM" else hs[0][0]
-        th = tuple(t for _, t in hs) if name == "LSTM" else hs[0][1]
-        got, expect = ours(dx, dh), theirs(tx, th)
-    else:
-        got, expect = ours(dx), theirs(tx)
+    hs = _hidden(torch, name, kwargs, None, g, "float64", unbatched=True) if with_hx else []
+    got, expect = _call_both(ours, theirs, dx, tx, hs, name == "LSTM")
     assert_same(_flat(got), _flat(expect), **TOL["float64"])
-    _check_backward(torch, ours, theirs, got, expect, [d for d, _ in inputs],
-                    [t for _, t in inputs], TOL["float64"])
+    _check_backward(torch, ours, theirs, got, expect, [(dx, tx)] + hs, TOL["float64"])
 
 
 PACKED = [
@@ -172,9 +165,7 @@ def test_packed_sequences(torch, name, extra, lengths, enforce_sorted, batch_fir
     hs = _hidden(torch, name, kwargs, batch, g, "float64")
     tp = torch.nn.utils.rnn.pack_padded_sequence(tx, lengths, batch_first, enforce_sorted)
     dp = rnn_utils.pack_padded_sequence(dx, lengths, batch_first, enforce_sorted)
-    dh = tuple(d for d, _ in hs) if name == "LSTM" else hs[0][0]
-    th = tuple(t for _, t in hs) if name == "LSTM" else hs[0][1]
-    got, expect = ours(dp, dh), theirs(tp, th)
+    got, expect = _call_both(ours, theirs, dp, tp, hs, name == "LSTM")
     assert isinstance(got[0], rnn_utils.PackedSequence)
     for a, b in zip(got[0], expect[0]):
         assert (a is None) == (b is None)
@@ -185,7 +176,7 @@ def test_packed_sequences(torch, name, extra, lengths, enforce_sorted, batch_fir
     got_pad = rnn_utils.pad_packed_sequence(got[0], batch_first)[0]
     expect_pad = torch.nn.utils.rnn.pad_packed_sequence(expect[0], batch_first)[0]
     _check_backward(torch, ours, theirs, (got_pad, got[1]), (expect_pad, expect[1]),
-                    [dx] + [d for d, _ in hs], [tx] + [t for _, t in hs], TOL["float64"])
+                    [(dx, tx)] + hs, TOL["float64"])
 
 
 def test_packed_final_state_is_last_valid_step(torch):
@@ -218,19 +209,12 @@ def test_cells_match_torch(torch, name, kwargs, with_hx, batched, dtype):
     g = torch.Generator().manual_seed(6)
     lead = (2,) if batched else ()
     dx, tx = _leaf(torch, lead + (3,), g, dtype)
-    inputs = [(dx, tx)]
-    if with_hx:
-        hs = [_leaf(torch, lead + (4,), g, dtype) for _ in range(2 if name == "LSTMCell" else 1)]
-        inputs += hs
-        dh = tuple(d for d, _ in hs) if name == "LSTMCell" else hs[0][0]
-        th = tuple(t for _, t in hs) if name == "LSTMCell" else hs[0][1]
-        got, expect = ours(dx, dh), theirs(tx, th)
-    else:
-        got, expect = ours(dx), theirs(tx)
+    states = 2 if name == "LSTMCell" else 1
+    hs = [_leaf(torch, lead + (4,), g, dtype) for _ in range(states)] if with_hx else []
+    got, expect = _call_both(ours, theirs, dx, tx, hs, states == 2)
     tol = TOL[dtype]
     assert_same(_flat(got), _flat(expect), **tol)
-    _check_backward(torch, ours, theirs, got, expect, [d for d, _ in inputs],
-                    [t for _, t in inputs], tol)
+    _check_backward(torch, ours, theirs, got, expect, [(dx, tx)] + hs, tol)
 
 
 def test_cells_unroll_like_layers(torch):
