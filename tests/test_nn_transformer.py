@@ -12,7 +12,7 @@ import pytest
 
 import dynograph
 import dynograph.nn as nn
-from conftest import assert_same, assert_same_error, from_torch
+from conftest import assert_same, assert_same_error, eval_expr, from_torch
 
 F = nn.functional
 TOL = {"float32": dict(rtol=2e-5, atol=2e-5), "float64": dict(rtol=1e-9, atol=1e-10)}
@@ -215,17 +215,12 @@ SDPA_ERRORS = [
 def test_sdpa_errors(torch, expr):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    def run(B, fn):
-        env = {"B": B, "F": fn, "q": B.zeros(2, 4, 3, 4), "k": B.zeros(2, 4, 5, 4)}
-        try:
-            eval(expr, env)
-        except Exception as e:
-            return e
-        return None
+    def env(B, fn):
+        return {"B": B, "F": fn, "q": B.zeros(2, 4, 3, 4), "k": B.zeros(2, 4, 5, 4)}
 
     with sdpa_kernel([SDPBackend.MATH]):  # torch's reference kernel, the one this follows
-        theirs = run(torch, torch.nn.functional)
-    assert_same_error(run(dynograph, F), theirs, expr)
+        theirs = eval_expr(expr, env(torch, torch.nn.functional))
+    assert_same_error(eval_expr(expr, env(dynograph, F)), theirs, expr)
 
 
 # ----------------------------------------------------------------------------- multi-head attention
@@ -451,20 +446,12 @@ MHA_ERRORS = [
 
 @pytest.mark.parametrize("expr", [e for e, _ in MHA_ERRORS])
 def test_mha_errors(torch, expr):
-    def run(B, nn_, fn):
-        env = {"B": B, "nn": nn_, "F": fn}
-        try:
-            env["m"] = nn_.MultiheadAttention(8, 2)
-            eval(expr, env)
-        except Exception as e:
-            return e
-        return None
+    def env(B, nn_, fn):
+        return {"B": B, "nn": nn_, "F": fn, "m": nn_.MultiheadAttention(8, 2)}
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = run(torch, torch.nn, torch.nn.functional)
-        ours = run(dynograph, nn, F)
-    assert theirs is not None
+    theirs = eval_expr(expr, env(torch, torch.nn, torch.nn.functional))
+    ours = eval_expr(expr, env(dynograph, nn, F))
+    assert isinstance(theirs, Exception)
     assert_same_error(ours, theirs, expr)
 
 
@@ -696,18 +683,9 @@ TRANSFORMER_ERRORS = [
 
 @pytest.mark.parametrize("expr", TRANSFORMER_ERRORS)
 def test_transformer_errors(torch, expr):
-    def run(B, nn_):
-        try:
-            eval(expr, {"B": B, "nn": nn_})
-        except Exception as e:
-            return e
-        return None
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = run(torch, torch.nn)
-        ours = run(dynograph, nn)
-    assert theirs is not None
+    theirs = eval_expr(expr, {"B": torch, "nn": torch.nn})
+    ours = eval_expr(expr, {"B": dynograph, "nn": nn})
+    assert isinstance(theirs, Exception)
     assert_same_error(ours, theirs, expr)
 
 
