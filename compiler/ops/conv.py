@@ -2,16 +2,20 @@
 ``convolution_weight_grad`` (the weight gradient of a convolution) and the ``im2col`` /
 ``col2im`` pair behind nn.functional.unfold and fold.
 
-All of them are im2col + one BLAS product, in a channel-major layout:
+All of them are im2col + BLAS products, in a channel-major layout:
 
 * the input is copied once, transposed to (C, N, *padded) and zero-padded, so every channel
   is one long line holding all images;
-* its sliding windows (an ``as_strided`` view) are copied into one contiguous column buffer
-  (C * prod(K), M) and a single ``np.matmul`` (batched over groups only) applies the weight:
-  (O, C*K) @ (C*K, M);
-* the transposed direction multiplies first and scatters back (col2im) with a short loop
-  over kernel offsets (never over pixels or batch items);
-* the weight gradient is one product over every (image, position): (O, M) @ (M, C*K).
+* its sliding windows (an ``as_strided`` view) are copied, one cache-sized tile of columns
+  at a time, into a contiguous column buffer (C * prod(K), t) and one ``np.dot`` per group
+  applies the weight: (O, C*K) @ (C*K, t).  Tiles keep the columns in the 2nd-level cache
+  between their copy and their product; a whole buffer (C*K times every output position)
+  would travel to memory and back;
+* the transposed direction with stride 1 is the same direct product over the zero-padded
+  input lines with the kernel flipped; with other strides it multiplies first and scatters
+  back (col2im) with a short loop over kernel offsets (never over pixels or batch items);
+* the weight gradient is a product over every (image, position): (O, M) @ (M, C*K), summed
+  over the same column tiles.
 
 When every stride is 1 and padding wastes little, the windows are read straight along the
 flattened lines ("flat" columns): column j reads position j + offset(k), so every copied row
@@ -94,28 +98,71 @@ def _use_flat(stride, osizes, psizes, waste):
     return all(s == 1 for s in stride) and _prod(psizes) <= waste * _prod(osizes)
 
 
-def _columns(xc, ksize, stride, dilation, osizes, flat):
-    """im2col of a channel-major padded input xc (C, N, *P): a C-contiguous (C * prod(K), M).
+def _windows(xc, ksize, stride, dilation, osizes, flat):
+    """The sliding windows of a channel-major padded input xc (C, N, *P), as a strided view
+    (C, *K, T, *I): im2col's columns before the copy, tiled along T.
 
-    ``flat`` (all strides 1): column j reads xc's flattened line at j + offset(k), so that
-    output position (n, o) is column n * prod(P) + sum(o_i * Pstride_i) and every copied row
-    is one contiguous run; positions between rows are computed and dropped.  Otherwise
-    M = N * prod(osizes), one column per output position.
+    ``flat`` (all strides 1): T is the flattened line, I is empty and column j reads xc's
+    line at j + offset(k), so that output position (n, o) is column n * prod(P) +
+    sum(o_i * Pstride_i) and every copied row is one contiguous run; positions between rows
+    are computed and dropped.  Otherwise T = N and I = osizes, one column per output position.
     """
     c, n = xc.shape[:2]
     psizes = xc.shape[2:]
-    item = xc.itemsize
     sp = xc.strides[2:]
     kstrides = tuple(st * d for st, d in zip(sp, dilation))
-    k = _prod(ksize)
     if flat:
         m = _line_len(n, osizes, psizes)
-        view = _as_strided(xc, (c,) + tuple(ksize) + (m,), (xc.strides[0],) + kstrides + (item,))
-        return view.reshape(c * k, m)
+        return _as_strided(xc, (c,) + tuple(ksize) + (m,), (xc.strides[0],) + kstrides + (xc.itemsize,))
     ostrides = tuple(st * s for st, s in zip(sp, stride))
-    view = _as_strided(xc, (c,) + tuple(ksize) + (n,) + tuple(osizes),
+    return _as_strided(xc, (c,) + tuple(ksize) + (n,) + tuple(osizes),
                        xc.strides[:1] + kstrides + xc.strides[1:2] + ostrides)
-    return view.reshape(c * k, n * _prod(osizes))
+
+
+def _columns(xc, ksize, stride, dilation, osizes, flat):
+    """im2col of a channel-major padded input xc (C, N, *P): a C-contiguous (C * prod(K), M),
+    M the columns of ``_windows`` (T * prod(I))."""
+    view = _windows(xc, ksize, stride, dilation, osizes, flat)
+    return view.reshape(_prod(view.shape[:1 + len(ksize)]), -1)
+
+
+# Column tiles of about this many bytes stay in the 2nd-level cache between their copy and
+# their product: a whole column buffer (20 MB for the CIFAR tutorial's first layer) would go
+# to memory and back twice, which costs more than the products themselves.
+_TILE_BYTES = 1 << 19
+
+
+def _tiles(view, ksize):
+    """Yield (start, columns) over the windows ``view`` (C, *K, T, *I) cut along T: columns
+    is a C-contiguous (C * prod(K), t * prod(I)) copy of windows start..start+t, written
+    into one reused buffer (valid until the next tile)."""
+    lead = 1 + len(ksize)
+    rows = _prod(view.shape[:lead])
+    total, inner = view.shape[lead], view.shape[lead + 1:]
+    per = _prod(inner)
+    step = max(1, _TILE_BYTES // max(1, rows * per * view.itemsize))
+    if step >= total:
+        yield 0, view.reshape(rows, total * per)
+        return
+    buf = np.empty(view.shape[:lead] + (step,) + inner, view.dtype)
+    for i in range(0, total, step):
+        t = min(step, total - i)
+        part = buf[(slice(None),) * lead + (slice(0, t),)]
+        np.copyto(part, view[(slice(None),) * lead + (slice(i, i + t),)])
+        yield i * per, part.reshape(rows, t * per)
+
+
+def _apply(w, view, ksize, groups):
+    """w (O, C/G * K) applied to every column of the windows ``view``: the (O, M) product of
+    im2col, one cache-sized tile of columns at a time."""
+    o, g = w.shape[0], groups
+    m = _prod(view.shape[1 + len(ksize):])
+    out = np.empty((o, m), view.dtype)
+    wg = w.reshape(g, o // g, w.shape[1])
+    for start, cols in _tiles(view, ksize):
+        t = cols.shape[1]
+        out[:, start:start + t] = _gemm(wg, cols.reshape(g, cols.shape[0] // g, t)).reshape(o, t)
+    return out
 
 
 def _from_lines(out, n, osizes, psizes, flat):
@@ -128,18 +175,19 @@ def _from_lines(out, n, osizes, psizes, flat):
     return np.ascontiguousarray(out.reshape((c, n) + tuple(osizes)).swapaxes(0, 1))
 
 
-def _to_lines(g, psizes, flat):
+def _to_lines(g, psizes, flat, lead=0, length=None):
     """(N, C, *O) -> a C-contiguous (C, M) in the column layout of padded size ``psizes``
-    (zeros between rows in the flat layout)."""
+    (zeros between rows in the flat layout, and ``lead`` zeros before each line, which is
+    ``length`` long: at least the columns needed)."""
     n, c = g.shape[:2]
     osizes = g.shape[2:]
     if not flat:
         return np.ascontiguousarray(g.swapaxes(0, 1)).reshape(c, n * _prod(osizes))
-    m = _line_len(n, osizes, psizes)
-    out = np.zeros((c, m), g.dtype)
+    m = lead + _line_len(n, osizes, psizes)
+    out = np.zeros((c, m if length is None else max(m, length)), g.dtype)
     item = out.itemsize
     strides = (_prod(psizes) * item, out.strides[0]) + tuple(f * item for f in _flat_strides(psizes))
-    _as_strided(out, g.shape, strides)[...] = g
+    _as_strided(out[:, lead:], g.shape, strides)[...] = g
     return out
 
 
@@ -165,31 +213,19 @@ def _scatter(cols, ksize, stride, dilation, isizes, full):
     return out
 
 
-def _scatter_flat(cols, ksize, dilation, n, full):
-    """_scatter for stride 1 and flat columns (C, *K, M): one contiguous add per offset."""
-    c, m = cols.shape[0], cols.shape[-1]
-    out = np.zeros((c, n * _prod(full)), cols.dtype)
-    fstr = _flat_strides(full)
-    for ks in itertools.product(*[range(k) for k in ksize]):
-        off = sum(k * d * f for k, d, f in zip(ks, dilation, fstr))
-        out[:, off:off + m] += cols[(slice(None),) + ks]
-    return out.reshape((c, n) + tuple(full))
-
-
 # ---------------------------------------------------------------- the kernels
 
 def _conv_forward(x, w, stride, padding, dilation, groups):
     """Direct convolution: x (N, C, *S), w (O, C/G, *K) -> (N, O, *out)."""
-    n, o, g = x.shape[0], w.shape[0], groups
+    n, o = x.shape[0], w.shape[0]
     ksize = w.shape[2:]
     osizes = _conv_out_sizes(x.shape[2:], ksize, stride, padding, dilation)
     xc = _channel_major(x, padding)
     psizes = xc.shape[2:]
     flat = _use_flat(stride, osizes, psizes, 1.5)
-    cols = _columns(xc, ksize, stride, dilation, osizes, flat)
-    ck, m = cols.shape
-    out = _gemm(w.reshape(g, o // g, ck // g), cols.reshape(g, ck // g, m))
-    return _from_lines(out.reshape(o, m), n, osizes, psizes, flat)
+    view = _windows(xc, ksize, stride, dilation, osizes, flat)
+    out = _apply(w.reshape(o, _prod(w.shape[1:])), view, ksize, groups)
+    return _from_lines(out, n, osizes, psizes, flat)
 
 
 def _conv_transposed(x, w, stride, padding, dilation, groups, output_padding):
@@ -201,19 +237,37 @@ def _conv_transposed(x, w, stride, padding, dilation, groups, output_padding):
     cout = w.shape[1] * g
     osizes = _transposed_out_sizes(isizes, ksize, stride, padding, dilation, output_padding)
     full = tuple(o + 2 * p for o, p in zip(osizes, padding))
-    ckg = w.shape[1] * _prod(ksize)
-    wt = w.reshape(g, cin // g, ckg).transpose(0, 2, 1)            # (G, Cout/G * K, Cin/G)
-    flat = _use_flat(stride, isizes, full, 2.5)
-    xl = _to_lines(x, full, flat)
-    m = xl.shape[1]
-    cols = _gemm(wt, xl.reshape(g, cin // g, m)).reshape((cout,) + ksize + (m,))
-    if flat:
-        out = _scatter_flat(cols, ksize, dilation, n, full)
+    if _use_flat(stride, isizes, full, 2.5):
+        out = _transposed_flat(x, w, ksize, dilation, g, full)
     else:
-        cols = cols.reshape((cout,) + ksize + (n,) + tuple(isizes))
+        ckg = w.shape[1] * _prod(ksize)
+        wt = w.reshape(g, cin // g, ckg).transpose(0, 2, 1)            # (G, Cout/G * K, Cin/G)
+        xl = _to_lines(x, full, False)
+        m = xl.shape[1]
+        cols = _gemm(wt, xl.reshape(g, cin // g, m)).reshape((cout,) + ksize + (n,) + tuple(isizes))
         out = _scatter(cols, ksize, stride, dilation, isizes, full)
     out = out[(slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in zip(padding, osizes))]
     return np.ascontiguousarray(out.swapaxes(0, 1))
+
+
+def _transposed_flat(x, w, ksize, dilation, groups, full):
+    """Stride-1 transposed convolution as a direct one over x's flat lines: output position
+    j sums w[.., k] * x_line[j - offset(k)], so with ``offset(K-1)`` zeros before each line
+    it is a flat convolution (columns j + offset(K-1-k)) with the kernel flipped and its
+    channel axes swapped.  Returns the channel-major (Cout, N, *full)."""
+    n, cin = x.shape[:2]
+    g, k = groups, len(ksize)
+    cout = w.shape[1] * g
+    fstr = _flat_strides(full)
+    lead = sum((s - 1) * d * f for s, d, f in zip(ksize, dilation, fstr))
+    length = n * _prod(full)
+    lines = _to_lines(x, full, True, lead, lead + length)
+    item = lines.itemsize
+    view = _as_strided(lines, (cin,) + ksize + (length,),
+                       (lines.strides[0],) + tuple(d * f * item for d, f in zip(dilation, fstr)) + (item,))
+    wf = w.reshape((g, cin // g, cout // g) + ksize).swapaxes(1, 2)
+    wf = wf[(Ellipsis,) + (slice(None, None, -1),) * k].reshape(cout, cin // g * _prod(ksize))
+    return _apply(wf, view, ksize, g).reshape((cout, n) + tuple(full))
 
 
 def _weight_grad(x, gy, ksize, stride, padding, dilation, groups):
@@ -227,11 +281,14 @@ def _weight_grad(x, gy, ksize, stride, padding, dilation, groups):
     xc = _channel_major(x, padding)
     psizes = xc.shape[2:]
     flat = _use_flat(stride, osizes, psizes, 1.5)
-    cols = _columns(xc, ksize, stride, dilation, osizes, flat)
-    ck, m = cols.shape
     gl = _to_lines(gy, psizes, flat)
-    # one product over every (batch, position): (G, O/G, M) @ (G, M, CK/G)
-    gw = _gemm(gl.reshape(g, o // g, m), cols.reshape(g, ck // g, m).transpose(0, 2, 1))
+    # one product over every (batch, position), summed over cache-sized tiles:
+    # (G, O/G, M) @ (G, M, CK/G)
+    gw = 0
+    for start, cols in _tiles(_windows(xc, ksize, stride, dilation, osizes, flat), ksize):
+        t = cols.shape[1]
+        gw = gw + _gemm(gl[:, start:start + t].reshape(g, o // g, t),
+                        cols.reshape(g, cols.shape[0] // g, t).transpose(0, 2, 1))
     return gw.reshape((o, c // g) + tuple(ksize))
 
 
