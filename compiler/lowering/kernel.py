@@ -33,7 +33,7 @@ from ..ir import Graph, Input, Node, TensorType, Value
 from ..ops import REGISTRY
 from ..ops.core import TensorSpec, wrap_dims
 from ..symbolic import Sym
-from .scalar import COMPARISONS, MATH_FUNCTIONS, Unsupported
+from .scalar import COMPARISONS, MATH_FUNCTIONS, Composite, Unsupported
 
 # ops the fusion pass puts in kernels that are not elementwise math
 VIEW_OPS = frozenset(("view", "unsafe_view", "expand", "permute", "transpose", "t", "squeeze",
@@ -518,6 +518,8 @@ class _Describer:
         x = node.args[0]
         if self.shape(x) != self.domain:
             raise Unsupported("reduction input outside the domain")
+        if v not in self.red_of and isinstance(rule, Composite):
+            self.red_of[v] = self.emit_composite(rule, x, attrs)
         if v not in self.red_of:
             b = self.b
             identity_map = tuple(range(len(self.domain)))
@@ -540,6 +542,18 @@ class _Describer:
             if [a for a in m if a is not None] != [a for a in expected if a is not None]:
                 raise Unsupported("a reduction result read at another position")
         return self.red_of[v]
+
+    def emit_composite(self, rule, x, attrs):
+        b = self.b
+
+        def reduce(combine, identity, value):
+            index = len(self.reductions)
+            self.reductions.append(ReductionStep(combine, identity, value.dtype, value.index))
+            return b.acc(index, value.dtype)
+        item = self.emit(x, tuple(range(len(self.domain))))
+        count = int(np.prod([self.domain[a] for a in self.reduce_axes]))
+        extra = {k: a for k, a in attrs.items() if k not in ("dim", "keepdim", "dtype")}
+        return rule.rule(b, item, count, reduce, **extra)
 
     def emit_elementwise(self, op, node, args, attrs):
         b = self.b

@@ -48,6 +48,7 @@ A reduction's ``lowering`` is a ``Reduction``: the builder method that combines 
 results (``add``, ``mul``, ``max``, ``min``, ``and_``, ``or_``), the identity, the accumulation
 dtype, and optional ``prepare(b, x, **attrs)`` (each element, before combining) and
 ``finalize(b, acc, count, **attrs)`` (the result, ``count`` the number of elements reduced).
+A reduction of several passes is a ``Composite``.
 """
 import math
 
@@ -77,6 +78,17 @@ class Reduction:
         self.acc_dtype = acc_dtype      # (input dtype, output dtype) -> accumulation dtype
         self.prepare = prepare
         self.finalize = finalize
+
+
+class Composite:
+    """A reduction made of several passes (variance: the mean, then the squared deviations).
+    ``rule(b, x, count, reduce, **attrs)`` returns the result; ``reduce(combine, identity,
+    value)`` reduces the handle ``value`` over the reduced dims (``identity`` a Python number,
+    the accumulation dtype is ``value``'s) and returns the total, which later passes may read."""
+    __slots__ = ("rule",)
+
+    def __init__(self, rule):
+        self.rule = rule
 
 
 def lowest(dt):

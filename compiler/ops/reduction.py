@@ -19,7 +19,7 @@ import numpy as np
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, define, type_name, wrap_dim, wrap_dims
 from .indexing import DATA_DEPENDENT
-from ..lowering.scalar import Reduction, highest, lowest
+from ..lowering.scalar import Composite, Reduction, highest, lowest
 
 _F32 = np.dtype(np.float32)
 _I64 = np.dtype(np.int64)
@@ -98,6 +98,18 @@ def _skip_nan(b, x, **_):
     return b.select(b.cmp("ne", x, x), b.const(0, x.dtype), x)
 
 
+def _variance(b, x, count, reduce, correction=1):
+    """Two passes, as ``_moments``: the mean, then the sum of squared deviations."""
+    acc = D.float32 if x.dtype in (D.float16, D.bfloat16) else x.dtype
+    x = b.cast(x, acc)
+    mean = b.div(reduce("add", 0, x), b.const(count, acc))
+    d = b.sub(x, mean)
+    return b.div(reduce("add", 0, b.mul(d, d)), b.const(builtins.max(count - correction, 0), acc))
+
+
+VAR_LOWERING = Composite(_variance)
+STD_LOWERING = Composite(lambda b, x, count, reduce, correction=1:
+                         b.sqrt(_variance(b, x, count, reduce, correction)))
 SUM_LOWERING = Reduction("add", lambda dt: 0, _acc_dtype)
 MEAN_LOWERING = Reduction("add", lambda dt: 0, _acc_dtype, finalize=_mean_finalize)
 NANSUM_LOWERING = Reduction("add", lambda dt: 0, _acc_dtype, prepare=_skip_nan)
@@ -550,9 +562,9 @@ def _moment_pair_vjp(first):
 
 
 var = define("var", "reduction", _var_impl, meta=_var_meta, vjp=_var_vjp,
-             doc="Variance with Bessel's correction (``correction``).")
+             doc="Variance with Bessel's correction (``correction``).", lowering=VAR_LOWERING)
 std = define("std", "reduction", _std_impl, meta=_var_meta, vjp=_std_vjp,
-             doc="Standard deviation with ``correction``.")
+             doc="Standard deviation with ``correction``.", lowering=STD_LOWERING)
 var_mean = define("var_mean", "reduction", _var_mean_impl, meta=_pair_meta("var_mean"),
                   vjp=_moment_pair_vjp("var"), doc="(var, mean) in one pass.")
 std_mean = define("std_mean", "reduction", _std_mean_impl, meta=_pair_meta("std_mean"),
