@@ -346,3 +346,47 @@ def test_layer_norm_training_step_fuses_its_variance_and_matches_interpreter():
     np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-7)
     for p, q in zip(models[0].parameters(), models[1].parameters()):
         np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def _passes_helpers():
+    import test_passes
+    return test_passes
+
+
+def _both_backends(graph, arrays):
+    """Outputs and updates of ``graph`` on the interpreter and on the llvm runner."""
+    results = []
+    for run in (interpreter.run, runner.run):
+        feeds = [np.random.default_rng(0) if arrays[inp] is None else arrays[inp].copy()
+                 for inp in graph.inputs]
+        results.append(run(graph, feeds))
+    return results
+
+
+def _assert_same(ref, got):
+    (outs_a, upd_a), (outs_b, upd_b) = ref, got
+    assert sorted(upd_a) == sorted(upd_b)
+    for a, b in list(zip(outs_a, outs_b)) + [(upd_a[k], upd_b[k]) for k in upd_a]:
+        np.testing.assert_allclose(np.asarray(b, np.float64), np.asarray(a, np.float64),
+                                   rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_fused_random_programs_of_the_pass_tests_match_interpreter(seed):
+    from dynograph.compiler.pipeline import optimize
+    tp = _passes_helpers()
+    fn = tp._random_program(seed)
+    graph = dg.trace(fn, dg.randn(4, 4), dg.randn(4, 4) if seed % 2 else dg.randn(1, 4))
+    out, _ = optimize(graph)
+    _assert_same(*_both_backends(out, tp.random_arrays(out, seed)))
+
+
+@pytest.mark.parametrize("name", ["mlp-adamw", "cnn-adam"])
+def test_fused_training_steps_of_the_pass_tests_match_interpreter(name):
+    from dynograph.compiler.pipeline import optimize
+    tp = _passes_helpers()
+    model, make_opt, (x, y) = tp.STEPS[name]()
+    captured, arrays = tp._traced(tp._step(model, make_opt(model.parameters())), x, y)
+    out, stats = optimize(captured)
+    assert stats["kernels"] > 0
+    _assert_same(*_both_backends(out, arrays))
