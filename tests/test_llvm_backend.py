@@ -101,7 +101,7 @@ def noncontiguous(dtype, shape, positive=False):
 LOWERED = sorted(n for n, o in REGISTRY.items() if o.kind == "elementwise" and o.lowering)
 TERNARY = {"where", "masked_fill", "lerp", "addcmul", "addcdiv", "clamp"}
 BINARY = {"add", "sub", "mul", "div", "remainder", "fmod", "pow", "atan2", "maximum", "minimum",
-          "fmax", "fmin", "copysign", "hypot", "logaddexp", "xlogy", "heaviside", "nextafter",
+          "fmax", "fmin", "copysign", "hypot", "logaddexp", "logaddexp2", "xlogy", "heaviside", "nextafter",
           "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
           "bitwise_right_shift"}
@@ -390,3 +390,10 @@ def test_fused_training_steps_of_the_pass_tests_match_interpreter(name):
     out, stats = optimize(captured)
     assert stats["kernels"] > 0
     _assert_same(*_both_backends(out, arrays))
+
+
+@pytest.mark.parametrize("op", ["logaddexp", "logaddexp2"])
+def test_logaddexp_at_infinities_and_nan(op):
+    x = np.array([np.inf, -np.inf, np.inf, np.nan, 1.0, -50.0], np.float64)
+    y = np.array([np.inf, -np.inf, -np.inf, 1.0, 2.0, 30.0], np.float64)
+    assert compare(op, (x, y))

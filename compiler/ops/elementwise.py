@@ -314,15 +314,20 @@ def _lower_fmin(b, x, y):
     return b.call_math("fmin", x, y) if x.dtype.is_floating_point else b.min(x, y)
 
 
-def _lower_logaddexp(exp, log1p, ln2):
-    """numpy's formula: ties (both infinite) give x + ln 2, NaN stays NaN."""
+def _lower_logaddexp(exp, tie, scale=1.0):
+    """numpy's formula: ties (both infinite) give x + ``tie``, NaN stays NaN; ``scale``
+    turns the natural log1p into the base's (1 / ln 2 for logaddexp2)."""
     def rule(b, x, y):
         d = b.sub(x, y)
         zero = _zero(b, d)
-        pos = b.add(x, b.call_math(log1p, b.call_math(exp, b.neg(d))))
-        neg = b.add(y, b.call_math(log1p, b.call_math(exp, d)))
+
+        def log1p_exp(v):
+            r = b.call_math("log1p", b.call_math(exp, v))
+            return r if scale == 1.0 else b.mul(r, b.const(scale, r.dtype))
+        pos = b.add(x, log1p_exp(b.neg(d)))
+        neg = b.add(y, log1p_exp(d))
         out = b.select(b.cmp("gt", d, zero), pos, b.select(b.cmp("le", d, zero), neg, b.add(x, y)))
-        return b.select(b.cmp("eq", x, y), b.add(x, b.const(ln2, x.dtype)), out)
+        return b.select(b.cmp("eq", x, y), b.add(x, b.const(tie, x.dtype)), out)
     return rule
 
 
@@ -927,11 +932,12 @@ logaddexp = _elementwise(
     "logaddexp", np.logaddexp, rejecting(promote, "logaddexp_cpu", INTEGRAL),
     lambda ctx, g: (ctx.needs(0) and g / ((ctx.inputs[1] - ctx.inputs[0]).exp() + 1),
                     ctx.needs(1) and g / ((ctx.inputs[0] - ctx.inputs[1]).exp() + 1)),
-                    lowering=_lower_logaddexp("exp", "log1p", LN2))
+                    lowering=_lower_logaddexp("exp", LN2))
 logaddexp2 = _elementwise(
     "logaddexp2", np.logaddexp2, rejecting(promote, "logaddexp2_cpu", INTEGRAL),
     lambda ctx, g: (ctx.needs(0) and g / ((ctx.inputs[1] - ctx.inputs[0]).exp2() + 1),
-                    ctx.needs(1) and g / ((ctx.inputs[0] - ctx.inputs[1]).exp2() + 1)))
+                    ctx.needs(1) and g / ((ctx.inputs[0] - ctx.inputs[1]).exp2() + 1)),
+    lowering=_lower_logaddexp("exp2", 1.0, 1 / LN2))
 
 
 def _xlogy(a, b):
