@@ -397,3 +397,8 @@ def test_logaddexp_at_infinities_and_nan(op):
     x = np.array([np.inf, -np.inf, np.inf, np.nan, 1.0, -50.0], np.float64)
     y = np.array([np.inf, -np.inf, -np.inf, 1.0, 2.0, 30.0], np.float64)
     assert compare(op, (x, y))
+
+
+def test_lgamma_at_poles_and_infinities():
+    x = np.array([-np.inf, np.inf, 0.0, -1.0, -2.5, 0.5, 30.0, np.nan], np.float32)
+    assert compare("lgamma", (x,))

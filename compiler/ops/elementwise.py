@@ -518,7 +518,7 @@ erfc = _unary("erfc", _special.erfc, promote_float,
 erfinv = _unary("erfinv", _special.erfinv, promote_float,
                 lambda ctx, g: (g * SQRT_PI_OVER_TWO * (ctx.output * ctx.output).exp(),))
 lgamma = _unary("lgamma", _lgamma, promote_float,
-                lambda ctx, g: (g * ctx.inputs[0].digamma(),))
+                lambda ctx, g: (g * ctx.inputs[0].digamma(),), lowering=_math("lgamma"))
 digamma = _unary("digamma", _special.psi, promote_float,
                  lambda ctx, g: (g * ctx.inputs[0].polygamma(1),))
 deg2rad = _unary("deg2rad", lambda x: x * DEG_TO_RAD, promote_float,
