@@ -220,11 +220,15 @@ def test_scalar_and_empty_reductions():
     assert compare("sum_dim", (np.zeros((0, 4), np.float64),), dim=(0,))
 
 
-def test_elementwise_kernels_are_vectorized():
-    x = np.zeros(1000, np.float32)
-    _, _, node = graph_of("mul", (x, x))
-    kernel = describe(node, [((1,), 0), ((1,), 0)])
-    ir_text = str(jit.optimize(render(kernel, "vec_check", jit.triple())))
+@pytest.mark.parametrize("op, args, attrs", [
+    ("mul", (np.zeros(1000, np.float32),) * 2, {}),
+    ("sum_dim", (np.zeros((64, 4096), np.float32),), {"dim": (1,)}),
+    ("amax", (np.zeros((64, 4096), np.float32),), {"dim": (1,)}),
+], ids=["mul", "row-sum", "row-max"])
+def test_kernels_are_vectorized(op, args, attrs):
+    _, _, node = graph_of(op, args, **attrs)
+    layouts = [(tuple(s // a.itemsize for s in a.strides), 0) for a in args]
+    ir_text = str(jit.optimize(render(describe(node, layouts), "vec_check", jit.triple())))
     assert "<8 x float>" in ir_text
 
 
