@@ -8,6 +8,7 @@ node, each node again a kernel where it can be.  The results agree with the inte
 """
 import ctypes
 import os
+import sys
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
@@ -96,10 +97,13 @@ def _plan(node, arrays, values, batch):
     if key in plans:
         return plans[key]
     try:
-        kernel = describe(node, [lay for lay in layouts], batch)
-        plan = _compile(kernel)
-    except Unsupported:
-        plan = None
+        kernel = describe(node, list(layouts), batch)
+    except Unsupported as e:
+        kernel = None
+        if jit.debug_level() >= 1:
+            print(f"[dynograph] {node.op} {node.attrs.get('name', '')} runs on the interpreter: {e}",
+                  file=sys.stderr)
+    plan = None if kernel is None else _compile(kernel)
     plans[key] = plan
     return plan
 

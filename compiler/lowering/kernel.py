@@ -390,14 +390,20 @@ class _Describer:
             except Unsupported:
                 return self.aligned(shape)
             m = self.view_to_source(node, shape, self.shape(src))
+            aligned = self.aligned(shape)
             if m is None:
-                return self.aligned(shape)
+                return aligned
             out = []
             for k, j in enumerate(m):
-                out.append(None if shape[k] == 1 else (src_map[j] if j is not None else
-                                                       self.aligned(shape)[k]))
-            return tuple(out) if None not in [o for o, n in zip(out, shape) if n != 1] else \
-                self.aligned(shape)
+                if shape[k] == 1:
+                    out.append(None)
+                elif j is not None and src_map[j] is not None:
+                    out.append(src_map[j])
+                elif aligned is not None and aligned[k] is not None:
+                    out.append(aligned[k])      # a dim the view adds (expand): by position
+                else:
+                    return aligned
+            return tuple(out)
         # elementwise and conversions: from the tensor arguments, dim by dim
         out = [None] * len(shape)
         for a in node.input_values():
