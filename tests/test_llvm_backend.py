@@ -177,10 +177,13 @@ def test_nan_propagates_through_max_and_min():
     y = np.array([np.nan, 2.0, 1.0, 0.0], np.float32)
     assert compare("maximum", (x, y)) and compare("minimum", (x, y))
     assert compare("amax", (np.array([[1.0, np.nan], [2.0, 3.0]], np.float32),), dim=(1,))
+    ties = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 3.0, 3.0, -1.0]], np.float32)
+    assert compare("argmax", (ties,), dim=1) and compare("argmin", (ties,), dim=1)
+    assert compare("argmax", (ties,))
 
 
 REDUCTIONS = ["sum", "sum_dim", "mean", "mean_dim", "prod", "prod_dim", "amax", "amin", "max",
-              "min", "all", "any", "nansum", "var", "std"]
+              "min", "all", "any", "nansum", "var", "std", "argmax", "argmin"]
 
 
 @pytest.mark.parametrize("op", REDUCTIONS)
@@ -193,9 +196,11 @@ def test_reductions_match_interpreter(op):
         x = noncontiguous(dt, shape) if strided else sample(dt, shape)
         if full:
             cases.append((x, {}))
-        elif op == "prod_dim":
+        elif op in ("prod_dim", "argmax", "argmin"):
             cases.append((x, {"dim": 0}))
             cases.append((x, {"dim": len(shape) - 1, "keepdim": True}))
+            if op != "prod_dim":
+                cases.append((x, {"dim": None}))
         else:
             cases.append((x, {"dim": (len(shape) - 1,)}))                  # inner
             cases.append((x, {"dim": (0,), "keepdim": True}))               # outer

@@ -175,6 +175,8 @@ class Renderer:
 
     def reduce(self, red):
         """Accumulate ``red.value`` over the reduce axes; returns the total."""
+        if red.combine in ("argmax", "argmin"):
+            return self.arg_reduce(red)
         ty = reg_type(red.dtype)
         total = self.alloca_builder.alloca(ty)
         self.b.store(self.const(red.identity, red.dtype), total)
@@ -205,6 +207,32 @@ class Renderer:
                                           red.dtype, ()), total)
         self.nest(axes[:-1], blocks)
         return self.b.load(total)
+
+    def arg_reduce(self, red):
+        """The row-major index over the reduce axes of the first extreme element (a NaN wins).
+        A plain loop: the strict comparison keeps the first of equal elements."""
+        b = self.b
+        best = self.alloca_builder.alloca(reg_type(red.dtype))
+        where = self.alloca_builder.alloca(I64)
+        b.store(self.const(red.identity, red.dtype), best)
+        b.store(I64(0), where)
+        axes = list(self.red_axes)
+        op = "gt" if red.combine == "argmax" else "lt"
+
+        def body():
+            v = self.gen(red.value, {})
+            old = b.load(best)
+            better = self.cmp(op, v, old, red.dtype)
+            if red.dtype.is_floating_point:
+                first_nan = b.and_(b.fcmp_unordered("uno", v, v), b.fcmp_ordered("ord", old, old))
+                better = b.or_(better, first_nan)
+            position = I64(0)
+            for a in axes:
+                position = b.add(b.mul(position, I64(self.domain[a])), self.index[a])
+            b.store(b.select(better, v, old), best)
+            b.store(b.select(better, position, b.load(where)), where)
+        self.nest(axes, body)
+        return b.load(where)
 
     # -- memory
     def address(self, buffer, strides, dt):

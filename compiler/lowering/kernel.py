@@ -538,7 +538,7 @@ class _Describer:
             index = len(self.reductions)
             self.reductions.append(ReductionStep(rule.combine, rule.identity(acc_dt), acc_dt,
                                                  item.index))
-            result = b.acc(index, acc_dt)
+            result = b.acc(index, D.int64 if rule.combine.startswith("arg") else acc_dt)
             if rule.finalize is not None:
                 count = int(np.prod([self.domain[a] for a in self.reduce_axes]))
                 result = rule.finalize(b, result, count, **extra)

@@ -45,8 +45,10 @@ A rule that cannot express a case (an integer power with a tensor exponent, say)
 ``Unsupported``; the back end then runs that node with the reference implementation.
 
 A reduction's ``lowering`` is a ``Reduction``: the builder method that combines two partial
-results (``add``, ``mul``, ``max``, ``min``, ``and_``, ``or_``), the identity, the accumulation
-dtype, and optional ``prepare(b, x, **attrs)`` (each element, before combining) and
+results (``add``, ``mul``, ``max``, ``min``, ``and_``, ``or_``; or ``argmax``/``argmin``: the
+int64 row-major index over the reduced dims of the first largest/smallest element, a NaN
+counting as the largest and the smallest), the identity, the accumulation dtype, and
+optional ``prepare(b, x, **attrs)`` (each element, before combining) and
 ``finalize(b, acc, count, **attrs)`` (the result, ``count`` the number of elements reduced).
 A reduction of several passes is a ``Composite``.
 """
@@ -60,7 +62,7 @@ MATH_FUNCTIONS = frozenset((
     "lgamma", "floor", "ceil", "trunc", "rint", "atan2", "pow", "hypot", "copysign", "nextafter",
     "fmax", "fmin"))
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
-COMBINES = ("add", "mul", "max", "min", "and_", "or_")
+COMBINES = ("add", "mul", "max", "min", "and_", "or_", "argmax", "argmin")
 
 
 class Unsupported(Exception):

@@ -116,6 +116,8 @@ NANSUM_LOWERING = Reduction("add", lambda dt: 0, _acc_dtype, prepare=_skip_nan)
 PROD_LOWERING = Reduction("mul", lambda dt: 1, _acc_dtype)
 MAX_LOWERING = Reduction("max", lowest, _same_dtype)
 MIN_LOWERING = Reduction("min", highest, _same_dtype)
+ARGMAX_LOWERING = Reduction("argmax", lowest, _same_dtype)
+ARGMIN_LOWERING = Reduction("argmin", highest, _same_dtype)
 ALL_LOWERING = Reduction("and_", lambda dt: True, lambda i, o: D.bool)
 ANY_LOWERING = Reduction("or_", lambda dt: False, lambda i, o: D.bool)
 
@@ -466,10 +468,12 @@ def _argext(argfn, name):
 
 _impl, _meta = _argext(np.argmax, "argmax")
 argmax = define("argmax", "reduction", _impl, meta=_meta, differentiable=False,
-                doc="Index of the largest element (flattened when dim is None).")
+                doc="Index of the largest element (flattened when dim is None).",
+                lowering=ARGMAX_LOWERING)
 _impl, _meta = _argext(np.argmin, "argmin")
 argmin = define("argmin", "reduction", _impl, meta=_meta, differentiable=False,
-                doc="Index of the smallest element (flattened when dim is None).")
+                doc="Index of the smallest element (flattened when dim is None).",
+                lowering=ARGMIN_LOWERING)
 
 
 # ---------------------------------------------------------------- var, std
