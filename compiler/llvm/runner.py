@@ -28,7 +28,7 @@ _PLANS = weakref.WeakKeyDictionary()
 
 
 # kernels with at least this many domain elements are split across the CPU cores
-PARALLEL_MIN = 1 << 18
+PARALLEL_MIN = 1 << 21
 _pool = []
 
 

@@ -260,7 +260,12 @@ def as_subgraph(node):
 def lowerable(node):
     """Whether every op of ``node`` (or of its subgraph) has a lowering (cheap pre-check)."""
     if node.op == "fused":
-        return all(lowerable(n) for n in node.attrs["graph"].nodes)
+        return all(_has_rule(n) for n in node.attrs["graph"].nodes)
+    # a view on its own stays a numpy view: a kernel would copy it
+    return node.op not in VIEW_OPS and _has_rule(node)
+
+
+def _has_rule(node):
     op = REGISTRY.get(node.op)
     return op is not None and (op.lowering is not None or node.op in VIEW_OPS
                                or node.op in STRUCTURAL)
