@@ -317,10 +317,16 @@ def test_vectorized_float32_exp_and_tanh_over_their_whole_range(op):
 
 def test_large_kernels_split_across_threads_agree(monkeypatch):
     monkeypatch.setattr(runner, "_pool", [(3, runner.ThreadPoolExecutor(3))])
+    monkeypatch.setattr(runner, "PARALLEL_MIN", 1000)
+    calls = []
+    real_submit = runner.ThreadPoolExecutor.submit
+    monkeypatch.setattr(runner.ThreadPoolExecutor, "submit",
+                        lambda self, *a: calls.append(1) or real_submit(self, *a))
     x = sample(np.float32, (600, 1001))
     assert compare("mul", (x, 0.5))
     assert compare("sum_dim", (x,), dim=(1,), tol=1e-4)     # another summation order
     assert compare("amax", (x,), dim=(0,), keepdim=True)
+    assert len(calls) >= 9                  # three kernels, three ranges each
 
 
 @pytest.mark.parametrize("op, attrs", [("add", {}), ("mul", {}), ("exp", {}), ("maximum", {}),
