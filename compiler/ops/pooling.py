@@ -235,8 +235,13 @@ def _max_indices_vjp(ctx, g, _gi=None):
     """Every max pool (plain, adaptive, fractional) sends each output's gradient to the input
     element its index names; other inputs (fractional pooling's samples) get none."""
     x = ctx.inputs[0]
-    nd = len(ctx.attrs["kernel_size" if "kernel_size" in ctx.attrs else "output_size"])
-    grad = _call(max_pool_backward, g, ctx.output[1], input_shape=tuple(x.shape), nd=nd)
+    a = ctx.attrs
+    nd = len(a["kernel_size" if "kernel_size" in a else "output_size"])
+    # windows that cannot overlap (stride >= the window's extent) pick distinct elements
+    disjoint = "stride" in a and "dilation" in a and all(
+        s >= (k - 1) * d + 1 for k, s, d in zip(a["kernel_size"], a["stride"], a["dilation"]))
+    grad = _call(max_pool_backward, g, ctx.output[1], input_shape=tuple(x.shape), nd=nd,
+                 disjoint=disjoint)
     return (grad,) + (None,) * (len(ctx.inputs) - 1)
 
 
@@ -254,14 +259,18 @@ def _plane_rows(indices, input_shape, nd):
     return (rows + (np.arange(planes, dtype=np.int64) * size)[:, None]).ravel(), planes * size
 
 
-def _max_pool_backward_impl(g, indices, input_shape, nd):
+def _max_pool_backward_impl(g, indices, input_shape, nd, disjoint=False):
     flat, total = _plane_rows(indices, input_shape, nd)
+    if disjoint:                    # every element chosen at most once: a plain scatter
+        out = np.zeros(total, g.dtype)
+        out[flat] = g.ravel()
+        return out.reshape(input_shape)
     # bincount sums the gradients of windows that chose the same element (overlapping windows)
     out = np.bincount(flat, weights=g.ravel(), minlength=total)
     return out.astype(g.dtype, copy=False).reshape(input_shape)
 
 
-def _max_pool_backward_meta(g, indices, input_shape, nd):
+def _max_pool_backward_meta(g, indices, input_shape, nd, disjoint=False):
     return TensorSpec(tuple(input_shape), g.dtype)
 
 
