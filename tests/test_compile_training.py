@@ -61,7 +61,12 @@ def assert_state_close(m1, o1, m2, o2, tol=1e-5):
     lambda ps: dg.optim.AdamW(ps, lr=1e-2, weight_decay=0.1, amsgrad=True),
     lambda ps: dg.optim.RMSprop(ps, lr=1e-2, momentum=0.5, centered=True),
     lambda ps: dg.optim.Adagrad(ps, lr=0.1),
-], ids=["sgd-momentum", "sgd-nesterov", "adam", "adamw-amsgrad", "rmsprop", "adagrad"])
+    lambda ps: dg.optim.NAdam(ps, lr=1e-2, weight_decay=1e-3),
+    lambda ps: dg.optim.RAdam(ps, lr=1e-2),
+    lambda ps: dg.optim.Adamax(ps, lr=1e-2),
+    lambda ps: dg.optim.Adadelta(ps, lr=1.0),
+], ids=["sgd-momentum", "sgd-nesterov", "adam", "adamw-amsgrad", "rmsprop", "adagrad", "nadam",
+        "radam", "adamax", "adadelta"])
 def test_mlp_training_matches_eager(make_opt):
     eager_model = mlp()
     comp_model = copy.deepcopy(eager_model)
@@ -69,7 +74,7 @@ def test_mlp_training_matches_eager(make_opt):
     eager_step = make_step(eager_model, eager_opt)
     comp_step = dg.compile(make_step(comp_model, comp_opt))
     with warnings.catch_warnings():
-        warnings.simplefilter("error")          # no graph break, no fallback
+        warnings.simplefilter("error", UserWarning)     # no graph break, no fallback
         for x, y in batches(20):
             a, b = eager_step(x, y), comp_step(x, y)
             np.testing.assert_allclose(a.item(), b.item(), rtol=1e-5, atol=1e-6)

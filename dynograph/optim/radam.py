@@ -1,8 +1,8 @@
 """RAdam, as torch.optim.RAdam."""
-from .. import zeros_like
+from .. import Tensor, where, zeros_like
 from ._single import _PerParameterOptimizer
 from .adam import _check_adam_args
-from .optimizer import _step_tensor
+from .optimizer import _step_tensor, step_count, traced_lr
 
 __all__ = ["RAdam"]
 
@@ -25,10 +25,10 @@ class RAdam(_PerParameterOptimizer):
         state["exp_avg_sq"] = zeros_like(p)
 
     def _update(self, p, grad, state, group):
-        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        lr, (beta1, beta2), eps = traced_lr(self, group), group["betas"], group["eps"]
         weight_decay = group["weight_decay"]
         state["step"].add_(1)
-        step = state["step"].item()
+        step = step_count(state["step"])
         if weight_decay != 0:
             if group["decoupled_weight_decay"]:
                 p.mul_(1 - lr * weight_decay)
@@ -42,9 +42,15 @@ class RAdam(_PerParameterOptimizer):
         corrected = exp_avg / bias_correction1
         rho_inf = 2 / (1 - beta2) - 1
         rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-        if rho_t > 5.0:
+        traced = isinstance(rho_t, Tensor)
+        if traced or rho_t > 5.0:
             rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
             adaptive_lr = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
-            p.add_(corrected * lr * adaptive_lr * rect, alpha=-1.0)
+            update = corrected * lr * adaptive_lr * rect
+            if traced:
+                # compiling: the step is a graph value, so the rectification is chosen in the
+                # graph (where rho_t <= 5 the unused branch holds nan)
+                update = where(rho_t > 5.0, update, corrected * lr)
+            p.add_(update, alpha=-1.0)
         else:
             p.add_(corrected * lr, alpha=-1.0)
