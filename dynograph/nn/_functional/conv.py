@@ -3,15 +3,15 @@ import dynograph as _d
 from dynograph._dispatch import call as _call
 from dynograph.compiler.ops import conv as _ops
 
+from ..modules._utils import _ntuple as _parser
+
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold"]
 
 
 def _ntuple(v, n):
-    """An int repeated n times; a sequence kept as a tuple (its length is checked later)."""
-    if isinstance(v, (list, tuple)):
-        return tuple(int(x) for x in v)
-    return (int(v),) * n
+    """The shared parser's n-tuple as plain ints (a sequence's length is checked later)."""
+    return tuple(int(x) for x in _parser(n)(v))
 
 
 def _batched(input, n, name):
