@@ -7,10 +7,10 @@ so ``1`` and ``1.0`` (different result dtypes) and ``0.0`` and ``-0.0`` (``x + -
 the sign of a zero, ``x + 0.0`` does not) stay apart.  Random ops are never merged: each draw
 advances the generator.  Nodes holding a subgraph (fused kernels) are left alone.
 
-The value-substitution helpers here are shared by the other passes.
+The graph-substitution helpers here (remap_node, remap_graph) are shared by simplify.
 """
 from dynograph.runtime import dtypes as D
-from ..ir import Node, Value, remap  # noqa: F401  (remap: shared by the other passes)
+from ..ir import Node, Value, remap
 from ..ops import REGISTRY
 
 

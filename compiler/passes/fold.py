@@ -14,9 +14,8 @@ A node whose result is read by an op that depends on the memory layout of its in
 import numpy as np
 
 from ..interpreter import evaluate
-from ..ir import Node, TensorType
+from ..ir import Node, TensorType, remap
 from ..ops import REGISTRY
-from .cse import remap
 
 MAX_ELEMENTS = 1 << 16
 CONSTANT_OPS = ("full", "arange", "linspace", "logspace", "eye")

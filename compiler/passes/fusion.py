@@ -41,7 +41,7 @@ product stays a view).  Groups of views and constants only stay plain nodes.
 """
 import heapq
 
-from ..ir import Graph, Input, Node, TensorType, Value
+from ..ir import Graph, Input, Node, TensorType, Value, remap
 from ..ops import REGISTRY
 from ..ops.core import wrap_dims
 from .dce import has_effect
@@ -305,20 +305,10 @@ def _subgraph(nodes, inside, outs):
                 args.append(v)
         for v in node.outs:
             env[v] = Value(v.type)
-        body.append(Node(node.op, _remap(node.args, env),
-                         {k: _remap(a, env) for k, a in node.attrs.items()},
+        body.append(Node(node.op, remap(node.args, env),
+                         {k: remap(a, env) for k, a in node.attrs.items()},
                          tuple(env[v] for v in node.outs), node.source))
     return Graph(inputs=inputs, nodes=body, outputs=[env[v] for v in outs]), tuple(args)
-
-
-def _remap(x, env):
-    if isinstance(x, Value):
-        return env[x]
-    if isinstance(x, tuple):
-        return tuple(_remap(a, env) for a in x)
-    if isinstance(x, list):
-        return [_remap(a, env) for a in x]
-    return x
 
 
 def _schedule(emitted):
