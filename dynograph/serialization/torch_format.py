@@ -33,13 +33,9 @@ from .errors import CheckpointError, UnsafeCheckpointError
 from .location import restore
 from .storage import flat_bytes, locate
 
-_STORAGE_DTYPES = {
-    "FloatStorage": D.float32, "DoubleStorage": D.float64, "HalfStorage": D.float16,
-    "BFloat16Storage": D.bfloat16, "LongStorage": D.int64, "IntStorage": D.int32,
-    "ShortStorage": D.int16, "CharStorage": D.int8, "ByteStorage": D.uint8, "BoolStorage": D.bool,
-    "UntypedStorage": D.uint8,
-}
-_STORAGE_NAMES = {d: n for n, d in _STORAGE_DTYPES.items() if n != "UntypedStorage"}
+# torch's legacy storage names follow its tensor type names: FloatTensor -> FloatStorage
+_STORAGE_NAMES = {d: d.tensor_type[: -len("Tensor")] + "Storage" for d in D.ALL_DTYPES}
+_STORAGE_DTYPES = dict({n: d for d, n in _STORAGE_NAMES.items()}, UntypedStorage=D.uint8)
 _TORCH_DTYPES = dict(V.DTYPES, **D.ALIASES)
 _UNSUPPORTED_DTYPES = ("complex32", "complex64", "complex128", "cfloat", "cdouble", "chalf",
                        "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2")
