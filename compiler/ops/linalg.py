@@ -20,7 +20,7 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, broadcast_shapes, check_broadcast, define, type_name, wrap_dim
-from .movement import expand_shape
+from .movement import expand_shape, prod
 
 _LOW = (np.dtype(np.float16), D.bfloat16.np)
 _LAPACK = (np.dtype(np.float32), np.dtype(np.float64))
@@ -449,20 +449,13 @@ def _matmul_meta(a, b):
     k2, p = (b.shape[-2], b.shape[-1]) if db > 1 else (b.shape[0], 1)
     batch = check_broadcast(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
     if db <= 2:                        # folded into one mm/mv
-        rows = TensorSpec((n * _count(batch), k), a.dtype)
+        rows = TensorSpec((n * prod(batch), k), a.dtype)
         (_mm_meta if db == 2 else _mv_meta)(rows, b)
     else:
-        nb = _count(batch)
+        nb = prod(batch)
         _bmm_meta(TensorSpec((nb, n, k), a.dtype), TensorSpec((nb, k2, p), b.dtype))
     shape = batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ())
     return TensorSpec(shape, a.dtype)
-
-
-def _count(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def _matmul(a, b):
