@@ -24,7 +24,9 @@ _COSINE_EPS = 1e-12   # what ATen adds to the squared norms in cosine_embedding_
 # ----------------------------------------------------------------------------- helpers
 
 def _legacy_reduction(size_average, reduce, reduction):
-    """The reduction string (legacy flags honoured), rejected early when unknown like torch's enum."""
+    """The reduction string (legacy flags honoured), rejected early when unknown like torch's enum.
+
+    With both legacy flags None it only checks ``reduction``."""
     red = _F._reduction(size_average, reduce, reduction)
     if red not in ("none", "mean", "sum"):
         raise ValueError(f"{red} is not a valid value for reduction")
@@ -288,8 +290,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
                                       margin=1.0, swap=False, reduction="mean"):
     """triplet_margin_loss with any distance_function(x1, x2) (default: pairwise_distance)."""
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+    _legacy_reduction(None, None, reduction)
     _check_triplet(anchor, positive, negative, margin)
     dist = _F.pairwise_distance if distance_function is None else distance_function
     return _triplet(dist, anchor, positive, negative, margin, swap, reduction)
@@ -419,8 +420,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     concatenation of all targets; lengths: tensors or sequences of ints. 'mean' divides each
     loss by its target length before averaging over the batch.
     """
-    if reduction not in ("none", "mean", "sum"):
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+    _legacy_reduction(None, None, reduction)
     in_lens = _lengths(input_lengths, "input_lengths")
     tg_lens = _lengths(target_lengths, "target_lengths")
     batched = log_probs.dim() == 3
