@@ -85,7 +85,6 @@ class Entry:
         self.out_kinds = out_kinds          # per flat output: ('tensor', i) or ('const', value)
         self.stats = stats
         self.calls = 0
-        self.program = None                 # the backend's executable form of graph
         self.aot = None                     # AotPlan when the outputs need gradients
         self.aot_saved = 0
         self.backward_graph = None
@@ -341,7 +340,7 @@ class CompiledFunction:
         tracer = Tracer(fullgraph=self.fullgraph)
         for i, x in enumerate(flat):
             if isinstance(x, Tensor):
-                tracer.bind_argument(x, i, _arg_name(self.fn, i, len(flat)))
+                tracer.bind_argument(x, i, _arg_name(self.fn, i))
         guards = Guards(self.fn, flat)
         TRACE.tracer = tracer
         try:
@@ -431,7 +430,7 @@ class CompiledFunction:
         return explain_compiled(self)
 
 
-def _arg_name(fn, i, n):
+def _arg_name(fn, i):
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     if code is not None:
         names = code.co_varnames[:code.co_argcount]
@@ -521,7 +520,7 @@ def trace(fn, *example_args, **example_kwargs):
     flatten((example_args, example_kwargs), flat)
     for i, x in enumerate(flat):
         if isinstance(x, Tensor):
-            tracer.bind_argument(x, i, _arg_name(fn, i, len(flat)))
+            tracer.bind_argument(x, i, _arg_name(fn, i))
     TRACE.tracer = tracer
     try:
         result = fn(*example_args, **example_kwargs)

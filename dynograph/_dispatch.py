@@ -44,6 +44,11 @@ def call(op, *args, **attrs):
         check_meta(op, args, attrs, result)
     if TRACE.tracer is not None:
         return _traced(op, args, attrs, result)
+    return _result(op, args, attrs, result)
+
+
+def _result(op, args, attrs, result):
+    """Wrap an op's result as tensors, recording the autograd node when an input needs it."""
     if STATE.grad_enabled and op.differentiable:
         for a in args:
             if type(a) is Tensor or isinstance(a, Tensor):
@@ -62,24 +67,9 @@ def call(op, *args, **attrs):
 
 
 def _traced(op, args, attrs, result):
-    """Tracing: the op ran eagerly; wrap its result as usual, then append its graph node."""
+    """Tracing: the op ran eagerly; its result is wrapped as usual, and its graph node added."""
+    out = _result(op, args, attrs, result)
     tracer = TRACE.tracer
-    TRACE.tracer = None                 # autograd bookkeeping below is not part of the program
-    try:
-        if STATE.grad_enabled and op.differentiable and any(
-                isinstance(a, Tensor) and a._rg for a in args):
-            out = _record(op, args, attrs, result)
-        elif type(result) is tuple:
-            out = tuple(_wrap(r) for r in result)
-            if op.view:
-                for o in out:
-                    _mark_view(o, args[0])
-        else:
-            out = _wrap(result)
-            if op.view:
-                _mark_view(out, args[0])
-    finally:
-        TRACE.tracer = tracer
     if op.name in DATA_DEPENDENT_OPS:
         tracer.graph_break(f"{op.name} has an output shape that depends on the data")
     tracer.record(op, args, attrs, result, out if type(out) is tuple else (out,))

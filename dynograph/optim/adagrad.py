@@ -1,7 +1,7 @@
 """Adagrad, as torch.optim.Adagrad."""
 from .. import full_like
 from ._single import _PerParameterOptimizer
-from .optimizer import _check_range, _step_tensor, traced_lr, step_count
+from .optimizer import _check_range, _step_tensor, traced_lr, scalar_state
 
 __all__ = ["Adagrad"]
 
@@ -32,7 +32,7 @@ class Adagrad(_PerParameterOptimizer):
 
     def _update(self, p, grad, state, group):
         state["step"].add_(1)
-        step = step_count(state["step"])
+        step = scalar_state(state["step"])
         if group["weight_decay"] != 0:
             grad = grad.add(p, alpha=group["weight_decay"])
         clr = traced_lr(self, group) / (1 + (step - 1) * group["lr_decay"])

@@ -1,7 +1,7 @@
 """Adam, as torch.optim.Adam (with optional AMSGrad and decoupled weight decay)."""
 from .. import zeros_like
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, _check_range, _run_closure, _step_tensor, step_count, traced_lr
+from .optimizer import Optimizer, _check_range, _run_closure, _step_tensor, scalar_state, traced_lr
 
 __all__ = ["Adam"]
 
@@ -60,7 +60,7 @@ class Adam(Optimizer):
                 grad = grad.add(p, alpha=weight_decay)
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        step = step_count(state["step"])
+        step = scalar_state(state["step"])
         bias_correction1 = 1 - beta1 ** step
         bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
         step_size = lr / bias_correction1

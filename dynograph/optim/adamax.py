@@ -2,7 +2,7 @@
 from .. import zeros_like
 from ._single import _PerParameterOptimizer
 from .adam import _check_adam_args
-from .optimizer import _step_tensor, traced_lr, step_count
+from .optimizer import _step_tensor, traced_lr, scalar_state
 
 __all__ = ["Adamax"]
 
@@ -30,5 +30,5 @@ class Adamax(_PerParameterOptimizer):
         exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
         exp_avg.lerp_(grad, 1 - beta1)
         exp_inf.copy_(exp_inf.mul_(beta2).maximum(grad.abs().add_(eps)))
-        clr = traced_lr(self, group) / (1 - beta1 ** step_count(state["step"]))
+        clr = traced_lr(self, group) / (1 - beta1 ** scalar_state(state["step"]))
         p.addcdiv_(exp_avg, exp_inf, value=-clr)

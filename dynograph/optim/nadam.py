@@ -2,7 +2,7 @@
 from .. import zeros_like
 from ._single import _PerParameterOptimizer
 from .adam import _check_adam_args
-from .optimizer import _check_range, _step_tensor, step_count, traced_lr
+from .optimizer import _check_range, _step_tensor, scalar_state, traced_lr
 
 __all__ = ["NAdam"]
 
@@ -31,7 +31,7 @@ class NAdam(_PerParameterOptimizer):
         lr, (beta1, beta2), eps = traced_lr(self, group), group["betas"], group["eps"]
         weight_decay, momentum_decay = group["weight_decay"], group["momentum_decay"]
         state["step"].add_(1)
-        step = step_count(state["step"])
+        step = scalar_state(state["step"])
         bias_correction2 = 1 - beta2 ** step
         if weight_decay != 0:
             if group["decoupled_weight_decay"]:
@@ -42,7 +42,7 @@ class NAdam(_PerParameterOptimizer):
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
         # the running product is a float32 tensor, as in torch (its rounding shows in the result)
         state["mu_product"].mul_(mu)
-        mu_product = step_count(state["mu_product"])
+        mu_product = scalar_state(state["mu_product"])
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)

@@ -51,12 +51,12 @@ def traced_lr(opt, group):
                                lambda: group["lr"])
 
 
-def step_count(step_t):
-    """The step counter as a Python float; while compiling, a float64 0-d tensor, so the bias
-    corrections that depend on it are computed in the graph."""
+def scalar_state(t):
+    """A 0-d state tensor (a step counter, NAdam's momentum product) as a Python float; while
+    compiling, as a float64 0-d tensor, so what depends on it is computed in the graph."""
     if TRACE.tracer is not None:
-        return step_t.double()
-    return step_t.item()
+        return t.double()
+    return t.item()
 
 
 def _clone_state_value(value):

@@ -2,7 +2,7 @@
 from .. import Tensor, where, zeros_like
 from ._single import _PerParameterOptimizer
 from .adam import _check_adam_args
-from .optimizer import _step_tensor, step_count, traced_lr
+from .optimizer import _step_tensor, scalar_state, traced_lr
 
 __all__ = ["RAdam"]
 
@@ -28,7 +28,7 @@ class RAdam(_PerParameterOptimizer):
         lr, (beta1, beta2), eps = traced_lr(self, group), group["betas"], group["eps"]
         weight_decay = group["weight_decay"]
         state["step"].add_(1)
-        step = step_count(state["step"])
+        step = scalar_state(state["step"])
         if weight_decay != 0:
             if group["decoupled_weight_decay"]:
                 p.mul_(1 - lr * weight_decay)
