@@ -31,14 +31,21 @@ def fill(node, hexadecimal=False):
     return KIND_COLORS.get(node.kind, "#ffffff")
 
 
+EXPAND_LIMIT = 2000      # a graph with more ops draws its kernels as single boxes by default
+
+
+def op_count(graph):
+    """The ops of an IR graph, counting each fused kernel's members."""
+    return sum(len(n.attrs["graph"].nodes) if "graph" in n.attrs else 1 for n in graph.nodes)
+
+
 def to_viz(graph, expand=None, title="", code=None):
     """A ``VizGraph`` for an IR graph (or the drawing itself)."""
     from .model import VizGraph, from_ir
     if isinstance(graph, VizGraph):
         return graph
-    if expand is None:              # a big graph draws its kernels as single boxes
-        expand = sum(len(n.attrs["graph"].nodes) if "graph" in n.attrs else 1
-                     for n in graph.nodes) <= 2000
+    if expand is None:
+        expand = op_count(graph) <= EXPAND_LIMIT
     return from_ir(graph, title=title, expand=expand, code=code)
 
 
@@ -78,4 +85,4 @@ def render(graph, format="text", *, title="", expand=None, code=None, engine="au
         from .formats.html import to_html
         return to_html([("graph", viz)], title=title or viz.title)
     from .formats.json import to_json
-    return to_json(viz, graph)
+    return to_json(viz)

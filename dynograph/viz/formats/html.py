@@ -11,7 +11,7 @@ import json
 from html import escape
 
 from ..layout import box_lines, extent, layout
-from ..render import fill
+from ..render import EXPAND_LIMIT, fill, op_count
 from .html_page import PAGE
 
 SOURCE_VIEW_MIN = 300       # graphs with more ops also get a view with one box per source line
@@ -45,16 +45,16 @@ def html_for_ir(graph, title="", code=None, expand=None):
     """An IR graph's page: kernels expanded, plus a view with each kernel as one box."""
     from ..model import collapse_sources, from_ir
     has_kernels = any(n.op == "fused" for n in graph.nodes)
-    size = sum(len(n.attrs["graph"].nodes) if "graph" in n.attrs else 1 for n in graph.nodes)
+    size = op_count(graph)
     views = []
     if expand is not False:
-        if expand or size <= 2000 or not has_kernels:
+        if expand or size <= EXPAND_LIMIT or not has_kernels:
             views.append(("ops" if has_kernels else "graph",
                           from_ir(graph, title=title, expand=True, code=code)))
     if has_kernels:
         collapsed = ("kernels", from_ir(graph, title=title, expand=False, code=code))
         # a big graph opens collapsed: one box per kernel
-        views.insert(0 if size > 2000 else len(views), collapsed)
+        views.insert(0 if size > EXPAND_LIMIT else len(views), collapsed)
     if size > SOURCE_VIEW_MIN:
         views.append(("source lines", collapse_sources(views[0][1])))
     return to_html(views, title=title or "dynograph graph")

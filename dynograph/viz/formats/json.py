@@ -11,7 +11,6 @@ def to_dict(viz):
             "edges": edges, "groups": viz.groups(), "text": viz.text}
 
 
-def to_json(viz, graph=None):
+def to_json(viz):
     """``viz`` as JSON; ``text`` holds the IR text form (``dynograph-viz show`` reads it)."""
-    del graph
     return json.dumps(to_dict(viz), indent=1) + "\n"
