@@ -10,6 +10,7 @@ import dynograph as _d
 from dynograph.compiler.ops.core import type_name as _type_name
 
 from .. import functional as _F
+from .normalization import _size_text
 
 __all__ = [
     "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
@@ -31,10 +32,6 @@ def _legacy_reduction(size_average, reduce, reduction):
     if red not in ("none", "mean", "sum"):
         raise ValueError(f"{red} is not a valid value for reduction")
     return red
-
-
-def _size_text(shape):
-    return "[" + ", ".join(str(int(n)) for n in shape) + "]"
 
 
 def _safe_logsumexp(x, dim):
