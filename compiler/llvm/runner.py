@@ -19,7 +19,7 @@ from ..ir import TensorType
 from ..lowering.kernel import describe, lowerable
 from ..lowering.scalar import Unsupported
 from ..ops import REGISTRY
-from ..symbolic import Sym
+from ..symbolic import Sym, concrete
 from . import jit
 from .render import extent, render
 
@@ -89,7 +89,7 @@ def _plan(node, arrays, values, batch):
         if not isinstance(v.type, TensorType):
             return None
         lay = _layout(a, v.type.dtype)
-        if lay is None or tuple(a.shape) != tuple(_concrete(v.type.shape, batch)):
+        if lay is None or tuple(a.shape) != tuple(concrete(v.type.shape, batch)):
             return None
         layouts.append(lay)
     key = (tuple(layouts), tuple(tuple(a.shape) for a in arrays), batch)
@@ -106,10 +106,6 @@ def _plan(node, arrays, values, batch):
     plan = None if kernel is None else _compile(kernel)
     plans[key] = plan
     return plan
-
-
-def _concrete(shape, batch):
-    return tuple(n.at(batch) if isinstance(n, Sym) else n for n in shape)
 
 
 def _compile(kernel):
@@ -130,7 +126,7 @@ def run_kernel(node, env, batch):
     if plan is None:
         return None
     # outputs are contiguous, as the description's store strides assume
-    outs = [np.empty(_concrete(v.type.shape, batch), dt) for v, dt in zip(node.outs, plan.outputs)]
+    outs = [np.empty(concrete(v.type.shape, batch), dt) for v, dt in zip(node.outs, plan.outputs)]
     plan([a.ctypes.data for a in arrays] + [o.ctypes.data for o in outs])
     return outs
 

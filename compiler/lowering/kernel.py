@@ -29,10 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynograph.runtime import dtypes as D
-from ..ir import Graph, Input, Node, TensorType, Value
+from ..ir import Graph, Input, Node, TensorType, Value, remap
 from ..ops import REGISTRY
 from ..ops.core import TensorSpec, wrap_dims
-from ..symbolic import Sym
+from ..symbolic import concrete
 from .scalar import COMPARISONS, MATH_FUNCTIONS, Composite, Unsupported
 
 # ops the fusion pass puts in kernels that are not elementwise math
@@ -228,14 +228,6 @@ class Recorder:
 # ---------------------------------------------------------------- describing a subgraph
 
 
-def _concrete(x, batch):
-    if isinstance(x, Sym):
-        return x.at(batch)
-    if isinstance(x, (tuple, list)):
-        return type(x)(_concrete(a, batch) for a in x)
-    return x
-
-
 def as_subgraph(node):
     """A single node wrapped as the subgraph of a fused node (its inputs are its Values)."""
     if node.op == "fused":
@@ -245,15 +237,9 @@ def as_subgraph(node):
         if v not in mapping:
             mapping[v] = Value(v.type)
             inputs.append(Input(mapping[v], "input", f"a{len(inputs)}"))
-
-    def sub(x):
-        if isinstance(x, Value):
-            return mapping[x]
-        if isinstance(x, (tuple, list)):
-            return type(x)(sub(a) for a in x)
-        return x
     outs = tuple(Value(v.type) for v in node.outs)
-    inner = Node(node.op, sub(node.args), {k: sub(v) for k, v in node.attrs.items()}, outs)
+    inner = Node(node.op, remap(node.args, mapping),
+                 {k: remap(v, mapping) for k, v in node.attrs.items()}, outs)
     return Graph(inputs, [inner], list(outs)), node.op
 
 
@@ -295,10 +281,10 @@ class _Describer:
         self.natural = {}
 
     def shape(self, v):
-        return tuple(_concrete(v.type.shape, self.batch))
+        return tuple(concrete(v.type.shape, self.batch))
 
     def attrs(self, node):
-        return {k: _concrete(v, self.batch) for k, v in node.attrs.items()}
+        return {k: concrete(v, self.batch) for k, v in node.attrs.items()}
 
     # -- the domain
     def run(self):
