@@ -45,10 +45,6 @@ _as_strided = np.lib.stride_tricks.as_strided
 
 # ---------------------------------------------------------------- shared helpers
 
-def _prod(xs):
-    return math.prod(xs)
-
-
 def _compute(*arrays):
     """The arrays in their compute dtype: float16/bfloat16 run in float32."""
     if arrays[0].dtype in _LOW:
@@ -88,14 +84,14 @@ def _flat_strides(psizes):
 
 def _line_len(n, osizes, psizes):
     """Flat layout: the columns needed to reach output position (n-1, osizes-1)."""
-    return (n - 1) * _prod(psizes) + sum((o - 1) * f for o, f in zip(osizes, _flat_strides(psizes))) + 1
+    return (n - 1) * math.prod(psizes) + sum((o - 1) * f for o, f in zip(osizes, _flat_strides(psizes))) + 1
 
 
 def _use_flat(stride, osizes, psizes, waste):
     """Flat columns need stride 1; they pay while the wasted positions (padded size over
     output size) stay under ``waste``: 1.5 where the columns are copied (im2col), 2.5 where
     they are scattered back (col2im), whose strided adds cost more than contiguous ones."""
-    return all(s == 1 for s in stride) and _prod(psizes) <= waste * _prod(osizes)
+    return all(s == 1 for s in stride) and math.prod(psizes) <= waste * math.prod(osizes)
 
 
 def _windows(xc, ksize, stride, dilation, osizes, flat):
@@ -123,7 +119,7 @@ def _columns(xc, ksize, stride, dilation, osizes, flat):
     """im2col of a channel-major padded input xc (C, N, *P): a C-contiguous (C * prod(K), M),
     M the columns of ``_windows`` (T * prod(I))."""
     view = _windows(xc, ksize, stride, dilation, osizes, flat)
-    return view.reshape(_prod(view.shape[:1 + len(ksize)]), -1)
+    return view.reshape(math.prod(view.shape[:1 + len(ksize)]), -1)
 
 
 # Column tiles of about this many bytes stay in the 2nd-level cache between their copy and
@@ -137,9 +133,9 @@ def _tiles(view, ksize):
     is a C-contiguous (C * prod(K), t * prod(I)) copy of windows start..start+t, written
     into one reused buffer (valid until the next tile)."""
     lead = 1 + len(ksize)
-    rows = _prod(view.shape[:lead])
+    rows = math.prod(view.shape[:lead])
     total, inner = view.shape[lead], view.shape[lead + 1:]
-    per = _prod(inner)
+    per = math.prod(inner)
     step = max(1, _TILE_BYTES // max(1, rows * per * view.itemsize))
     if step >= total:
         yield 0, view.reshape(rows, total * per)
@@ -156,7 +152,7 @@ def _apply(w, view, ksize, groups):
     """w (O, C/G * K) applied to every column of the windows ``view``: the (O, M) product of
     im2col, one cache-sized tile of columns at a time."""
     o, g = w.shape[0], groups
-    m = _prod(view.shape[1 + len(ksize):])
+    m = math.prod(view.shape[1 + len(ksize):])
     out = np.empty((o, m), view.dtype)
     wg = w.reshape(g, o // g, w.shape[1])
     for start, cols in _tiles(view, ksize):
@@ -170,7 +166,7 @@ def _from_lines(out, n, osizes, psizes, flat):
     c = out.shape[0]
     item = out.itemsize
     if flat:
-        strides = (_prod(psizes) * item, out.strides[0]) + tuple(f * item for f in _flat_strides(psizes))
+        strides = (math.prod(psizes) * item, out.strides[0]) + tuple(f * item for f in _flat_strides(psizes))
         return np.ascontiguousarray(_as_strided(out, (n, c) + tuple(osizes), strides))
     return np.ascontiguousarray(out.reshape((c, n) + tuple(osizes)).swapaxes(0, 1))
 
@@ -182,11 +178,11 @@ def _to_lines(g, psizes, flat, lead=0, length=None):
     n, c = g.shape[:2]
     osizes = g.shape[2:]
     if not flat:
-        return np.ascontiguousarray(g.swapaxes(0, 1)).reshape(c, n * _prod(osizes))
+        return np.ascontiguousarray(g.swapaxes(0, 1)).reshape(c, n * math.prod(osizes))
     m = lead + _line_len(n, osizes, psizes)
     out = np.zeros((c, m if length is None else max(m, length)), g.dtype)
     item = out.itemsize
-    strides = (_prod(psizes) * item, out.strides[0]) + tuple(f * item for f in _flat_strides(psizes))
+    strides = (math.prod(psizes) * item, out.strides[0]) + tuple(f * item for f in _flat_strides(psizes))
     _as_strided(out[:, lead:], g.shape, strides)[...] = g
     return out
 
@@ -224,7 +220,7 @@ def _conv_forward(x, w, stride, padding, dilation, groups):
     psizes = xc.shape[2:]
     flat = _use_flat(stride, osizes, psizes, 1.5)
     view = _windows(xc, ksize, stride, dilation, osizes, flat)
-    out = _apply(w.reshape(o, _prod(w.shape[1:])), view, ksize, groups)
+    out = _apply(w.reshape(o, math.prod(w.shape[1:])), view, ksize, groups)
     return _from_lines(out, n, osizes, psizes, flat)
 
 
@@ -240,7 +236,7 @@ def _conv_transposed(x, w, stride, padding, dilation, groups, output_padding):
     if _use_flat(stride, isizes, full, 2.5):
         out = _transposed_flat(x, w, ksize, dilation, g, full)
     else:
-        ckg = w.shape[1] * _prod(ksize)
+        ckg = w.shape[1] * math.prod(ksize)
         wt = w.reshape(g, cin // g, ckg).transpose(0, 2, 1)            # (G, Cout/G * K, Cin/G)
         xl = _to_lines(x, full, False)
         m = xl.shape[1]
@@ -260,13 +256,13 @@ def _transposed_flat(x, w, ksize, dilation, groups, full):
     cout = w.shape[1] * g
     fstr = _flat_strides(full)
     lead = sum((s - 1) * d * f for s, d, f in zip(ksize, dilation, fstr))
-    length = n * _prod(full)
+    length = n * math.prod(full)
     lines = _to_lines(x, full, True, lead, lead + length)
     item = lines.itemsize
     view = _as_strided(lines, (cin,) + ksize + (length,),
                        (lines.strides[0],) + tuple(d * f * item for d, f in zip(dilation, fstr)) + (item,))
     wf = w.reshape((g, cin // g, cout // g) + ksize).swapaxes(1, 2)
-    wf = wf[(Ellipsis,) + (slice(None, None, -1),) * k].reshape(cout, cin // g * _prod(ksize))
+    wf = wf[(Ellipsis,) + (slice(None, None, -1),) * k].reshape(cout, cin // g * math.prod(ksize))
     return _apply(wf, view, ksize, g).reshape((cout, n) + tuple(full))
 
 
@@ -544,7 +540,7 @@ def _im2col_meta(x, kernel_size, dilation, padding, stride):
             f", dilation={_tup_text(dilation)}, padding={_tup_text(padding)}, calculated shape of "
             f"the array of sliding blocks as {_tup_text(osizes)}, but its components must be at "
             "least one.")
-    return TensorSpec((x.shape[0], x.shape[1] * _prod(kernel_size), _prod(osizes)), x.dtype)
+    return TensorSpec((x.shape[0], x.shape[1] * math.prod(kernel_size), math.prod(osizes)), x.dtype)
 
 
 def _tup_text(t):
@@ -565,9 +561,9 @@ im2col = define("im2col", "linalg", _im2col, meta=_im2col_meta, vjp=_im2col_vjp,
 
 def _col2im(cols, output_size, kernel_size, dilation, padding, stride):
     """(N, C * prod(K), L) -> (N, C, *output_size), overlapping values summed: fold."""
-    k = _prod(kernel_size)
+    k = math.prod(kernel_size)
     osizes = _blocks(output_size, kernel_size, dilation, padding, stride)
-    if cols.ndim != 3 or cols.shape[1] % k or cols.shape[2] != _prod(osizes) \
+    if cols.ndim != 3 or cols.shape[1] % k or cols.shape[2] != math.prod(osizes) \
             or any(o <= 0 for o in osizes):
         raise ValueError("col2im")
     n, ck = cols.shape[:2]
@@ -579,19 +575,19 @@ def _col2im(cols, output_size, kernel_size, dilation, padding, stride):
 
 
 def _col2im_meta(cols, output_size, kernel_size, dilation, padding, stride):
-    k = _prod(kernel_size)
+    k = math.prod(kernel_size)
     if cols.shape[1] % k:
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
                            f"of kernel_size, but got input.size(1)={cols.shape[1]} and "
                            f"kernel_size={_tup_text(kernel_size)}.")
     osizes = _blocks(output_size, kernel_size, dilation, padding, stride)
-    if any(o <= 0 for o in osizes) or cols.shape[2] != _prod(osizes):
+    if any(o <= 0 for o in osizes) or cols.shape[2] != math.prod(osizes):
         blocks = " * ".join(str(o) for o in osizes)
         raise RuntimeError(
             f"Given output_size={_tup_text(output_size)}, kernel_size={_tup_text(kernel_size)}, "
             f"dilation={_tup_text(dilation)}, padding={_tup_text(padding)}, "
             f"stride={_tup_text(stride)}, expected size of input's dimension 2 to match the "
-            f"calculated number of sliding blocks {blocks} = {_prod(osizes)}, but got "
+            f"calculated number of sliding blocks {blocks} = {math.prod(osizes)}, but got "
             f"input.size(2)={cols.shape[2]}.")
     return TensorSpec((cols.shape[0], cols.shape[1] // k) + tuple(output_size), cols.dtype)
 
