@@ -1,4 +1,7 @@
-"""Gradient clipping: scale or clamp the ``.grad`` of parameters in place (as torch.nn.utils does)."""
+"""Gradient clipping: scale or clamp the ``.grad`` of parameters in place (as torch.nn.utils does).
+
+``foreach`` is accepted and ignored: the CPU runs the per-tensor loop either way, as torch on CPU.
+"""
 import types
 import warnings
 
@@ -15,11 +18,6 @@ def _as_list(tensors):
     return list(tensors)
 
 
-def _check_foreach(foreach, tensors):
-    # The CPU runs the per-tensor loop either way; foreach=True is accepted like torch on CPU.
-    del foreach, tensors
-
-
 @no_grad()
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The norm of all ``tensors`` taken together, as if they were concatenated into one vector."""
@@ -27,7 +25,6 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if not tensors:
         return _d.tensor(0.0)
-    _check_foreach(foreach, tensors)
     norms = [_d.linalg.vector_norm(t, norm_type) for t in tensors]
     total = _d.linalg.vector_norm(_d.stack([n.to(norms[0].dtype) for n in norms]), norm_type)
     if error_if_nonfinite and bool(_d.logical_or(total.isnan(), total.isinf())):
@@ -44,7 +41,6 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
     if not grads:
         return
-    _check_foreach(foreach, grads)
     # Multiplying by the clamped factor (even when it is 1) keeps the result free of a branch.
     coef = _d.clamp(float(max_norm) / (total_norm + 1e-6), max=1.0)
     for g in grads:
@@ -79,6 +75,5 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient of ``parameters`` into ``[-clip_value, clip_value]`` in place."""
     clip_value = float(clip_value)
     grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
-    _check_foreach(foreach, grads)
     for g in grads:
         g.clamp_(min=-clip_value, max=clip_value)
