@@ -26,10 +26,11 @@ import os
 import re
 import warnings
 
+from dynograph.viz.render import EXTENSIONS  # graph format -> file extension
+
 STAGES = ("captured", "optimized", "fused", "kernels", "llvm", "cuda")
 GRAPH_STAGES = ("captured", "optimized", "fused")
 DEFAULT_FORMATS = ("text", "json")
-EXTENSIONS = {"text": ".dg", "dot": ".dot", "svg": ".svg", "html": ".html", "json": ".json"}
 CODE_EXTENSIONS = {"kernels": ".txt", "llvm": ".ll", "cuda": ".cu"}
 # where a code stage may live on an entry (or on entry.program), first found wins
 CODE_ATTRS = {"kernels": ("kernels", "kernel_descriptions"),
