@@ -68,7 +68,9 @@ def run(graph, inputs, batch=None):
     Returns (outputs, {slot name: new value})."""
     env = {inp.value: x for inp, x in zip(graph.inputs, inputs)}
     env[Sym] = batch
-    frees = last_uses(graph)
+    frees = graph.__dict__.get("_last_uses")
+    if frees is None:                   # graphs are not changed once built: plan frees once
+        frees = graph.__dict__["_last_uses"] = last_uses(graph)
     for i, node in enumerate(graph.nodes):
         args = _resolve(node.args, env)
         attrs = {k: _resolve(v, env) for k, v in node.attrs.items()}

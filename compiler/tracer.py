@@ -86,14 +86,13 @@ class _Storage:
 
 class Slot:
     """A place in the user's program that holds a tensor: how to read and replace it."""
-    __slots__ = ("name", "kind", "get", "set", "owner")
+    __slots__ = ("name", "kind", "get", "set")
 
-    def __init__(self, name, kind, get, set=None, owner=None):
+    def __init__(self, name, kind, get, set=None):
         self.name = name
         self.kind = kind
         self.get = get            # () -> Tensor or None
         self.set = set            # (Tensor or None) -> None
-        self.owner = owner
 
 
 class Tracer:
@@ -198,7 +197,7 @@ class Tracer:
 
         def set(t):
             p._grad = t
-        return Slot(f"{name}.grad", "grad", get, set, owner=p)
+        return Slot(f"{name}.grad", "grad", get, set)
 
     # ------------------------------------------------------------ announcements
 
@@ -245,7 +244,7 @@ class Tracer:
         self.params[id(p)] = (p, name, grad_before)
         self.keep.append(p)
         if id(p) not in self.known:
-            self.known[id(p)] = Slot(name, "param", lambda: p, owner=p)
+            self.known[id(p)] = Slot(name, "param", lambda: p)
         if p._grad is not None:
             self.known[id(p._grad)] = self._grad_slot(p, name)
 
@@ -536,7 +535,7 @@ def _attr_slot(module, dotted, kind):
         o = owner()
         store = o._parameters if leaf in o._parameters else o._buffers
         store[leaf] = t
-    return Slot(dotted, kind, get, set, owner=module)
+    return Slot(dotted, kind, get, set)
 
 
 def _state_slot(opt, p, key, name):
@@ -545,4 +544,4 @@ def _state_slot(opt, p, key, name):
 
     def set(t):
         opt.state[p][key] = t
-    return Slot(name, "state", get, set, owner=opt)
+    return Slot(name, "state", get, set)
