@@ -7,7 +7,6 @@ is the cross-system check; later steps keep training on that batch."""
 import numpy as np
 
 import dynograph
-import dynograph.nn as nn
 import dynograph.nn.functional as F
 
 from ..runner import optional_torch, workload
@@ -93,5 +92,3 @@ def train_mlp():
     y = rng.integers(0, 10, size=128)
     return _systems(lambda lib, functional: _mlp(lib), x, y)
 
-
-del nn
