@@ -1,5 +1,6 @@
 """Flatten parameters into one vector and copy a vector back into parameters."""
 import dynograph as _d
+from ..modules.module import _typename
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
@@ -8,12 +9,6 @@ def _check_same_device(param, first_device):
     if first_device is not None and param.device != first_device:
         raise TypeError("Found two parameters on different devices, this is currently not supported.")
     return param.device
-
-
-def _typename(obj):
-    kind = type(obj)
-    module = kind.__module__
-    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
 
 
 def parameters_to_vector(parameters):
