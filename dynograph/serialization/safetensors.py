@@ -8,7 +8,6 @@ gaps or overlaps (the safetensors package rejects files that leave holes).  File
 here load with the ``safetensors`` package and the other way round.
 """
 import json
-import os
 import struct
 
 import numpy as np
@@ -17,7 +16,7 @@ from dynograph._tensor import Tensor
 from dynograph.runtime import dtypes as D
 
 from . import validate as V
-from .container import reading, writing
+from .container import file_size, reading, writing
 from .errors import SafetensorError
 from .location import restore
 
@@ -126,8 +125,7 @@ def load(data):
 def load_file(filename, device="cpu"):
     """The dict ``{name: tensor}`` in the safetensors file ``filename``."""
     with reading(filename) as (fp, name):
-        fp.seek(0, os.SEEK_END)
-        size = fp.tell()
+        size = file_size(fp)
         fp.seek(0)
         buf = np.empty(size, np.uint8)
         got = fp.readinto(memoryview(buf))
