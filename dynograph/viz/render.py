@@ -11,16 +11,19 @@ KIND_COLORS = {"op": "#ffffff", "fused": "#ffe9a8", "input": "#d9ecff", "param":
                "leaf": "#eeeeee", "source": "#fff4d6"}
 
 
+def _hue(name):
+    return zlib.crc32(name.encode()) % 360
+
+
 def group_color(name):
     """A stable pastel color for a fusion group."""
-    hue = zlib.crc32(name.encode()) % 360
-    return f"hsl({hue}, 70%, 86%)"
+    return f"hsl({_hue(name)}, 70%, 86%)"
 
 
 def hex_group_color(name):
     """``group_color`` as #rrggbb (Graphviz does not read hsl())."""
     import colorsys
-    hue = zlib.crc32(name.encode()) % 360
+    hue = _hue(name)
     r, g, b = colorsys.hls_to_rgb(hue / 360, 0.86, 0.70)
     return "#%02x%02x%02x" % (round(r * 255), round(g * 255), round(b * 255))
 
