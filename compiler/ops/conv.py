@@ -38,6 +38,7 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, define, type_name
+from .movement import _call
 
 _LOW = (np.dtype(np.float16), D.bfloat16.np)
 _as_strided = np.lib.stride_tricks.as_strided
@@ -451,11 +452,6 @@ def _grad_input(g, w, sizes, stride, padding, dilation, groups):
     extra = tuple(n - b for n, b in zip(sizes, base))
     return _call(convolution, g, w, None, stride=stride, padding=padding, dilation=dilation,
                  transposed=True, output_padding=extra, groups=groups)
-
-
-def _call(op, *args, **attrs):
-    from dynograph._dispatch import call
-    return call(op, *args, **attrs)
 
 
 convolution = define(

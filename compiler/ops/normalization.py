@@ -18,19 +18,9 @@ import numpy as np
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, define, type_name
 from .elementwise import _elementwise, promote, promote_float
-from .indexing import IndexOutOfRange, index_add, index_select
+from .indexing import IndexOutOfRange, _call, _dt, index_add, index_select
 
 _INDEX_DTYPES = (D.int64, D.int32)
-
-
-def _call(op, *args, **attrs):
-    from dynograph._dispatch import call
-    return call(op, *args, **attrs)
-
-
-def _dt(x):
-    dt = x.dtype
-    return dt if isinstance(dt, D.dtype) else D.from_numpy_dtype(dt)
 
 
 def _embedding_meta(weight, indices, num_weights, padding_idx=-1, scale_grad_by_freq=False):

@@ -21,12 +21,7 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, define
-from .movement import prod
-
-
-def _call(op, *args, **attrs):
-    from dynograph._dispatch import call
-    return call(op, *args, **attrs)
+from .movement import _call, prod
 
 
 _DIM_NAMES = {2: ("H", "W"), 3: ("T", "H", "W")}
