@@ -25,6 +25,8 @@ from .render import extent, render
 
 # node -> {input layouts: _Plan or None (not lowerable for those layouts)}
 _PLANS = weakref.WeakKeyDictionary()
+# node -> the Values its kernel reads, or None (see _kernel_inputs)
+_INPUTS = weakref.WeakKeyDictionary()
 
 
 # kernels with at least this many domain elements are split across the CPU cores
@@ -64,13 +66,23 @@ class _Plan:
 
 
 def _kernel_inputs(node):
-    if node.op == "fused":
-        return list(node.args)
-    seen = []
-    for v in node.input_values():
-        if v not in seen:
-            seen.append(v)
-    return seen
+    """The Values a kernel of ``node`` reads, in argument order, or None when ``node`` cannot
+    be a kernel (an op without a lowering, a value inside an attribute, an input that is not
+    a tensor).  Worked out once per node."""
+    try:
+        return _INPUTS[node]
+    except KeyError:
+        pass
+    values = None
+    if lowerable(node) and _plain_inputs(node):
+        if node.op == "fused":
+            values = list(node.args)
+        else:
+            values = list(dict.fromkeys(node.input_values()))
+        if not all(isinstance(v.type, TensorType) for v in values):
+            values = None
+    _INPUTS[node] = values
+    return values
 
 
 def _layout(a, dtype):
@@ -86,16 +98,18 @@ def _layout(a, dtype):
 def _plan(node, arrays, values, batch):
     layouts = []
     for a, v in zip(arrays, values):
-        if not isinstance(v.type, TensorType):
-            return None
         lay = _layout(a, v.type.dtype)
-        if lay is None or tuple(a.shape) != tuple(concrete(v.type.shape, batch)):
+        if lay is None:
             return None
         layouts.append(lay)
-    key = (tuple(layouts), tuple(tuple(a.shape) for a in arrays), batch)
+    key = (tuple(layouts), tuple(a.shape for a in arrays), batch)
     plans = _PLANS.setdefault(node, {})
     if key in plans:
         return plans[key]
+    # the shapes are part of the key: they are checked against the node's once per key
+    if any(a.shape != tuple(concrete(v.type.shape, batch)) for a, v in zip(arrays, values)):
+        plans[key] = None
+        return None
     try:
         kernel = describe(node, list(layouts), batch)
     except Unsupported as e:
@@ -121,6 +135,8 @@ def _compile(kernel):
 def run_kernel(node, env, batch):
     """Run ``node`` as a compiled kernel; returns its outputs, or None when it does not lower."""
     values = _kernel_inputs(node)
+    if values is None:
+        return None
     arrays = [env[v] for v in values]
     plan = _plan(node, arrays, values, batch)
     if plan is None:
@@ -137,9 +153,7 @@ def run(graph, inputs, batch=None):
     env[Sym] = batch
     frees = last_uses(graph)
     for i, node in enumerate(graph.nodes):
-        result = None
-        if lowerable(node) and _plain_inputs(node):
-            result = run_kernel(node, env, batch)
+        result = run_kernel(node, env, batch)
         if result is None:
             args = _resolve(node.args, env)
             attrs = {k: _resolve(v, env) for k, v in node.attrs.items()}
