@@ -8,9 +8,9 @@ import traceback
 import types
 import zipfile
 
-from .render import EXTENSIONS, FORMATS
+from dynograph.compiler.dump import DEFAULT_FORMATS, STAGES
 
-STAGES = ("captured", "optimized", "fused", "kernels", "llvm", "cuda")
+from .render import EXTENSIONS, FORMATS
 
 DESCRIPTION = """\
 See every stage of dynograph's compilation, and the autograd graph behind a tensor.
@@ -207,7 +207,7 @@ def _exec_script(path, args):
 
 def _run(args):
     stages = _split(args.stage, STAGES, "stage") or STAGES
-    formats = _split(args.format, FORMATS, "format") or ("text", "json")
+    formats = _split(args.format, FORMATS, "format") or DEFAULT_FORMATS
     folder = args.output
     if not os.path.isfile(args.script):
         raise UsageError(f"no such script: {args.script}")
