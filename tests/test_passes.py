@@ -304,30 +304,21 @@ def test_simplify_reaches_a_fixed_point_within_its_cap():
 
 # ---------------------------------------------------------------- fusion
 
+SOFTMAX_BODY = """
+    %1: f32[4,1] = amax(%0, dim=(1,), keepdim=True)
+    %2: f32[4,6] = sub(%0, %1)
+    %3: f32[4,6] = exp(%2)
+    %4: f32[4,1] = sum_dim(%3, dim=(1,), keepdim=True, dtype=None)
+    %5: f32[4,6] = div(%3, %4)
+    return %5"""
+
+
 def test_fusion_softmax_is_one_kernel():
-    check_pass(fusion, """
-        graph {
-          input %0: f32[4,6] x
-          %1: f32[4,1] = amax(%0, dim=(1,), keepdim=True)
-          %2: f32[4,6] = sub(%0, %1)
-          %3: f32[4,6] = exp(%2)
-          %4: f32[4,1] = sum_dim(%3, dim=(1,), keepdim=True, dtype=None)
-          %5: f32[4,6] = div(%3, %4)
-          return %5
-        }""", """
-        graph {
-          input %0: f32[4,6] x
-          %1: f32[4,6] = fused(%0, name='k0') {
-            input %0: f32[4,6] a0
-            %1: f32[4,1] = amax(%0, dim=(1,), keepdim=True)
-            %2: f32[4,6] = sub(%0, %1)
-            %3: f32[4,6] = exp(%2)
-            %4: f32[4,1] = sum_dim(%3, dim=(1,), keepdim=True, dtype=None)
-            %5: f32[4,6] = div(%3, %4)
-            return %5
-          }
-          return %1
-        }""")
+    body = _text(SOFTMAX_BODY)
+    check_pass(fusion, "graph {\n  input %0: f32[4,6] x\n" + textwrap.indent(body, "  ") + "\n}",
+               "graph {\n  input %0: f32[4,6] x\n  %1: f32[4,6] = fused(%0, name='k0') {\n"
+               "    input %0: f32[4,6] a0\n" + textwrap.indent(body, "    ") + "\n  }\n"
+               "  return %1\n}")
 
 
 SGD_STEP = """
