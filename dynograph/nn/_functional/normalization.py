@@ -59,14 +59,18 @@ def _check_dtypes(kernel, input, *params):
             raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
 
 
+def _moments(x, dims):
+    """The mean and biased variance over ``dims``, kept as size-1 dims."""
+    return x.mean(dims, keepdim=True), x.var(dims, correction=0, keepdim=True)
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize over the trailing ``normalized_shape`` dims (biased variance), then scale and shift."""
     shape = _normalized_shape("layer_norm", normalized_shape)
     dims = _check_normalized(input, shape, weight, bias)
     _check_dtypes("LayerNormKernelImpl", input, weight, bias)
     x = _opmath(input)
-    mean = x.mean(dims, keepdim=True)
-    var = x.var(dims, correction=0, keepdim=True)
+    mean, var = _moments(x, dims)
     return _cast_back(_normalize(x, mean, var, weight, bias, eps, "layer"), input)
 
 
@@ -148,8 +152,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     x = _opmath(input)
     if training:
         dims = (0,) + tuple(range(2, input.dim()))
-        mean = x.mean(dims, keepdim=True)
-        var = x.var(dims, correction=0, keepdim=True)
+        mean, var = _moments(x, dims)
         n = input.numel() // channels
         if running_mean is not None:
             _update_running(running_mean, mean.reshape(channels), momentum)
@@ -189,19 +192,18 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                      ("bias", bias)):
         _check_numel(label, t, batch * channels, repeat=batch)   # torch repeats them per sample
     _check_dtypes("batch_norm", input, weight, bias, running_mean, running_var)
-    view = _channel_view(input)
     if not use_input_stats:
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     dims = tuple(range(2, input.dim()))
     x = _opmath(input)
-    mean = x.mean(dims, keepdim=True)
-    var = x.var(dims, correction=0, keepdim=True)
+    mean, var = _moments(x, dims)
     n = input.numel() // (batch * channels)
     if running_mean is not None:
         _update_running(running_mean, mean.reshape(batch, channels).mean(0), momentum)
     if running_var is not None:
         unbiased = var.reshape(batch, channels) * (n / max(n - 1, 1))
         _update_running(running_var, unbiased.mean(0), momentum)
+    view = _channel_view(input)
     out = _normalize(x, mean, var, _per_channel(weight, view), _per_channel(bias, view), eps, "batch")
     return _cast_back(out, input)
 
@@ -224,8 +226,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     _check_dtypes("GroupNormKernelImpl", input, weight, bias)
     x = _opmath(input)
     grouped = x.reshape(batch, num_groups, -1)
-    mean = grouped.mean(-1, keepdim=True)
-    var = grouped.var(-1, correction=0, keepdim=True)
+    mean, var = _moments(grouped, -1)
     # the group statistics repeated for each channel of the group, shaped (N, C, 1, ...)
     view = _channel_view(input)
     per_channel = (batch, channels) + view[2:]
