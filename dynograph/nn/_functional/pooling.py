@@ -113,8 +113,8 @@ def _check_pool1d(input, k, s, p, d, ceil_mode):
                            f"padding={p} and kernel_size={k}")
     if d <= 0:
         raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
-    if _P.pool_output_size(input.shape[-1], k, p, s, d, ceil_mode) <= 0:
-        out = _P.pool_output_size(input.shape[-1], k, p, s, d, ceil_mode)
+    out = _P.pool_output_size(input.shape[-1], k, p, s, d, ceil_mode)
+    if out <= 0:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
 
 
