@@ -2,6 +2,7 @@
 interpreter giving the same results before and after on random inputs."""
 import copy
 import os
+import sys
 import textwrap
 
 import numpy as np
@@ -22,6 +23,9 @@ from dynograph.compiler.passes.simplify import simplify
 from dynograph.compiler.pipeline import DEFAULT_PASSES, optimize
 from dynograph.compiler.text import parse_graph, print_graph
 from dynograph.compiler.verify import verify
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_compile_training import make_step  # noqa: E402
 
 
 # ---------------------------------------------------------------- helpers
@@ -526,16 +530,6 @@ class _SmallCNN(nn.Module):
         return self.fc(h.flatten(1))
 
 
-def _step(model, opt, loss_fn=F.cross_entropy):
-    def step(x, y):
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
-
-
 def _traced(step, x, y, calls=2):
     """The captured graph of ``step`` (after ``calls`` calls) and the arrays of its inputs."""
     c = CompiledFunction(step)
@@ -567,7 +561,7 @@ STEPS = {
 @pytest.mark.parametrize("name", sorted(STEPS))
 def test_every_pass_keeps_training_steps_exact(name):
     model, make_opt, (x, y) = STEPS[name]()
-    captured, arrays = _traced(_step(model, make_opt(model.parameters())), x, y)
+    captured, arrays = _traced(make_step(model, make_opt(model.parameters())), x, y)
     verify(captured)
     graph = captured
     for pass_name, fn in DEFAULT_PASSES:
@@ -583,7 +577,7 @@ def test_every_pass_keeps_training_steps_exact(name):
 def test_mlp_training_step_needs_one_kernel_per_parameter_update(capsys):
     model = _mlp((784, 512, 512, 10))
     opt = dg.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    captured, arrays = _traced(_step(model, opt), *_data(16, (784,), 10))
+    captured, arrays = _traced(make_step(model, opt), *_data(16, (784,), 10))
     graph, stats = optimize(captured)
     kernels = [n for n in graph.nodes if n.op == "fused"]
     params = [name for name, _ in model.named_parameters()]
@@ -608,8 +602,8 @@ def test_optimize_reports_timings_and_kernels(monkeypatch):
     monkeypatch.setenv("DYNOGRAPH_VERIFY", "1")
     model = _mlp((6, 5, 3))
     twin = copy.deepcopy(model)
-    step = dg.compile(_step(twin, dg.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9)))
-    eager = _step(model, dg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    step = dg.compile(make_step(twin, dg.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9)))
+    eager = make_step(model, dg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
     for seed in range(3):
         x, y = _data(4, (6,), 3, seed)
         np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-5)
