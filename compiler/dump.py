@@ -15,8 +15,8 @@ each of its specializations ``i`` (the index in ``fn.entries``), one file per st
 Graph stages are written in the formats of ``DYNOGRAPH_DUMP_FORMATS`` (comma separated, from
 text, json, dot, svg, html; default ``text,json``; ``text`` is the IR text form, ``.dg``);
 ``DYNOGRAPH_DUMP_STAGES`` picks stages (default all).  Code stages are read from the entry
-(``entry.kernels``, ``entry.llvm_ir``, ``entry.cuda_source``, or the same names on
-``entry.program``) when the code generators provide them.  Files are written when a function
+(``entry.kernels``, ``entry.llvm_ir``, ``entry.cuda_source``) when the code generators
+provide them.  Files are written when a function
 is traced and again when the program exits (a dynamic-shape merge or code generated at the
 first call then shows up too).  Dumping never stops the program: a failure is a warning.
 """
@@ -32,10 +32,8 @@ STAGES = ("captured", "optimized", "fused", "kernels", "llvm", "cuda")
 GRAPH_STAGES = ("captured", "optimized", "fused")
 DEFAULT_FORMATS = ("text", "json")
 CODE_EXTENSIONS = {"kernels": ".txt", "llvm": ".ll", "cuda": ".cu"}
-# where a code stage may live on an entry (or on entry.program), first found wins
-CODE_ATTRS = {"kernels": ("kernels", "kernel_descriptions"),
-              "llvm": ("llvm_ir", "llvm"),
-              "cuda": ("cuda_source", "cuda_src", "cuda")}
+# the entry attribute a code stage may live in (``backward_`` prefixed for the backward graph)
+CODE_ATTRS = {"kernels": "kernels", "llvm": "llvm_ir", "cuda": "cuda_source"}
 
 
 class _State:
@@ -214,17 +212,12 @@ def inline_kernels(graph):
 def code_stage(entry, stage, backward=False):
     """{kernel name: text} of a code stage (kernels, llvm, cuda), {} when the entry has none.
 
-    Looked up on the entry (and ``entry.program``) first; otherwise, for ``kernels`` and
+    Looked up on the entry first; otherwise, for ``kernels`` and
     ``llvm``, among the kernels the LLVM backend compiled for the entry's nodes (they exist once
     the graph has run on ``backend="llvm"``)."""
-    owners = [entry, getattr(entry, "program", None)]
-    for owner in owners:
-        if owner is None:
-            continue
-        for attr in CODE_ATTRS[stage]:
-            value = getattr(owner, ("backward_" if backward else "") + attr, None)
-            if value is not None and not callable(value):
-                return _as_code(value)
+    value = getattr(entry, ("backward_" if backward else "") + CODE_ATTRS[stage], None)
+    if value is not None and not callable(value):
+        return _as_code(value)
     if stage in ("kernels", "llvm"):
         graph = entry.backward_graph if backward else entry.graph
         return _llvm_backend_code(graph, stage) if graph is not None else {}
