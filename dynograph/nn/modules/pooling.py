@@ -1,7 +1,7 @@
 """Pooling modules: max, average, adaptive, power-average pooling and max unpooling."""
 from .. import functional as F
 from .module import Module
-from ._utils import _pair, _single, _triple
+from ._utils import _ntuple, _single
 
 __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
@@ -171,13 +171,14 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
 # ----------------------------------------------------------------------------- unpooling
 
 class _MaxUnpoolNd(Module):
-    _tuple = None
+    _n = 0
 
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        self.kernel_size = type(self)._tuple(kernel_size)
-        self.stride = type(self)._tuple(stride if (stride is not None) else kernel_size)
-        self.padding = type(self)._tuple(padding)
+        tup = _ntuple(self._n)
+        self.kernel_size = tup(kernel_size)
+        self.stride = tup(stride if (stride is not None) else kernel_size)
+        self.padding = tup(padding)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -185,7 +186,7 @@ class _MaxUnpoolNd(Module):
 
 class MaxUnpool1d(_MaxUnpoolNd):
     """The inverse of MaxPool1d given its indices."""
-    _tuple = staticmethod(_single)
+    _n = 1
 
     def forward(self, input, indices, output_size=None):
         return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding,
@@ -194,7 +195,7 @@ class MaxUnpool1d(_MaxUnpoolNd):
 
 class MaxUnpool2d(_MaxUnpoolNd):
     """The inverse of MaxPool2d given its indices."""
-    _tuple = staticmethod(_pair)
+    _n = 2
 
     def forward(self, input, indices, output_size=None):
         return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding,
@@ -203,7 +204,7 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
 class MaxUnpool3d(_MaxUnpoolNd):
     """The inverse of MaxPool3d given its indices."""
-    _tuple = staticmethod(_triple)
+    _n = 3
 
     def forward(self, input, indices, output_size=None):
         return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding,
@@ -257,7 +258,7 @@ class _FractionalMaxPoolNd(Module):
     def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
                  _random_samples=None):
         super().__init__()
-        n, tup = self._n, (_pair if self._n == 2 else _triple)
+        n, tup = self._n, _ntuple(self._n)
         if n == 3 and ((isinstance(kernel_size, int) and kernel_size <= 0) or (
                 isinstance(kernel_size, (tuple, list)) and not all(k > 0 for k in kernel_size))):
             raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
