@@ -287,12 +287,13 @@ def prelu(input, weight):
 
 # ----------------------------------------------------------------------------- embeddings
 
-def _padding_index(padding_idx, num_embeddings):
-    """padding_idx made non-negative (-1: none), with torch's AssertionError when out of range."""
+def _padding_index(padding_idx, num_embeddings, what="Padding_idx", none=-1):
+    """padding_idx made non-negative (``none`` for None), with torch's AssertionError (naming it
+    ``what``) when out of range. The Embedding and EmbeddingBag modules share it."""
     if padding_idx is None:
-        return -1
-    if padding_idx >= 0 and padding_idx >= num_embeddings or padding_idx < -num_embeddings:
-        raise AssertionError("Padding_idx must be within num_embeddings")
+        return none
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise AssertionError(f"{what} must be within num_embeddings")
     return padding_idx % num_embeddings
 
 

@@ -2,19 +2,11 @@
 import dynograph as _d
 from .. import functional as F
 from .. import init
+from .._functional.normalization import _padding_index
 from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["Embedding", "EmbeddingBag"]
-
-
-def _padding_index(padding_idx, num_embeddings, what):
-    """padding_idx made non-negative, with torch's AssertionError when out of range."""
-    if padding_idx is None:
-        return None
-    if padding_idx >= num_embeddings or padding_idx < -num_embeddings:
-        raise AssertionError(f"{what} must be within num_embeddings")
-    return padding_idx % num_embeddings
 
 
 def _table(num_embeddings, embedding_dim, _weight, dtype, requires_grad):
@@ -66,7 +58,7 @@ class Embedding(_Table):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        self.padding_idx = _padding_index(padding_idx, num_embeddings, "Padding_idx")
+        self.padding_idx = _padding_index(padding_idx, num_embeddings, "Padding_idx", none=None)
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
@@ -110,7 +102,7 @@ class EmbeddingBag(_Table):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        self.padding_idx = _padding_index(padding_idx, num_embeddings, "padding_idx")
+        self.padding_idx = _padding_index(padding_idx, num_embeddings, "padding_idx", none=None)
         self.weight = _table(num_embeddings, embedding_dim, _weight, dtype, True)
         if _weight is None:
             self.reset_parameters()
