@@ -401,7 +401,7 @@ def test_fused_training_steps_of_the_pass_tests_match_interpreter(name):
     from dynograph.compiler.pipeline import optimize
     tp = _passes_helpers()
     model, make_opt, (x, y) = tp.STEPS[name]()
-    captured, arrays = tp._traced(tp._step(model, make_opt(model.parameters())), x, y)
+    captured, arrays = tp._traced(make_step(model, make_opt(model.parameters())), x, y)
     out, stats = optimize(captured)
     assert stats["kernels"] > 0
     _assert_same(*_both_backends(out, arrays))
