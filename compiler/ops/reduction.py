@@ -100,7 +100,7 @@ def _skip_nan(b, x, **_):
 
 def _variance(b, x, count, reduce, correction=1):
     """Two passes, as ``_moments``: the mean, then the sum of squared deviations."""
-    acc = D.float32 if x.dtype in (D.float16, D.bfloat16) else x.dtype
+    acc = _acc_dtype(x.dtype, x.dtype)
     x = b.cast(x, acc)
     mean = b.div(reduce("add", 0, x), b.const(count, acc))
     d = b.sub(x, mean)
