@@ -14,6 +14,7 @@ from scipy import special
 import dynograph
 
 from ..runner import optional_torch, workload
+from .training import _mlp
 
 N = 1 << 24
 
@@ -140,12 +141,6 @@ def _training_systems(make_model, x, y):
     if torch is not None:
         fns["torch"] = _train_step(torch, theirs, torch.from_numpy(x), torch.from_numpy(y))
     return fns
-
-
-def _mlp(lib):
-    m = lib.nn
-    return m.Sequential(m.Linear(784, 512), m.ReLU(), m.Linear(512, 512), m.ReLU(),
-                        m.Linear(512, 10))
 
 
 @workload("llvm_w4_mlp_step", "W4: SGD-momentum step of an MLP 784-512-512-10, batch 128",
