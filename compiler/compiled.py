@@ -376,13 +376,13 @@ class CompiledFunction:
         backward = None
         if plan is not None:
             forward, backward, n_saved = split(captured, plan)
-            graph, stats = optimize(forward, self.passes, self.backend)
+            graph, stats = optimize(forward, self.passes)
             position = {id(inp): i for i, inp in enumerate(backward.inputs)}
-            backward, _ = optimize(backward, self.passes, self.backend)
+            backward, _ = optimize(backward, self.passes)
             backward_feeds = [position[id(inp)] for inp in backward.inputs]
             out_kinds += [("saved", i) for i in range(n_saved)]
         else:
-            graph, stats = optimize(captured, self.passes, self.backend)
+            graph, stats = optimize(captured, self.passes)
         effect_map = {}
         for slot_or_binding, kind in effects:
             name = getattr(slot_or_binding, "name", None)

@@ -49,7 +49,12 @@ def _resolve(x, env):
 
 
 def last_uses(graph):
-    """node index -> the values whose last read is that node (they can be freed after it)."""
+    """node index -> the values whose last read is that node (they can be freed after it).
+
+    Planned once per graph (graphs are not changed once built) and kept on it."""
+    cached = graph.__dict__.get("_last_uses")
+    if cached is not None:
+        return cached
     last = {}
     for i, node in enumerate(graph.nodes):
         for v in node.input_values():
@@ -59,6 +64,7 @@ def last_uses(graph):
     for v, i in last.items():
         if v not in keep:
             frees.setdefault(i, []).append(v)
+    graph.__dict__["_last_uses"] = frees
     return frees
 
 
@@ -68,9 +74,7 @@ def run(graph, inputs, batch=None):
     Returns (outputs, {slot name: new value})."""
     env = {inp.value: x for inp, x in zip(graph.inputs, inputs)}
     env[Sym] = batch
-    frees = graph.__dict__.get("_last_uses")
-    if frees is None:                   # graphs are not changed once built: plan frees once
-        frees = graph.__dict__["_last_uses"] = last_uses(graph)
+    frees = last_uses(graph)
     for i, node in enumerate(graph.nodes):
         args = _resolve(node.args, env)
         attrs = {k: _resolve(v, env) for k, v in node.attrs.items()}

@@ -29,10 +29,9 @@ DEFAULT_PASSES = [
 ]
 
 
-def optimize(graph, passes=None, backend="interpreter"):
-    """Run the pipeline; returns (graph, stats) where stats holds node counts, pass timings
-    and ``kept_inputs``: the indices of the captured graph's inputs that survived."""
-    del backend
+def optimize(graph, passes=None):
+    """Run the pipeline; returns (graph, stats) where stats holds node counts and pass timings.
+    Passes keep the Input objects of the inputs they keep (the runtime binds them by identity)."""
     passes = DEFAULT_PASSES if passes is None else passes
     check = VERIFY_ENABLED or os.environ.get("DYNOGRAPH_VERIFY") == "1"
     stats = {"captured_nodes": len(graph.nodes), "timings": {}}
@@ -46,8 +45,6 @@ def optimize(graph, passes=None, backend="interpreter"):
         stats["timings"][name] = stats["timings"].get(name, 0.0) + elapsed     # dce runs twice
         if check:
             verify(out, f"after {name}")
-    position = {id(inp): i for i, inp in enumerate(graph.inputs)}
-    stats["kept_inputs"] = [position[id(inp)] for inp in out.inputs]
     stats["optimized_nodes"] = len(out.nodes)
     stats["kernels"] = sum(1 for n in out.nodes if n.op == "fused")
     return out, stats
