@@ -23,7 +23,6 @@ from .ir import RNG, Graph, Input, INPUT_KINDS, Node, TensorType, Value
 from .symbolic import Sym
 
 _ABBR = {d.abbr: d for d in D.ALL_DTYPES}
-_DTYPE_NAMES = {d.name: d for d in D.ALL_DTYPES}
 _OUT = re.compile(r"(%\d+): (\w+\[[^\]]*\](?: on [^,\s]+)?|rng)")
 _SIMPLE_NAME = re.compile(r"^[\w.\[\]:\-]+$")
 
@@ -256,8 +255,8 @@ def _literal(node, env):
             return _lookup(env, "%" + node.id[2:])
         if node.id == "Ellipsis":
             return Ellipsis
-        if node.id in _DTYPE_NAMES:
-            return _DTYPE_NAMES[node.id]
+        if node.id in D.BY_NAME:
+            return D.BY_NAME[node.id]
         raise ParseError(f"unknown name {node.id}")
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_literal(node.operand, env)

@@ -61,6 +61,7 @@ float32 = dtype("float32", np.float32, 2, 1, "FloatTensor", "f32")
 float64 = dtype("float64", np.float64, 2, 2, "DoubleTensor", "f64")
 
 ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+BY_NAME = {d.name: d for d in ALL_DTYPES}     # "float32" -> float32 (text forms, file headers)
 ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64,
            "int": int32, "short": int16}
 

@@ -9,7 +9,7 @@ from dynograph.runtime import dtypes as D
 
 from .errors import CheckpointError
 
-DTYPES = {d.name: d for d in D.ALL_DTYPES}
+DTYPES = D.BY_NAME
 MAX_DIMS = 64
 
 
