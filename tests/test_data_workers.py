@@ -428,10 +428,20 @@ ORPHAN_SCRIPT = """
 import os, signal, sys
 import dynograph
 from dynograph.utils.data import DataLoader, TensorDataset
+import time
+
+
+def slow_start(worker_id):
+    # worker 1 is still starting when the main process ends: it must notice all the same
+    if worker_id == 1:
+        time.sleep(1.5)
+
+
 if __name__ == "__main__":
     # fork: no fork server to start, so the test stays short; the exit paths are the same
     loader = DataLoader(TensorDataset(dynograph.arange(40)), batch_size=2, num_workers=2,
-                        persistent_workers=True, multiprocessing_context="fork")
+                        persistent_workers=True, multiprocessing_context="fork",
+                        worker_init_fn=slow_start)
     it = iter(loader)
     next(it)
     print(" ".join(str(w.pid) for w in it._workers.processes), flush=True)

@@ -1,7 +1,7 @@
 """What runs inside a DataLoader worker process (torch.utils.data._utils.worker): seeding,
 ``get_worker_info``, the fetch loop, and how exceptions and tensors cross back to the main
 process."""
-import os
+import multiprocessing as mp
 import pickle
 import random
 import sys
@@ -184,11 +184,12 @@ def _worker_loop(iterable, dataset, index_conn, result_lock, result_conn, auto_c
             fetcher = create_fetcher(iterable, dataset, auto_collation, collate_fn, drop_last)
         except Exception:
             init_exception = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
-        parent = os.getppid()
         iteration_end = False
         while True:
             if not index_conn.poll(STATUS_CHECK_INTERVAL):
-                if os.getppid() != parent:      # orphaned: the main process is gone
+                # orphaned: the main process is gone. Its sentinel pipe tells, whatever the
+                # start method, even if it died before this worker got here (a pid would not)
+                if not mp.parent_process().is_alive():
                     break
                 continue
             r = index_conn.recv()
