@@ -476,3 +476,20 @@ def test_losses_float32_and_expanded_target(torch):
     target = torch.tensor([0, 2, 1, 1, 0])
     assert_same(F.cross_entropy(from_torch(logits.contiguous()).t().t(), from_torch(target)),
                 torch.nn.functional.cross_entropy(logits, target))
+
+
+def test_top_level_and_method_forms_of_functional_ops():
+    torch = pytest.importorskip("torch")
+    from dynograph import _functional_exports
+    for name in _functional_exports.__all__:
+        assert callable(getattr(torch, name)), name          # torch has the same top-level name
+        assert getattr(dynograph, name) is getattr(_functional_exports, name)
+    x = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+    for dim in (0, 1, -1):
+        np.testing.assert_allclose(dynograph.softmax(dynograph.tensor(x), dim).numpy(),
+                                   torch.softmax(torch.tensor(x), dim).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(dynograph.tensor(x).log_softmax(dim, dtype=dynograph.float64).numpy(),
+                                   torch.tensor(x).log_softmax(dim, dtype=torch.float64).numpy(), rtol=1e-12)
+    w = np.ones((2, 3, 2), np.float32)
+    np.testing.assert_allclose(dynograph.conv1d(dynograph.tensor(x[None]), dynograph.tensor(w)).numpy(),
+                               torch.conv1d(torch.tensor(x[None]), torch.tensor(w)).numpy(), rtol=1e-6)

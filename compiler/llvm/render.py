@@ -24,6 +24,7 @@ from llvmlite import ir
 from dynograph.runtime import dtypes as D
 
 BLOCK = 1024
+COLUMNS = 64      # columns a column-wise reduction accumulates side by side
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 PTR = ir.PointerType()
@@ -115,7 +116,9 @@ class Renderer:
         self.alloca_builder = ir.IRBuilder(alloca_block)
         self.b = ir.IRBuilder(start)
         self.index = {}
-        if self.outer_axes:
+        if self.columnwise():
+            self.render_columns()
+        elif self.outer_axes:
             first = self.outer_axes[0]
             with self.for_range(self.fn.args[-1], self.fn.args[-2]) as i:
                 self.index[first] = i
@@ -125,6 +128,106 @@ class Renderer:
         self.b.ret_void()
         self.alloca_builder.branch(start)
         return str(self.mod)
+
+    def columnwise(self):
+        """Reductions whose innermost axis is kept (a bias gradient: a sum over the rows) run
+        column-wise: a plain nest would stride through memory along the reduce axes."""
+        return bool(self.k.reductions) and bool(self.outer_axes) and \
+            self.outer_axes[-1] == len(self.domain) - 1 and \
+            not any(r.combine in ("argmax", "argmin") for r in self.k.reductions)
+
+    def render_columns(self):
+        """The kept axes, the innermost in tiles of ``COLUMNS``; each tile accumulates its
+        columns side by side (contiguous: vectorizable, and no reassociation) over the reduce
+        axes, in blocks of ``BLOCK`` along the last reduce axis as in ``reduce``."""
+        last = self.outer_axes[-1]
+        args = self.fn.args
+
+        def tiles(lo, hi):
+            count = self.b.sdiv(self.b.add(self.b.sub(hi, lo), I64(COLUMNS - 1)), I64(COLUMNS))
+            with self.for_range(count) as t:
+                first = self.b.add(lo, self.b.mul(t, I64(COLUMNS)))
+                stop = self.b.add(first, I64(COLUMNS))
+                stop = self.b.select(self.b.icmp_signed("<", stop, hi), stop, hi)
+                self.column_tile(last, first, self.b.sub(stop, first))
+
+        if len(self.outer_axes) == 1:
+            tiles(args[-2], args[-1])
+            return
+        with self.for_range(args[-1], args[-2]) as i:
+            self.index[self.outer_axes[0]] = i
+            self.nest(self.outer_axes[1:-1], lambda: tiles(I64(0), I64(self.domain[last])))
+
+    @contextmanager
+    def columns(self, axis, first, width, accs):
+        """``for c in range(width)`` at column ``first + c`` of ``axis``, with the reductions
+        finished so far (``accs``: their per-column totals) readable by the expressions."""
+        with self.for_range(width) as c:
+            self.index[axis] = self.b.add(first, c)
+            self.acc_values = {j: self.b.load(self.b.gep(arr, [c], source_etype=arr.allocated_type))
+                               for j, arr in enumerate(accs)}
+            yield c
+
+    def column_tile(self, axis, first, width):
+        accs = []
+        for red in self.k.reductions:
+            ty = reg_type(red.dtype)
+            total = self.alloca_builder.alloca(ty, size=I64(COLUMNS))
+            partial = self.alloca_builder.alloca(ty, size=I64(COLUMNS))
+            identity = self.const(red.identity, red.dtype)
+
+            def at(arr, c):
+                return self.b.gep(arr, [c], source_etype=ty)
+
+            with self.columns(axis, first, width, accs) as c:
+                self.b.store(identity, at(total, c))
+            axes = list(self.red_axes)
+
+            def blocks(red=red, total=total, partial=partial, identity=identity, at=at, axes=axes):
+                n = self.domain[axes[-1]] if axes else 1
+                with self.for_range((n + BLOCK - 1) // BLOCK) as blk:
+                    begin = self.b.mul(blk, I64(BLOCK))
+                    stop = self.b.add(begin, I64(BLOCK))
+                    stop = self.b.select(self.b.icmp_signed("<", stop, I64(n)), stop, I64(n))
+                    with self.columns(axis, first, width, accs) as c:
+                        self.b.store(identity, at(partial, c))
+                    with self.for_range(stop, begin) as i:
+                        if axes:
+                            self.index[axes[-1]] = i
+                        with self.columns(axis, first, width, accs) as c:
+                            v = self.gen(red.value, {})
+                            self.b.store(self.combine(red.combine, self.b.load(at(partial, c)), v,
+                                                      red.dtype, ()), at(partial, c))
+                    with self.columns(axis, first, width, accs) as c:
+                        self.b.store(self.combine(red.combine, self.b.load(at(total, c)),
+                                                  self.b.load(at(partial, c)), red.dtype, ()),
+                                     at(total, c))
+            self.nest(axes[:-1], blocks)
+            accs.append(total)
+        inner, outer = self.split_stores()
+        if outer:
+            with self.columns(axis, first, width, accs):
+                cache = {}
+                for s, st in outer:
+                    self.store(s, st, cache)
+        if inner:
+            def body():
+                with self.columns(axis, first, width, accs):
+                    cache = {}
+                    for s, st in inner:
+                        self.store(s, st, cache)
+            self.nest(list(self.red_axes), body)
+
+    def split_stores(self):
+        """(stores that vary along the reduce axes, stores made once per kept index)."""
+        inner, outer = [], []
+        for s, strides in zip(self.k.stores, self.store_strides):
+            # a store varies along the reduce axes when its value or its address does
+            if self.k.exprs[s.value].level or any(strides[a] for a in self.red_axes):
+                inner.append((s, strides))
+            else:
+                outer.append((s, strides))
+        return inner, outer
 
     def nest(self, axes, body):
         if not axes:
@@ -159,13 +262,9 @@ class Renderer:
         for j, red in enumerate(self.k.reductions):
             self.acc_values[j] = self.reduce(red)
         cache = {}
-        inner = []
-        for s, strides in zip(self.k.stores, self.store_strides):
-            # a store varies along the reduce axes when its value or its address does
-            if self.k.exprs[s.value].level or any(strides[a] for a in self.red_axes):
-                inner.append((s, strides))
-            else:
-                self.store(s, strides, cache)
+        inner, outer = self.split_stores()
+        for s, strides in outer:
+            self.store(s, strides, cache)
         if inner:
             def body():
                 cache = {}

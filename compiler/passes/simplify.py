@@ -19,6 +19,9 @@ Rules (x a value, c a literal or a ``full`` constant, possibly seen through view
     x - x  (integer dtypes)                        -> full(0)
     neg(neg(x))                                    -> x
     t / transpose / permute of t / transpose / permute -> one permute, or x if the identity
+    t(mm(a, b)), mm read by nothing else          -> mm(t(b), t(a))  (a contiguous product:
+                                                     BLAS reads transposed operands for free, while a
+                                                     kernel reading the transposed result strides)
     view/unsafe_view of view/unsafe_view           -> one view of x, or x
     view(x, x.shape), expand(x, x.shape)           -> x
     sum(expand(x)) over the expanded dims          -> x * count   (mean: x)
@@ -48,6 +51,12 @@ class _Context:
         self.written = {v for _, v in graph.updates}
         self.escaping = set(graph.outputs) | self.written
         self.inputs = {inp.value for inp in graph.inputs}
+        self.readers = {}                       # value -> how many nodes (and outputs) read it
+        for node in graph.nodes:
+            for v in node.input_values():
+                self.readers[v] = self.readers.get(v, 0) + 1
+        for v in self.escaping:
+            self.readers[v] = self.readers.get(v, 0) + 1
 
     def is_view(self, v):
         node = self.producer.get(v)
@@ -165,6 +174,17 @@ def permute_permute(node, ctx):
     return Rewrite(new.outs[0], (new,), keeps_layout=True)
 
 
+def transpose_mm(node, ctx):
+    """The transpose of a matrix product is the product of the transposes, swapped."""
+    mm = ctx.source(node.args[0], ("mm",))
+    if mm is None or _perm(node) != (1, 0) or ctx.readers.get(mm.outs[0]) != 1:
+        return None
+    a, b = mm.args
+    bt, at = ctx.make("t", (b,)), ctx.make("t", (a,))
+    product = ctx.make("mm", (bt.outs[0], at.outs[0]))
+    return Rewrite(product.outs[0], (bt, at, product))
+
+
 RESHAPING = ("view", "unsafe_view")
 
 
@@ -235,6 +255,7 @@ RULES = [
     (("div",), div_one),
     (("neg",), neg_neg),
     (PERMUTING, permute_permute),
+    (PERMUTING, transpose_mm),
     (RESHAPING, view_view),
     (("expand",), expand_same),
     (("sum", "sum_dim", "mean", "mean_dim"), reduce_expand),

@@ -1,0 +1,29 @@
+"""Functions torch exposes at the top level (``torch.softmax``, ``torch.conv2d``...) and as
+tensor methods (``x.softmax(1)``), taken from ``nn.functional``: one implementation each.
+
+Only names whose torch top-level signature reads its positional arguments in the same order as
+the functional form are exported as they are; ``softmax``/``log_softmax`` take ``dim``
+positionally, as ``torch.softmax(input, dim, dtype=None)`` does."""
+from ._tensor import Tensor
+from .nn import functional as F
+
+__all__ = ["softmax", "log_softmax", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+           "conv_transpose2d", "conv_transpose3d", "prelu", "selu", "celu", "pixel_shuffle",
+           "pixel_unshuffle", "channel_shuffle", "cosine_similarity", "pairwise_distance",
+           "bilinear", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
+           "adaptive_avg_pool1d", "adaptive_max_pool1d"]
+
+
+def softmax(input, dim, dtype=None):
+    return F.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim, dtype=None):
+    return F.log_softmax(input, dim, dtype=dtype)
+
+
+for _name in __all__[2:]:
+    globals()[_name] = getattr(F, _name)
+
+Tensor.softmax = softmax
+Tensor.log_softmax = log_softmax
