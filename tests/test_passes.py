@@ -672,3 +672,27 @@ def test_random_programs_through_the_pipeline(seed):
     for s in range(2):
         assert_same_results(graph, out, random_arrays(graph, s))
     _assert_plan_sound(out, out.memory_plan)
+
+
+def test_simplify_turns_the_transpose_of_a_product_into_a_product_of_transposes():
+    out = check_pass(with_dce(simplify), """
+        graph {
+          input %0: f32[5,3] a
+          input %1: f32[3,4] b
+          input %2: f32[4,3] c
+          %3: f32[5,4] = mm(%0, %1)
+          %4: f32[4,5] = t(%3)
+          %5: f32[5,4] = mm(%0, %1)
+          %6: f32[4,5] = transpose(%5, dim0=0, dim1=1)
+          %7: f32[5,4] = exp(%5)
+          %8: f32[4,4] = mm(%2, %1)
+          %9: f32[4,4] = permute(%8, dims=(1, 0))
+          return %4, %6, %7, %9
+        }""")
+    # the product read by something else stays (one product, not two)
+    assert [n.op for n in out.nodes].count("mm") == 3
+    first = out.outputs[0]
+    producer = {v: n for n in out.nodes for v in n.outs}
+    assert producer[first].op == "mm" and [producer[a].op for a in producer[first].args] == ["t", "t"]
+    assert producer[out.outputs[1]].op == "transpose"
+    assert producer[out.outputs[3]].op == "mm"
