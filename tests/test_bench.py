@@ -114,3 +114,41 @@ def test_cli_list_and_json(tmp_path):
     assert "dynograph" in rec["systems"]
     assert doc["settings"]["repeats"] == 2 and doc["settings"]["baseline"] == "numpy"
     assert doc["settings"]["timer"] == "cpu" and doc["machine"]["cpu"]
+
+
+def test_self_timed_workloads_report_the_seconds_their_callables_return():
+    timed = _fake("t", {"half": lambda: 0.5, "broken": lambda: 1 / 0}, self_timed=True)
+    [rec] = runner.run([timed], **TINY)
+    s = rec["systems"]["half"]
+    assert s.median == s.min == 0.5 and s.number == 1 and s.samples == [0.5] * 3
+    assert "ZeroDivisionError" in rec["errors"]["broken"]
+
+
+def _without_torch_compile(fns):
+    """torch.compile takes tens of seconds to compile: the suite leaves it out, but checks
+    that the workload offers it where torch is installed."""
+    if runner.optional_torch() is not None:
+        assert "torch-compile" in fns
+    return {k: v for k, v in fns.items() if k != "torch-compile"}
+
+
+@pytest.mark.parametrize("name", ["llvm_w4_mlp_step", "llvm_w5_cifar_step"])
+def test_llvm_training_steps_agree_across_systems(name):
+    [w] = runner.select(f"^{name}$")
+    fns = _without_torch_compile(w.setup())
+    assert {"dynograph", "dynograph-llvm"} <= set(fns)
+    assert runner.check_agreement(w, fns) == {}
+
+
+@pytest.mark.parametrize("name", ["llvm_w1_gelu", "llvm_w1b_memory_bound"])
+def test_llvm_elementwise_workloads_offer_torch_compile(name):
+    [w] = runner.select(f"^{name}$")
+    assert "dynograph-llvm" in _without_torch_compile(w.setup())
+
+
+def test_llvm_compile_time_warm_process_loads_every_kernel_from_disk():
+    [w] = runner.select("^llvm_w7_compile_time$")
+    assert w.self_timed
+    fns = w.setup()
+    assert set(fns) == {"llvm-cold", "llvm-warm"}
+    assert 0 < fns["llvm-warm"]() < 30        # raises if the warm process compiled a kernel

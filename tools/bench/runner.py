@@ -35,14 +35,17 @@ class Workload:
     rtol: float = 1e-4      # tolerance of the cross-system result check
     atol: float = 1e-5
     tags: tuple = ()
+    # The callables time themselves: each call makes one measurement (e.g. a compile time,
+    # taken in a fresh process) and returns its seconds, which the runner reports as is.
+    self_timed: bool = False
 
 
-def workload(name, description="", *, rtol=1e-4, atol=1e-5, tags=()):
+def workload(name, description="", *, rtol=1e-4, atol=1e-5, tags=(), self_timed=False):
     """Register ``setup`` (returning ``{system: callable}``) as the workload ``name``."""
     def register(setup):
         assert name not in WORKLOADS, f"workload {name} registered twice"
         WORKLOADS[name] = Workload(name, setup, description or (setup.__doc__ or "").strip(),
-                                   rtol, atol, tuple(tags))
+                                   rtol, atol, tuple(tags), self_timed)
         return setup
     return register
 
@@ -54,6 +57,21 @@ def optional_torch():
     except ImportError:
         return None
     return torch
+
+
+def optional_torch_compile(fn):
+    """``torch.compile(fn)``, or None where torch is missing or torch.compile refuses ``fn``
+    (the reason is printed).  Compilation itself happens on the first call: the agreement
+    check or the warm-up, never a timed call; a first call that fails leaves the system out
+    like any system that raises."""
+    torch = optional_torch()
+    if torch is None:
+        return None
+    try:
+        return torch.compile(fn)
+    except Exception as e:                    # e.g. a Python version dynamo does not support
+        print(f"torch-compile left out: {type(e).__name__}: {e}", file=sys.stderr)
+        return None
 
 
 def load_workloads():
@@ -126,6 +144,19 @@ def _quartiles(xs):
     return q[0], q[2]
 
 
+def _stats(xs, number):
+    q1, q3 = _quartiles(xs)
+    return Stats(statistics.median(xs), min(xs), q3 - q1, number, xs)
+
+
+def _rotations(names, repeats):
+    """The order of the systems in each round, rotating who goes first, so that slow drifts
+    of the machine reach all systems alike."""
+    for r in range(repeats):
+        k = r % len(names)
+        yield names[k:] + names[:k]
+
+
 def measure(fns, *, repeats=11, target_s=0.05, warmup_s=0.05, clock="wall"):
     """Time every callable of ``fns`` (dict system -> fn), interleaved; dict system -> Stats."""
     clock = CLOCKS[clock]
@@ -134,17 +165,21 @@ def measure(fns, *, repeats=11, target_s=0.05, warmup_s=0.05, clock="wall"):
         warm_up(fns[n], warmup_s)
     numbers = {n: calibrate(fns[n], target_s, clock) for n in names}
     samples = {n: [] for n in names}
-    for r in range(repeats):
-        k = r % len(names)
-        for n in names[k:] + names[:k]:      # rotate who goes first
+    for order in _rotations(names, repeats):
+        for n in order:
             gc.collect()
             samples[n].append(_time(fns[n], numbers[n], clock))
-    out = {}
-    for n in names:
-        xs = samples[n]
-        q1, q3 = _quartiles(xs)
-        out[n] = Stats(statistics.median(xs), min(xs), q3 - q1, numbers[n], xs)
-    return out
+    return {n: _stats(samples[n], numbers[n]) for n in names}
+
+
+def measure_self_timed(fns, *, repeats=11):
+    """Collect ``repeats`` measurements from every self-timing callable, interleaved."""
+    names = list(fns)
+    samples = {n: [] for n in names}
+    for order in _rotations(names, repeats):
+        for n in order:
+            samples[n].append(float(fns[n]()))
+    return {n: _stats(samples[n], 1) for n in names}
 
 
 # ---------------------------------------------------------------- result check
@@ -160,19 +195,26 @@ def to_numpy(x):
     return np.asarray(x, dtype=np.float64)
 
 
+def first_calls(fns):
+    """Run each system once: ({system: result}, {system: error text of those that raised})."""
+    results, errors = {}, {}
+    for name, fn in fns.items():
+        try:
+            results[name] = fn()
+        except Exception as e:                # a system that cannot run this workload yet
+            errors[name] = f"{type(e).__name__}: {e}"
+    return results, errors
+
+
 def check_agreement(w, fns):
     """Run each system once; the systems that raised, as {system: error text}.
 
     Raises AssertionError when a system computes something else than the first one.
     """
-    errors = {}
+    results, errors = first_calls(fns)
     ref_name, ref = None, None
-    for name, fn in fns.items():
-        try:
-            got = to_numpy(fn())
-        except Exception as e:                # a system that cannot run this workload yet
-            errors[name] = f"{type(e).__name__}: {e}"
-            continue
+    for name, result in results.items():
+        got = to_numpy(result)
         if ref_name is None:
             ref_name, ref = name, got
             continue
@@ -253,13 +295,23 @@ def run(workloads, *, repeats=11, target_s=0.05, warmup_s=0.05, clock="wall", sy
             continue
         if progress is not None:
             progress(f"{w.name}: {', '.join(fns)}")
-        errors = check_agreement(w, fns) if check else {}
+        if not check:
+            errors = {}
+        elif w.self_timed:                    # results are times: only check that they run
+            errors = first_calls(fns)[1]
+        else:
+            errors = check_agreement(w, fns)
         for name, err in errors.items():
             del fns[name]
             if progress is not None:
                 progress(f"  {name} skipped: {err}")
-        stats = measure(fns, repeats=repeats, target_s=target_s, warmup_s=warmup_s,
-                        clock=clock) if fns else {}
+        if not fns:
+            stats = {}
+        elif w.self_timed:
+            stats = measure_self_timed(fns, repeats=repeats)
+        else:
+            stats = measure(fns, repeats=repeats, target_s=target_s, warmup_s=warmup_s,
+                            clock=clock)
         results.append({"workload": w.name, "description": w.description, "systems": stats,
                         "errors": errors})
     return results

@@ -1,9 +1,11 @@
 """The LLVM CPU backend: fused elementwise kernels over 16M float32 (issue workloads W0, W1,
-W1b and a 10-op chain), softmax (W2) and an MLP training step (W4).
+W1b and a 10-op chain), softmax (W2), an MLP training step (W4) and the CIFAR tutorial CNN's
+training step (W5); W7, the compile time, is in ``llvm_compile.py``.
 
 Systems: ``dynograph-llvm`` (``dynograph.compile(fn, backend="llvm")``: one fused kernel),
-``numpy`` (one pass per op), ``torch`` (eager, one kernel per op); the training step also runs
-on eager ``dynograph``.  ``llvm_w0_bandwidth`` is
+``numpy`` (one pass per op), ``torch`` (eager, one kernel per op); the training steps also run
+on eager ``dynograph``.  W1, W1b, W4 and W5 also run on ``torch-compile`` (``torch.compile``,
+inductor's generated C++; it compiles during the agreement check).  ``llvm_w0_bandwidth`` is
 the machine's memory bandwidth measured by a numpy copy in the same run: a memory-bound kernel
 moving ``b`` bytes cannot beat ``b / bandwidth``.  ``bytes_moved(name)`` gives the bytes each
 workload reads and writes, to turn its median into GB/s.
@@ -13,8 +15,8 @@ from scipy import special
 
 import dynograph
 
-from ..runner import optional_torch, workload
-from .training import _mlp
+from ..runner import optional_torch, optional_torch_compile, workload
+from .training import _cifar_net, _mlp
 
 N = 1 << 24
 
@@ -40,16 +42,21 @@ def w0_bandwidth():
     return {"numpy": copy}
 
 
-def _systems(fn, np_fn, torch_fn, *arrays):
-    """One callable per system computing ``fn`` on ``arrays``; each returns a numpy array."""
+def _systems(fn, np_fn, torch_fn, *arrays, torch_compile=False):
+    """One callable per system computing ``fn`` on ``arrays``; each returns a numpy array.
+    ``torch_compile``: also ``torch_fn`` under torch.compile."""
     tensors = [dynograph.from_numpy(a) for a in arrays]
     compiled = dynograph.compile(fn, backend="llvm")
     fns = {"dynograph-llvm": lambda: compiled(*tensors).numpy(),
            "numpy": lambda: np_fn(*arrays)}
     torch = optional_torch()
-    if torch is not None:
-        ts = [torch.from_numpy(a) for a in arrays]
-        fns["torch"] = lambda: torch_fn(*ts).numpy()
+    if torch is None:
+        return fns
+    ts = [torch.from_numpy(a) for a in arrays]
+    fns["torch"] = lambda: torch_fn(*ts).numpy()
+    theirs = optional_torch_compile(torch_fn) if torch_compile else None
+    if theirs is not None:
+        fns["torch-compile"] = lambda: theirs(*ts).numpy()
     return fns
 
 
@@ -62,7 +69,7 @@ def _gelu(x, tanh):
           rtol=1e-4, atol=1e-5)
 def w1_gelu():
     return _systems(lambda x: _gelu(x, dynograph.tanh), lambda x: _gelu(x, np.tanh),
-                    lambda x: _gelu(x, _torch_tanh()), _x())
+                    lambda x: _gelu(x, _torch_tanh()), _x(), torch_compile=True)
 
 
 def _torch_tanh():
@@ -77,7 +84,7 @@ def _relu_chain(x, relu):
 def w1b_memory_bound():
     return _systems(lambda x: _relu_chain(x, dynograph.relu),
                     lambda x: _relu_chain(x, lambda v: np.maximum(v, 0)),
-                    lambda x: _relu_chain(x, optional_torch().relu), _x())
+                    lambda x: _relu_chain(x, optional_torch().relu), _x(), torch_compile=True)
 
 
 def _chain(x, y, exp, tanh, sigmoid):
@@ -111,7 +118,10 @@ def w2_softmax():
                     lambda a: optional_torch().softmax(a, dim=-1), x)
 
 
-def _train_step(lib, model, x, y, backend=None):
+def _train_step(lib, model, x, y, compile=None):
+    """One SGD-momentum step on (x, y) returning the loss as numpy; ``compile`` wraps the whole
+    step (forward, backward and update), and where it gives None (cannot compile here) so does
+    this function."""
     opt = lib.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
 
     def step():
@@ -120,14 +130,20 @@ def _train_step(lib, model, x, y, backend=None):
         loss.backward()
         opt.step()
         return loss
-    if backend is not None:
-        step = dynograph.compile(step, backend=backend)
+    if compile is not None:
+        step = compile(step)
+        if step is None:
+            return None
     return lambda: step().detach().numpy()
 
 
+def _llvm_compile(fn):
+    return dynograph.compile(fn, backend="llvm")
+
+
 def _training_systems(make_model, x, y):
-    """Eager dynograph, the step compiled with the llvm backend, and torch, all starting from
-    the same weights."""
+    """Eager dynograph, the step compiled with the llvm backend, torch eager and the step under
+    torch.compile, all starting from the same weights."""
     torch = optional_torch()
     ours = make_model(dynograph)
     if torch is not None:
@@ -137,9 +153,16 @@ def _training_systems(make_model, x, y):
     twin.load_state_dict(ours.state_dict())
     dx, dy = dynograph.from_numpy(x), dynograph.from_numpy(y)
     fns = {"dynograph": _train_step(dynograph, ours, dx, dy),
-           "dynograph-llvm": _train_step(dynograph, twin, dx, dy, backend="llvm")}
-    if torch is not None:
-        fns["torch"] = _train_step(torch, theirs, torch.from_numpy(x), torch.from_numpy(y))
+           "dynograph-llvm": _train_step(dynograph, twin, dx, dy, compile=_llvm_compile)}
+    if torch is None:
+        return fns
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    fns["torch"] = _train_step(torch, theirs, tx, ty)
+    compiled = make_model(torch)
+    compiled.load_state_dict(theirs.state_dict())
+    step = _train_step(torch, compiled, tx, ty, compile=optional_torch_compile)
+    if step is not None:
+        fns["torch-compile"] = step
     return fns
 
 
@@ -150,3 +173,12 @@ def w4_mlp_step():
     x = rng.standard_normal((128, 784)).astype(np.float32)
     y = rng.integers(0, 10, size=128)
     return _training_systems(_mlp, x, y)
+
+
+@workload("llvm_w5_cifar_step", "W5: SGD-momentum step of the CIFAR tutorial CNN, batch 64 of "
+          "3x32x32", rtol=1e-4, atol=1e-4, tags=("training",))
+def w5_cifar_step():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 3, 32, 32)).astype(np.float32)
+    y = rng.integers(0, 10, size=64)
+    return _training_systems(lambda lib: _cifar_net(lib, lib.nn.functional), x, y)
