@@ -4,6 +4,7 @@ import numpy as np
 from . import interpreter
 
 BACKENDS = ("interpreter", "llvm")
+DEFAULT_BACKEND = "llvm"        # tensors live on the CPU: native kernels from LLVM
 
 
 def get_runner(backend):
@@ -22,7 +23,8 @@ def run_entry(backend, entry, flat):
     from .compiled import _write_binding
     arrays = entry.read_inputs(flat)
     batch = entry.guards.batch_size(flat) if entry.guards.dynamic else None
-    outs, updates = get_runner(backend)(entry.graph, arrays, batch)
+    writable = [slot for slot, (_, kind) in entry.effects.items() if kind == "write"]
+    outs, updates = get_runner(backend)(entry.graph, arrays, batch, writable)
     inputs = {id(a) for a in arrays}
     used = set(inputs)
 

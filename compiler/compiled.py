@@ -128,11 +128,17 @@ def _write_binding(b, flat_args, array):
     else:
         t = b.get()
         root = storage_root(t._data)
-    if not root.flags.writeable:
-        from dynograph._inplace import writable
-        root = writable(root)
-    np.copyto(root, array, casting="unsafe")
+    if not _same_memory(root, array):           # else the backend updated it in place
+        if not root.flags.writeable:
+            from dynograph._inplace import writable
+            root = writable(root)
+        np.copyto(root, array, casting="unsafe")
     t._bump_version()
+
+
+def _same_memory(a, b):
+    return a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and \
+        a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
 
 
 # ---------------------------------------------------------------- verify=True
@@ -197,7 +203,7 @@ class VerifyMismatch(AssertionError):
 # ---------------------------------------------------------------- the compiled function
 
 class CompiledFunction:
-    def __init__(self, fn, backend="interpreter", fullgraph=False, dynamic=None, mode=None,
+    def __init__(self, fn, backend="llvm", fullgraph=False, dynamic=None, mode=None,
                  verify=False, cache_limit=None, passes=None):
         functools.update_wrapper(self, fn)
         self.fn = fn
@@ -450,7 +456,8 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, mode=None, 
     ``@dynograph.compile`` (with or without arguments) traces the function on its first call
     into one graph (forward, ``backward()`` and optimizer updates alike), optimizes it and
     replays it on later calls whose guards hold.  ``dynograph.compile(model)`` returns a module
-    that shares ``model``'s parameters and runs its forward compiled.
+    that shares ``model``'s parameters and runs its forward compiled.  ``backend``: ``"llvm"``
+    (the default: native kernels compiled with LLVM) or ``"interpreter"`` (numpy, node by node).
 
     Example::
 
@@ -463,9 +470,8 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, mode=None, 
             return loss
     """
     options = dict(options or {})
-    backend = backend or options.pop("backend", None) or "interpreter"
-
-    from .backends import get_runner
+    from .backends import DEFAULT_BACKEND, get_runner
+    backend = backend or options.pop("backend", None) or DEFAULT_BACKEND
     get_runner(backend)                 # an unknown backend is an error now, not at the first call
 
     def wrap(f):

@@ -68,10 +68,11 @@ def last_uses(graph):
     return frees
 
 
-def run(graph, inputs, batch=None):
+def run(graph, inputs, batch=None, writable=()):
     """Execute ``graph`` on ``inputs`` (arrays, or numpy Generators for ``rng`` inputs, in the
     order of ``graph.inputs``).  ``batch`` is the batch size of a general graph (symbolic.py).
-    Returns (outputs, {slot name: new value})."""
+    Returns (outputs, {slot name: new value}), all new arrays (``writable``, the slots a backend
+    may update in place, is not used here)."""
     env = {inp.value: x for inp, x in zip(graph.inputs, inputs)}
     env[Sym] = batch
     frees = last_uses(graph)

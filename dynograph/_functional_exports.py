@@ -6,6 +6,11 @@ the functional form are exported as they are; ``softmax``/``log_softmax`` take `
 positionally, as ``torch.softmax(input, dim, dtype=None)`` does."""
 from ._tensor import Tensor
 from .nn import functional as F
+from .nn.functional import (  # noqa: F401
+    adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, bilinear, celu, channel_shuffle, conv1d,
+    conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, cosine_similarity,
+    max_pool1d, max_pool2d, max_pool3d, pairwise_distance, pixel_shuffle, pixel_unshuffle, prelu,
+    selu)
 
 __all__ = ["softmax", "log_softmax", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
            "conv_transpose2d", "conv_transpose3d", "prelu", "selu", "celu", "pixel_shuffle",
@@ -21,9 +26,6 @@ def softmax(input, dim, dtype=None):
 def log_softmax(input, dim, dtype=None):
     return F.log_softmax(input, dim, dtype=dtype)
 
-
-for _name in __all__[2:]:
-    globals()[_name] = getattr(F, _name)
 
 Tensor.softmax = softmax
 Tensor.log_softmax = log_softmax

@@ -81,3 +81,86 @@ def test_inner_reductions_and_argmax_keep_the_plain_nest():
     for op, attrs in [("sum_dim", {"dim": (1,)}), ("argmax", {"dim": 0})]:
         _, _, node = graph_of(op, (x,), **attrs)
         assert not Renderer(describe(node, _layouts([x])), "k", jit.triple()).columnwise()
+
+
+# ---------------------------------------------------------------- direct convolution kernels
+
+def _conv_case(n, c, o, size, k, stride=1, padding=0, dilation=1, groups=1, bias=True,
+               transposed=False, output_padding=0, dt=np.float32, strided=False):
+    nd = len(size)
+    x = sample(dt, (n, c) + size)
+    if strided:
+        x = noncontiguous(dt, (n, c) + size)
+    wshape = (c, o // groups) + (k,) * nd if transposed else (o, c // groups) + (k,) * nd
+    w = sample(dt, wshape)
+    b = sample(dt, (o,)) if bias else None
+    attrs = dict(stride=(stride,) * nd, padding=(padding,) * nd, dilation=(dilation,) * nd,
+                 transposed=transposed, output_padding=(output_padding,) * nd, groups=groups)
+    return (x, w, b), attrs
+
+
+CONV_CASES = {
+    "plain": _conv_case(2, 3, 4, (9, 11), 3),
+    "padded-strided": _conv_case(2, 4, 6, (10, 7), 3, stride=2, padding=1),
+    "dilated-grouped": _conv_case(1, 4, 6, (12, 12), 3, dilation=2, groups=2, padding=2),
+    "no-bias-1d": _conv_case(3, 2, 5, (17,), 4, bias=False),
+    "3d": _conv_case(1, 2, 3, (5, 6, 7), 2, padding=1),
+    "float64": _conv_case(2, 3, 4, (8, 8), 5, dt=np.float64),
+    "non-contiguous": _conv_case(2, 3, 4, (8, 9), 3, strided=True),
+    "transposed": _conv_case(2, 4, 6, (6, 5), 3, transposed=True, padding=1),
+    "transposed-output-padding": _conv_case(1, 3, 4, (5, 5), 3, transposed=True, output_padding=1,
+                                            dilation=2, padding=1),
+    "transposed-grouped": _conv_case(2, 4, 6, (7,), 3, transposed=True, groups=2, bias=False),
+}
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_direct_convolution_kernels_match_interpreter(case):
+    from dynograph.compiler.llvm import convolution
+    convolution._PLANS.clear()
+    args, attrs = CONV_CASES[case]
+    assert compare("convolution", args, expect_kernel=False, tol=2e-5, **attrs)
+    plans = [p for node_plans in convolution._PLANS.values() for p, _ in node_plans.values()]
+    assert plans and all(p is not None for p in plans)
+
+
+@pytest.mark.parametrize("case, expected", [
+    (_conv_case(1, 2, 2, (6, 6), 3, transposed=True, stride=2), "strided transposed"),
+    (_conv_case(1, 2, 2, (6, 6), 3, dt=np.float16), "float16"),
+    (_conv_case(1, 2, 2, (6, 6), 3, transposed=True, padding=3), "padding beyond the kernel"),
+])
+def test_convolutions_without_a_direct_kernel_run_im2col(case, expected):
+    from dynograph.compiler.llvm import convolution
+    convolution._PLANS.clear()
+    args, attrs = case
+    assert compare("convolution", args, expect_kernel=False, tol=2e-3, **attrs), expected
+    assert not any(p is not None for plans in convolution._PLANS.values() for p, _ in plans.values())
+
+
+def test_cnn_training_steps_with_direct_convolutions_match_eager():
+    def net(lib):
+        m = lib.nn
+        return m.Sequential(m.Conv2d(3, 4, 3, padding=1), m.ReLU(), m.MaxPool2d(2),
+                            m.Conv2d(4, 6, 3, groups=2), m.ReLU(), m.Flatten(), m.Linear(6 * 2 * 2, 5))
+    dg.manual_seed(0)
+    eager, compiled = net(dg), net(dg)
+    compiled.load_state_dict(eager.state_dict())
+    opts = [dg.optim.SGD(m.parameters(), lr=0.05, momentum=0.9) for m in (eager, compiled)]
+
+    def make(model, opt):
+        def step(x, y):
+            opt.zero_grad()
+            loss = dg.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+    eager_step = make(eager, opts[0])
+    compiled_step = dg.compile(make(compiled, opts[1]), backend="llvm")
+    rng = np.random.default_rng(1)
+    for _ in range(6):
+        x = dg.from_numpy(rng.standard_normal((4, 3, 8, 8)).astype(np.float32))
+        y = dg.from_numpy(rng.integers(0, 5, size=4))
+        np.testing.assert_allclose(compiled_step(x, y).item(), eager_step(x, y).item(), rtol=1e-5)
+    for (name, a), b in zip(eager.state_dict().items(), compiled.state_dict().values()):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)

@@ -16,11 +16,13 @@ import numpy as np
 
 from ..interpreter import _resolve, evaluate, last_uses
 from ..ir import TensorType
+from ..passes.memory import plan_memory
 from ..lowering.kernel import describe, lowerable
 from ..lowering.scalar import Unsupported
 from ..ops import REGISTRY
 from ..symbolic import Sym, concrete
 from . import jit
+from .convolution import run_convolution
 from .render import extent, render
 
 # node -> {input layouts: _Plan or None (not lowerable for those layouts)}
@@ -43,7 +45,7 @@ def _threads():
 
 
 class _Plan:
-    __slots__ = ("fn", "outputs", "kernel", "extent", "numel")
+    __slots__ = ("fn", "outputs", "kernel", "extent", "numel", "variants")
 
     def __init__(self, fn, outputs, kernel):
         self.fn = fn
@@ -51,6 +53,16 @@ class _Plan:
         self.kernel = kernel
         self.extent = extent(kernel)    # the outermost kept axis, which calls may split
         self.numel = int(np.prod(kernel.domain))
+        self.variants = {}
+
+    def writing_into(self, pairs):
+        """The plan of the same kernel storing output j into input buffer k for each (j, k)
+        of ``pairs`` (an in-place update): the kernel itself must know, since its buffer
+        arguments are ``noalias``."""
+        plan = self.variants.get(pairs)
+        if plan is None:
+            plan = self.variants[pairs] = _compile(self.kernel.writing_into(pairs))
+        return plan
 
     def __call__(self, pointers):
         n, pool = _threads()
@@ -132,43 +144,124 @@ def _compile(kernel):
     return _Plan(fn, outputs, kernel)
 
 
-def run_kernel(node, env, batch):
-    """Run ``node`` as a compiled kernel; returns its outputs, or None when it does not lower."""
-    values = _kernel_inputs(node)
-    if values is None:
-        return None
-    arrays = [env[v] for v in values]
-    plan = _plan(node, arrays, values, batch)
-    if plan is None:
-        return None
-    # outputs are contiguous, as the description's store strides assume
-    outs = [np.empty(concrete(v.type.shape, batch), dt) for v, dt in zip(node.outs, plan.outputs)]
-    plan([a.ctypes.data for a in arrays] + [o.ctypes.data for o in outs])
-    return outs
+def run(graph, inputs, batch=None, writable=()):
+    """Execute ``graph`` like ``interpreter.run``, with LLVM kernels where nodes lower.
+    ``writable``: the state slots whose input buffer an update may overwrite in place (the
+    caller writes those updates back into the same tensors anyway)."""
+    programs = graph.__dict__.setdefault("_llvm_programs", {})
+    key = (batch, frozenset(writable))
+    program = programs.get(key)
+    if program is None:
+        program = programs[key] = _Program(graph, batch, key[1])
+    return program.run(inputs)
 
 
-def run(graph, inputs, batch=None):
-    """Execute ``graph`` like ``interpreter.run``, with LLVM kernels where nodes lower."""
-    env = {inp.value: x for inp, x in zip(graph.inputs, inputs)}
-    env[Sym] = batch
-    frees = last_uses(graph)
-    for i, node in enumerate(graph.nodes):
-        result = run_kernel(node, env, batch)
-        if result is None:
-            args = _resolve(node.args, env)
-            attrs = {k: _resolve(v, env) for k, v in node.attrs.items()}
-            if node.op == "fused":
-                sub = attrs.pop("graph")
-                result, _ = run(sub, args, batch)
-            else:
-                result = evaluate(REGISTRY[node.op], args, attrs)
-                if len(node.outs) == 1:
-                    result = [result]
-        for v, r in zip(node.outs, result):
-            env[v] = r
-        for v in frees.get(i, ()):
-            del env[v]
-    return [env[v] for v in graph.outputs], {slot: env[v] for slot, v in graph.updates}
+class _Program:
+    """A graph made ready to run many times at one batch size: the intermediate values of its
+    memory plan (compiler/passes/memory.py) live in buffers allocated once, so a steady-state
+    call allocates only what it returns; updates the plan allows to be made in place are
+    written by their kernel straight into the state's own buffer."""
+
+    def __init__(self, graph, batch, writable):
+        self.graph, self.batch = graph, batch
+        self.frees = last_uses(graph)
+        plan = graph.memory_plan or plan_memory(graph)
+        self.planned, self.arenas = _allocate(plan, batch)
+        slots = {inp.name: inp.value for inp in graph.inputs}
+        # update value -> the input value (the slot's old state) it may overwrite
+        self.inplace = {v: slots[slot] for slot, v in graph.updates
+                        if slot in plan.inplace and slot in writable}
+
+    def run(self, inputs):
+        env = {inp.value: x for inp, x in zip(self.graph.inputs, inputs)}
+        env[Sym] = self.batch
+        for i, node in enumerate(self.graph.nodes):
+            result = self.run_kernel(node, env)
+            if result is None:
+                result = self.run_extern(node, env)
+            for v, r in zip(node.outs, result):
+                env[v] = r
+            for v in self.frees.get(i, ()):
+                del env[v]
+        graph = self.graph
+        return [env[v] for v in graph.outputs], {slot: env[v] for slot, v in graph.updates}
+
+    def run_kernel(self, node, env):
+        """Run ``node`` as a compiled kernel; returns its outputs, or None when it does not lower."""
+        values = _kernel_inputs(node)
+        if values is None:
+            return None
+        arrays = [env[v] for v in values]
+        plan = _plan(node, arrays, values, self.batch)
+        if plan is None:
+            return None
+        outs, into = [], []
+        for j, (v, dt) in enumerate(zip(node.outs, plan.outputs)):
+            out = self.planned.get(v)
+            if out is None:
+                old = self.inplace.get(v)
+                if old is not None and old in values and _overwritable(env[old], dt, v, self.batch):
+                    out = env[old]
+                    into.append((j, values.index(old)))
+                else:        # outputs are contiguous, as the description's store strides assume
+                    out = np.empty(concrete(v.type.shape, self.batch), dt)
+            outs.append(out)
+        if into:
+            plan = plan.writing_into(tuple(into))
+        plan([a.ctypes.data for a in arrays] + [o.ctypes.data for o in outs])
+        return outs
+
+    def run_extern(self, node, env):
+        """Run ``node`` on numpy (the interpreter's ``evaluate``); a matrix product writes into
+        its planned buffer, a convolution runs a generated direct kernel where it can."""
+        args = _resolve(node.args, env)
+        attrs = {k: _resolve(v, env) for k, v in node.attrs.items()}
+        if node.op == "fused":
+            sub = attrs.pop("graph")
+            return run(sub, args, self.batch)[0]
+        out = self.planned.get(node.outs[0])
+        if node.op == "mm" and out is not None and out.dtype in _BLAS and \
+                args[0].dtype == args[1].dtype == out.dtype:
+            return [np.dot(args[0], args[1], out=out)]
+        if node.op == "convolution":
+            result = run_convolution(node, args, attrs, out, _compile)
+            if result is not None:
+                return [result]
+        op = REGISTRY[node.op]
+        result = evaluate(op, args, attrs)
+        result = [result] if len(node.outs) == 1 else list(result)
+        if not op.view:        # a result sharing a planned buffer would be overwritten later
+            result = [r.copy() if isinstance(r, np.ndarray) and _root(r) in self.arenas else r
+                      for r in result]
+        return result
+
+
+_BLAS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _allocate(plan, batch):
+    """(planned Value -> its array in a buffer allocated now, the buffers' root arrays)."""
+    shapes = {v: tuple(concrete(v.type.shape, batch)) for v in plan.buffers}
+    sizes = {}
+    for v, b in plan.buffers.items():
+        sizes[b] = max(sizes.get(b, 0), int(np.prod(shapes[v])) * v.type.dtype.itemsize)
+    buffers = {b: np.empty(n, np.uint8) for b, n in sizes.items()}
+    # views share their base's buffer but are made by their own nodes: only bases get arrays
+    planned = {v: np.ndarray(shapes[v], v.type.dtype.np, buffer=buffers[b])
+               for v, b in plan.buffers.items() if v in plan.lifetimes}
+    return planned, {id(a) for a in buffers.values()}
+
+
+def _root(a):
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return id(a)
+
+
+def _overwritable(a, dt, v, batch):
+    """Whether a kernel may store ``v`` into the input array ``a`` (element k into element k)."""
+    return type(a) is np.ndarray and a.dtype == dt and a.flags.c_contiguous and \
+        a.flags.writeable and a.shape == tuple(concrete(v.type.shape, batch))
 
 
 def _plain_inputs(node):

@@ -24,7 +24,7 @@ and ``kernel.key`` is a hash of that text, which caches compiled code::
       ...
 """
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -104,6 +104,16 @@ class Kernel:
         for s in self.stores:
             lines.append(f"  store {self.buffers[s.buffer][0]} strides {s.strides} <- %{s.value}")
         return "\n".join(lines)
+
+    def writing_into(self, pairs):
+        """This kernel with the stores to output ``j`` going to input buffer ``k`` instead, for
+        each ``(j, k)`` of ``pairs``: an update made in place.  The caller guarantees the input
+        is laid out as the output (contiguous, same shape), so element i is read and then written
+        at one address within the same iteration; the output argument is passed but unused."""
+        n = self.n_inputs
+        target = {n + j: k for j, k in pairs}
+        stores = [Store(target.get(s.buffer, s.buffer), s.value, s.strides) for s in self.stores]
+        return replace(self, stores=stores, name=self.name + "_inplace")
 
     @property
     def key(self):

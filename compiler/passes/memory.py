@@ -19,8 +19,9 @@ else a new buffer.  Buffers are never grown.  ``planned_bytes`` is the sum of th
 In-place updates.  An update ``slot <- v`` can overwrite the slot's own buffer when ``v`` is
 computed by an elementwise node, or by a fused node, that reads the slot's input value itself
 (in a fused node, only through elementwise ops of the slot's shape, so element i of the result
-depends on element i of the slot only), and nothing reads the slot's input value (or a view of
-it) after that node, nor returns it.  SGD's ``p <- p - lr * buf`` is the typical case.
+depends on element i of the slot only, and does depend on it: a kernel then loads element i
+before it stores element i), and nothing reads the slot's input value (or a view of it) after
+that node, nor returns it.  SGD's ``p <- p - lr * buf`` is the typical case.
 """
 from dataclasses import dataclass, field
 
@@ -134,7 +135,8 @@ def _elementwise_in(node, old, v):
         if op is None or op.kind != "elementwise" or n.outs[0].type.shape != old.type.shape:
             return False
         tainted.update(n.outs)
-    return True
+    # v must read old: its store then follows the load of the same element, in one iteration
+    return sub.outputs[node.outs.index(v)] in tainted
 
 
 def memory(graph):

@@ -1,0 +1,92 @@
+"""Convolutions in the ``llvm`` executor as generated direct kernels (compiler/lowering/conv.py).
+
+A direct kernel beats im2col + BLAS on the small channel counts of typical CNN layers: im2col
+copies every input element K*K times and BLAS is slow on products with a few rows.  Covered:
+convolutions of float32/float64 with any stride, dilation, padding and groups, and stride-1
+transposed convolutions (the input gradient of a stride-1 convolution).  Other cases (strided
+transposed convolutions, half types) return None and run on the interpreter's im2col.
+"""
+import weakref
+
+import numpy as np
+
+from ..lowering.conv import Weights, direct_convolution
+from ..lowering.scalar import Unsupported
+from dynograph.runtime import dtypes as D
+
+# node -> {(dtype, shapes and strides of the operands): compiled plan, or None}
+_PLANS = weakref.WeakKeyDictionary()
+
+
+def run_convolution(node, args, attrs, out, compile_kernel):
+    """``convolution(*args, **attrs)`` by a direct kernel, written into ``out`` when it is given
+    (a planned buffer); None when the case is not covered."""
+    x, w, bias = args
+    if not all(isinstance(a, np.ndarray) for a in (x, w)) or x.dtype != w.dtype or \
+            x.dtype not in (np.float32, np.float64) or \
+            (bias is not None and (not isinstance(bias, np.ndarray) or bias.dtype != x.dtype)):
+        return None
+    stride, dilation, groups = attrs["stride"], attrs["dilation"], attrs["groups"]
+    ksize = w.shape[2:]
+    if attrs["transposed"]:
+        if any(s != 1 for s in stride):
+            return None
+        # the equivalent convolution reads x padded by dilation * (K - 1) - padding
+        lead = tuple(d * (k - 1) - p for d, k, p in zip(dilation, ksize, attrs["padding"]))
+        if min(lead) < 0:
+            return None
+        pads = [(a, a + extra) for a, extra in zip(lead, attrs["output_padding"])]
+        out_channels = w.shape[1] * groups
+    else:
+        pads = [(p, p) for p in attrs["padding"]]
+        out_channels = w.shape[0]
+    xp = _padded(x, pads)
+    key = (xp.shape, xp.strides, w.shape, w.strides, None if bias is None else bias.strides)
+    plans = _PLANS.setdefault(node, {})
+    if key not in plans:
+        plans[key] = _plan(xp, w, bias, attrs, out_channels, compile_kernel)
+    plan, sizes = plans[key]
+    if plan is None:
+        return None
+    shape = (x.shape[0], out_channels) + sizes
+    if out is None or out.shape != shape:
+        out = np.empty(shape, x.dtype)
+    pointers = [xp.ctypes.data, w.ctypes.data] + ([] if bias is None else [bias.ctypes.data])
+    plan(pointers + [out.ctypes.data])
+    return out
+
+
+def _plan(xp, w, bias, attrs, out_channels, compile_kernel):
+    item = xp.itemsize
+    if any(s % item for a in (xp, w) for s in a.strides):
+        return None, None
+    elements = [tuple(s // item for s in a.strides) for a in (xp, w)]
+    groups = attrs["groups"]
+    if attrs["transposed"]:
+        weights = Weights.transposed(elements[1], w.shape, groups)
+    else:
+        weights = Weights.forward(elements[1], groups, out_channels // groups)
+    bias_stride = None
+    if bias is not None:
+        if bias.strides[0] % item:
+            return None, None
+        bias_stride = bias.strides[0] // item
+    try:
+        kernel = direct_convolution(xp.shape, elements[0], weights, bias_stride, groups,
+                                    out_channels, tuple(w.shape[2:]), attrs["stride"],
+                                    attrs["dilation"], D.from_numpy_dtype(xp.dtype))
+    except Unsupported:
+        return None, None
+    # the domain is (n, g, o, q0 .. q[d-2], c, k0 .. k[d-1], q[d-1])
+    nd = (len(kernel.domain) - 4) // 2
+    return compile_kernel(kernel), tuple(kernel.domain[3:3 + nd - 1]) + (kernel.domain[-1],)
+
+
+def _padded(x, pads):
+    """x (N, C, *S) with zeros around its spatial dims (x itself when no padding)."""
+    if not any(a or b for a, b in pads):
+        return x
+    shape = x.shape[:2] + tuple(n + a + b for n, (a, b) in zip(x.shape[2:], pads))
+    xp = np.zeros(shape, x.dtype)
+    xp[(slice(None),) * 2 + tuple(slice(a, a + n) for n, (a, _) in zip(x.shape[2:], pads))] = x
+    return xp
