@@ -164,3 +164,91 @@ def test_cnn_training_steps_with_direct_convolutions_match_eager():
         np.testing.assert_allclose(compiled_step(x, y).item(), eager_step(x, y).item(), rtol=1e-5)
     for (name, a), b in zip(eager.state_dict().items(), compiled.state_dict().values()):
         np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+# ---------------------------------------------------------------- planned buffers, in place
+
+def test_steady_state_calls_allocate_only_what_they_return():
+    import tracemalloc
+    rng = np.random.default_rng(0)
+    x, w1, w2 = (dg.from_numpy(rng.standard_normal(s).astype(np.float32) * 0.1)
+                 for s in ((256, 512), (512, 512), (512, 256)))
+
+    def fn(x, w1, w2):                  # intermediates of 512 KB each, a 0-d result
+        h = dg.relu(x @ w1)
+        return (h @ w2).tanh().sum()
+    compiled = dg.compile(fn, backend="llvm")
+    for _ in range(3):
+        got = compiled(x, w1, w2)
+    np.testing.assert_allclose(got.item(), fn(x, w1, w2).item(), rtol=1e-4)
+    tracemalloc.start()
+    try:
+        compiled(x, w1, w2)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 256 * 1024, peak      # no 512 KB intermediate allocated
+
+
+def test_sgd_updates_parameters_and_momentum_in_place():
+    model = dg.nn.Sequential(dg.nn.Linear(64, 32), dg.nn.ReLU(), dg.nn.Linear(32, 4))
+    twin = dg.nn.Sequential(dg.nn.Linear(64, 32), dg.nn.ReLU(), dg.nn.Linear(32, 4))
+    twin.load_state_dict(model.state_dict())
+    steps = []
+    for m, backend in ((model, "llvm"), (twin, None)):
+        opt = dg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y, m=m, opt=opt):
+            opt.zero_grad()
+            loss = dg.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        steps.append((dg.compile(step, backend=backend) if backend else step, opt))
+    rng = np.random.default_rng(0)
+    data = [(dg.from_numpy(rng.standard_normal((16, 64)).astype(np.float32)),
+             dg.from_numpy(rng.integers(0, 4, size=16))) for _ in range(6)]
+    (compiled, opt), (eager, _) = steps
+    for x, y in data[:3]:
+        compiled(x, y), eager(x, y)
+    held = [p.detach() for p in model.parameters()]          # share the parameters' memory
+    where = [p.data_ptr() for p in model.parameters()]
+    buffers = [opt.state[p]["momentum_buffer"].data_ptr() for p in model.parameters()]
+    for x, y in data[3:]:
+        np.testing.assert_allclose(compiled(x, y).item(), eager(x, y).item(), rtol=1e-5)
+    assert [p.data_ptr() for p in model.parameters()] == where
+    assert [opt.state[p]["momentum_buffer"].data_ptr() for p in model.parameters()] == buffers
+    for h, p, q in zip(held, model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+        assert np.array_equal(h.numpy(), p.detach().numpy())  # written through, as eager does
+    entry = compiled.entries[-1]
+    assert len(entry.graph.memory_plan.inplace) == 8          # 4 parameters, 4 momentum buffers
+
+
+def test_a_replaced_gradient_tensor_keeps_its_values():
+    # .grad is assigned a new tensor each step (zero_grad sets None): the old one must not be
+    # overwritten by an in-place update
+    lin = dg.nn.Linear(8, 3)
+    opt = dg.optim.SGD(lin.parameters(), lr=0.1)
+
+    @dg.compile(backend="llvm")
+    def step(x):
+        opt.zero_grad()
+        lin(x).square().sum().backward()
+        opt.step()
+    x = dg.ones(4, 8)
+    step(x), step(x)
+    old = lin.weight.grad
+    kept = old.numpy().copy()
+    step(x * 2)
+    assert lin.weight.grad is not old and np.array_equal(old.numpy(), kept)
+
+
+@pytest.mark.parametrize("n", [3, 7])
+def test_programs_per_batch_size_agree_with_eager(n):
+    lin = dg.nn.Linear(5, 4)
+    fn = dg.compile(lambda x: dg.relu(lin(x)).sum(1), backend="llvm", dynamic=True)
+    for size in (n, n + 5, n):
+        x = dg.from_numpy(np.random.default_rng(size).standard_normal((size, 5)).astype(np.float32))
+        np.testing.assert_allclose(fn(x).detach().numpy(), dg.relu(lin(x)).sum(1).detach().numpy(),
+                                   rtol=1e-5)
