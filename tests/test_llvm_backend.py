@@ -100,7 +100,7 @@ def noncontiguous(dtype, shape, positive=False):
 
 LOWERED = sorted(n for n, o in REGISTRY.items() if o.kind == "elementwise" and o.lowering)
 TERNARY = {"where", "masked_fill", "lerp", "addcmul", "addcdiv", "clamp"}
-BINARY = {"add", "sub", "mul", "div", "remainder", "fmod", "pow", "atan2", "maximum", "minimum",
+BINARY = {"prelu", "add", "sub", "mul", "div", "remainder", "fmod", "pow", "atan2", "maximum", "minimum",
           "fmax", "fmin", "copysign", "hypot", "logaddexp", "logaddexp2", "xlogy", "heaviside", "nextafter",
           "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
@@ -111,10 +111,20 @@ LAYOUTS = [(np.float32, (5, 7), (7,), True), (np.float64, (37,), (37,), False),
            (np.bool_, (3, 4), (3, 1), True), (np.float16, (33,), (), False)]
 
 
+# attributes the parametrized test passes to ops that need them
+ATTRS = {"polygamma": {"n": 2}, "affine_normalize": {"eps": 1e-5, "kind": "layer"}}
+
+
 def _args(op, dt, shape, other, strided):
     positive = op in ("div", "remainder", "fmod") and np.dtype(dt).kind in "iu"
     x = noncontiguous(dt, shape) if strided else sample(dt, shape)
     y = sample(dt, other, positive)
+    if op == "affine_normalize":
+        # statistics broadcast like ``other``; a missing weight and bias arrive as 1 and 0
+        stats = (y, sample(dt, other, positive=True))
+        if strided:
+            return (x, *stats, 1, 0)
+        return (x, *stats, sample(dt, shape[-1:]), sample(dt, other))
     if op in ("bitwise_left_shift", "bitwise_right_shift"):
         y = RNG.integers(-1, 70, size=other).astype(dt) if np.dtype(dt).kind in "iu" else y
     if op == "where":
@@ -133,7 +143,8 @@ def test_elementwise_op_matches_interpreter(op):
     ran = 0
     for dt, shape, other, strided in LAYOUTS:
         ran += compare(op, _args(op, dt, shape, other, strided),
-                       expect_kernel=not (op == "pow" and np.dtype(dt).kind in "iub"))
+                       expect_kernel=not (op == "pow" and np.dtype(dt).kind in "iub"),
+                       **ATTRS.get(op, {}))
     assert ran, f"{op}: no dtype accepted"
 
 
@@ -164,12 +175,22 @@ def test_elementwise_attributes_and_literals(op, args, attrs):
     assert compare(op, tuple(built), **attrs)
 
 
-def test_integer_division_by_zero_and_overflow_do_not_trap():
+def test_integer_division_overflow_wraps_and_a_zero_divisor_raises_as_in_torch():
     x = np.array([7, -7, np.iinfo(np.int32).min, 5], np.int32)
-    y = np.array([0, 2, -1, -1], np.int32)
+    y = np.array([3, 2, -1, -1], np.int32)
     g, arrays, _ = graph_of("div", (x, y), rounding_mode="trunc")
     out = runner.run(g, arrays)[0][0]
-    assert out[1] == -3 and out[2] == np.iinfo(np.int32).min and out[3] == -5
+    assert list(out) == [2, -3, np.iinfo(np.int32).min, -5]
+    for op, attrs in [("div", {"rounding_mode": "trunc"}), ("div", {"rounding_mode": "floor"}),
+                      ("remainder", {}), ("fmod", {})]:
+        for dt in (np.int64, np.uint8):
+            x = np.arange(1, 5 << 20, dtype=np.int64).astype(dt)      # split over threads
+            y = np.ones_like(x)
+            y[len(y) // 2] = 0
+            g, arrays, node = graph_of(op, (x, y), **attrs)
+            with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+                runner.run(g, arrays)
+            assert any(p is not None for p in runner._PLANS[node].values())   # the kernel raised
 
 
 def test_nan_propagates_through_max_and_min():
@@ -417,3 +438,133 @@ def test_logaddexp_at_infinities_and_nan(op):
 def test_lgamma_at_poles_and_infinities():
     x = np.array([-np.inf, np.inf, 0.0, -1.0, -2.5, 0.5, 30.0, np.nan], np.float32)
     assert compare("lgamma", (x,))
+
+
+INF, NAN = np.inf, np.nan
+# (op, attrs, inputs): poles, zero of either sign, negative integers, +-1 for erfinv, huge and
+# tiny magnitudes, the root of digamma, NaN and infinities
+SPECIAL_EDGES = [
+    ("digamma", {}, [0.0, -0.0, -1.0, -2.0, -1e6, -2.5, -0.5, 1e-30, -1e-30, 1.4616321449683623,
+                     0.25, 7.5, 1e15, 1e30, INF, -INF, NAN]),
+    ("polygamma", {"n": 0}, [0.0, -0.0, -3.0, -2.5, 0.5, 12.0, INF, NAN]),
+    ("polygamma", {"n": 1}, [0.0, -0.0, -2.0, -2.5, -0.3, 1e-30, 0.75, 30.0, 1e8, INF, NAN]),
+    ("polygamma", {"n": 2}, [0.0, -0.0, -2.0, -2.5, -0.3, 1e-30, 0.75, 30.0, 1e8, NAN, -INF]),
+    ("polygamma", {"n": 5}, [0.0, -1.0, -4.75, -0.3, 0.1, 3.0, 40.0, 1e8, NAN]),
+    ("erfinv", {}, [1.0, -1.0, 0.0, -0.0, 0.5, -0.5, 0.9, -0.999, 1 - 2.0 ** -24, -(1 - 2.0 ** -24),
+                    1e-30, 1.5, -2.0, INF, NAN]),
+]
+# where torch's algorithm, not the function, decides the value, the kernel follows the
+# reference (scipy): polygamma(1, x) at x = -1, -2... (torch: a huge finite number from
+# sin(pi x) != 0), polygamma(n >= 2, +inf) (torch: NaN; the limit is 0) and its -inf
+TORCH_ARTIFACTS = {("polygamma", 1): (-2.0,), ("polygamma", 2): (-INF,)}
+
+
+@pytest.mark.parametrize("op, attrs, xs", SPECIAL_EDGES,
+                         ids=[f"{op}{a.get('n', '')}" for op, a, _ in SPECIAL_EDGES])
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_special_functions_at_edge_inputs_match_interpreter_and_torch(op, attrs, xs, dt):
+    import torch
+    x = np.array(xs, dt)
+    assert compare(op, (x,), **attrs)
+    g, arrays, _ = graph_of(op, (x,), **attrs)
+    got = runner.run(g, arrays)[0][0]
+    skip = TORCH_ARTIFACTS.get((op, attrs.get("n")), ())
+    keep = ~np.isin(x, skip)
+    t = torch.from_numpy(x[keep])
+    ref = (torch.polygamma(attrs["n"], t) if op == "polygamma" else getattr(torch, op)(t)).numpy()
+    # torch's own trigamma is good to about 5e-10 in float64; atol: digamma's root
+    rtol, atol = (1e-9, 1e-14) if dt == np.float64 else (1e-5, 1e-6)
+    np.testing.assert_allclose(got[keep], ref, rtol=rtol, atol=atol, equal_nan=True, err_msg=op)
+
+
+@pytest.mark.parametrize("op, attrs, lo, hi", [
+    ("digamma", {}, -60.0, 60.0), ("polygamma", {"n": 1}, -30.0, 30.0),
+    ("polygamma", {"n": 3}, -8.0, 30.0), ("erfinv", {}, -1.0, 1.0)])
+def test_special_functions_over_wide_ranges(op, attrs, lo, hi):
+    """Relative accuracy over a fine grid, plus log-spaced magnitudes for the gamma functions
+    and erfinv's tails up to 1 - 2^-53."""
+    grid = np.linspace(lo, hi, 40001)[1:-1]
+    if op == "erfinv":
+        tails = 1 - np.logspace(-16.3, -1, 4001)
+        grid = np.concatenate([grid, tails, -tails])
+    else:
+        grid = np.concatenate([grid, np.logspace(-300, 300, 4001)])
+    for dt in (np.float64, np.float32):
+        assert compare(op, (grid.astype(dt),), tol=1e-10 if dt == np.float64 else 1e-5, **attrs)
+
+
+def _norm_kernels(compiled):
+    """(plans of the nodes computing affine_normalize, nodes the interpreter ran) of the graphs
+    ``compiled`` ran on the llvm backend."""
+    norm, fallback = [], []
+    for graph in compiled.graphs():
+        for node in graph.nodes:
+            plans = list(runner._PLANS.get(node, {}).values())
+            inner = node.attrs["graph"].nodes if node.op == "fused" else [node]
+            if any(n.op == "affine_normalize" for n in inner):
+                norm.extend(plans)
+            if node.op == "fused" and any(p is None for p in plans):
+                fallback.append(node)
+    return norm, fallback
+
+
+NORM_LAYERS = {      # (input shape, layers); a Linear in front makes the input need a gradient
+    "layer": ((30, 12), lambda: [dg.nn.Linear(12, 12), dg.nn.LayerNorm(12)]),
+    "batch1d-train": ((16, 6), lambda: [dg.nn.Linear(6, 6), dg.nn.BatchNorm1d(6)]),
+    "batch1d-eval": ((16, 6), lambda: [dg.nn.Linear(6, 6), dg.nn.BatchNorm1d(6)]),
+    "batch2d-train": ((6, 4, 3, 5), lambda: [dg.nn.BatchNorm2d(4)]),
+    "batch2d-eval": ((6, 4, 3, 5), lambda: [dg.nn.BatchNorm2d(4)]),
+}
+
+
+@pytest.mark.parametrize("kind", list(NORM_LAYERS))
+def test_normalization_layers_fuse_into_one_kernel_and_match_eager(kind):
+    dg.manual_seed(0)
+    shape, layers = NORM_LAYERS[kind]
+    models = [dg.nn.Sequential(*layers()) for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    for m in models:
+        with dg.no_grad():
+            m[-1].weight.mul_(1.5).add_(0.25)
+            m[-1].bias.add_(-0.5)
+        m.train(not kind.endswith("eval"))
+    x = dg.tensor(RNG.normal(size=shape).astype(np.float32) * 3 + 1)
+
+    def step_of(model):
+        def step(x):
+            out = model(x)
+            (out * out.tanh()).sum().backward()
+            return out
+        return step
+    eager, compiled = step_of(models[0]), dg.compile(step_of(models[1]), backend="llvm")
+    # the first two calls trace (the second because the parameters now have grads); the third
+    # runs the compiled graph; the running statistics change between the calls
+    for _ in range(3):
+        ref, got = eager(x), compiled(x)
+        np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-5)
+    for p, q in zip(models[0].parameters(), models[1].parameters()):
+        np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for a, b in zip(models[0].buffers(), models[1].buffers()):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6)
+    norm, fallback = _norm_kernels(compiled)
+    assert len(norm) == 1 and norm[0] is not None, "the normalization group is not one kernel"
+    assert not fallback
+
+
+def test_prelu_and_affine_normalize_match_torch():
+    import torch
+    x = np.array([[-2.0, 3.0], [-0.0, 0.0], [np.nan, -np.inf], [np.inf, -1e-30]], np.float32)
+    w = np.array([0.25, -1.5], np.float32)
+    g, arrays, _ = graph_of("prelu", (x, w))
+    assert compare("prelu", (x, w))
+    ref = torch.nn.functional.prelu(torch.from_numpy(x), torch.from_numpy(w)).numpy()
+    np.testing.assert_array_equal(runner.run(g, arrays)[0][0], ref)
+    # Python-number weight and bias other than 1 and 0 are applied like tensors
+    x = sample(np.float32, (5, 16))
+    mean, var = x.mean(1, keepdims=True), x.var(1, keepdims=True)
+    attrs = {"eps": 1e-5, "kind": "layer"}
+    assert compare("affine_normalize", (x, mean, var, 2.0, 0.5), **attrs)
+    g, arrays, _ = graph_of("affine_normalize", (x, mean, var, 2.0, 0.5), **attrs)
+    ref = torch.nn.functional.layer_norm(torch.from_numpy(x), (16,), torch.full((16,), 2.0),
+                                         torch.full((16,), 0.5), eps=1e-5).numpy()
+    np.testing.assert_allclose(runner.run(g, arrays)[0][0], ref, rtol=1e-5, atol=1e-5)

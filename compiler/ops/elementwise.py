@@ -16,6 +16,7 @@ different ``grad_fn`` names (``x ** 2`` is PowBackward0, ``x ** y`` PowBackward1
 """
 import builtins
 import math
+from fractions import Fraction
 
 import numpy as np
 from scipy import special as _special
@@ -410,6 +411,181 @@ def _lower_angle(b, x):
                     b.select(b.cmp("ne", x, x), x, zero))
 
 
+def _horner(b, t, coefficients):
+    """coefficients[0] * t**k + ... + coefficients[k], in t's dtype."""
+    r = b.const(coefficients[0], t.dtype)
+    for c in coefficients[1:]:
+        r = b.add(b.mul(r, t), b.const(c, t.dtype))
+    return r
+
+
+def _ipow(b, x, n):
+    """x ** n for a Python int n >= 1, by squaring."""
+    result, square = None, x
+    while n:
+        if n & 1:
+            result = square if result is None else b.mul(result, square)
+        n >>= 1
+        if n:
+            square = b.mul(square, square)
+    return result
+
+
+# erfinv: Giles' single-precision polynomials in w = -log(1 - a^2) ("Approximating the erfinv
+# function", GPU Computing Gems, 2011), within 3e-7 relative for float32.  float64 refines them
+# with one Halley step on erf(y) = a.  For 1 - a < 1e-7 (w >= 16, float64 only) Giles' tail no
+# longer holds: a rational function of sqrt(-log((1 - a) / 2)), within 1e-4, then one step of
+# y = sqrt(-log((1 - a) y sqrt(pi) / S(y))), erfc's asymptotic series S, bring it to 1e-6.
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                   0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+_ERFINV_FAR = ((1.641345311, 3.429567803, -1.624906493, -1.970840454),
+               (1.637067800, 3.543889200, 1.0))
+_ERFC_ASYMPTOTIC = (6.5625, -1.875, 0.75, -0.5, 1.0)     # sum (-1)^k (2k-1)!! / (2y^2)^k
+
+
+def _erfinv_guess(b, a):
+    """erfinv(a) for 0 <= a < 1 to float32 accuracy (for float64 also with a near 1)."""
+    one = _one(b, a)
+
+    def c(v):
+        return b.const(v, a.dtype)
+    w = b.neg(b.log(b.mul(b.sub(one, a), b.add(one, a))))
+    central = _horner(b, b.sub(w, c(2.5)), _ERFINV_CENTRAL)
+    tail = _horner(b, b.sub(b.sqrt(w), c(3.0)), _ERFINV_TAIL)
+    y = b.mul(b.select(b.cmp("lt", w, c(5.0)), central, tail), a)
+    if a.dtype is not D.float64:
+        return y
+    # there -log(1 - a) = w + log(1 + a) is w + log 2 to within 1e-7: no further log of 1 - a
+    log_q = b.neg(b.add(w, c(LN2)))
+    z = b.sqrt(b.sub(c(LN2), log_q))
+    far = b.div(_horner(b, z, _ERFINV_FAR[0]), _horner(b, z, _ERFINV_FAR[1]))
+    series = _horner(b, b.div(one, b.mul(far, far)), _ERFC_ASYMPTOTIC)
+    far = b.sqrt(b.neg(b.add(log_q, b.log(b.div(b.mul(far, c(math.sqrt(math.pi))), series)))))
+    return b.select(b.cmp("lt", w, c(16.0)), y, far)
+
+
+def _erfinv_halley(b, a, y):
+    """One Halley step on erf(y) - a = 0 (a >= 0).  Above a = 0.5 the residual is taken as
+    (1 - a) - erfc(y), exact where erf(y) - a would cancel."""
+    one = _one(b, a)
+    near_one = b.sub(b.sub(one, a), b.call_math("erfc", y))
+    f = b.select(b.cmp("le", a, b.const(0.5, a.dtype)), b.sub(b.call_math("erf", y), a), near_one)
+    slope = b.mul(b.const(TWO_OVER_SQRT_PI, a.dtype), b.exp(b.neg(b.mul(y, y))))
+    u = b.div(f, slope)
+    return b.sub(y, b.div(u, b.add(one, b.mul(y, u))))      # erf'' / erf' = -2y
+
+
+def _lower_erfinv(b, x):
+    a = b.abs(x)
+    y = _erfinv_guess(b, a)
+    if a.dtype is D.float64:
+        y = _erfinv_halley(b, a, y)
+    y = b.select(b.cmp("eq", a, _one(b, a)), b.const(math.inf, a.dtype), y)
+    return b.call_math("copysign", y, x)        # |x| > 1 and NaN are NaN already; erfinv(-0) = -0
+
+
+# digamma and polygamma: psi^(n)(x) = psi^(n)(x + N) + (-1)^(n+1) n! sum_{k<N} (x + k)^-(n+1),
+# then the asymptotic series at x + N >= N; reflection for x < 0.  Both compute in float64
+# (float32 inputs included, as the reference does): the shift's sum and the reflection's
+# polynomial would lose float32 digits.
+_BERNOULLI = tuple(Fraction(p, q) for p, q in (
+    (1, 6), (-1, 30), (1, 42), (-1, 30), (5, 66), (-691, 2730), (7, 6), (-3617, 510),
+    (43867, 798), (-174611, 330), (854513, 138)))          # B2, B4, ..., B22
+
+
+def _psi_series(n):
+    """Coefficients c_j (j = 1, 2, ...) of the asymptotic series: psi^(n)(z) is about
+    log z (n = 0) or (-1)^(n+1) (n-1)!/z^n, plus (-1)^(n+1) (n!/(2z^(n+1)) + sum_j c_j / z^(n+2j)),
+    c_j = B_2j (n+2j-1)! / (2j)!.  The last Bernoulli number only bounds the error."""
+    return [float(bj * math.factorial(n + 2 * j - 1) / math.factorial(2 * j))
+            for j, bj in enumerate(_BERNOULLI, 1)]
+
+
+def _psi_shift(n):
+    """The smallest N >= 10 at which the series' first omitted term is below 1e-17 of the
+    leading one."""
+    omitted = builtins.abs(_psi_series(n)[-1]) / math.factorial(max(n - 1, 0))
+    shift = 10
+    while omitted / shift ** (2 * len(_BERNOULLI)) > 1e-17:
+        shift += 1
+    return shift
+
+
+def _cot_derivative(n):
+    """Coefficients (lowest first) of P_n with d^n/du^n cot(u) = P_n(cot u):
+    P_0(c) = c, P_(k+1)(c) = -(1 + c^2) P_k'(c)."""
+    p = [0, 1]
+    for _ in range(n):
+        dp = [i * p[i] for i in range(1, len(p))] or [0]
+        p = [0] * (len(dp) + 2)
+        for i, v in enumerate(dp):
+            p[i] -= v
+            p[i + 2] -= v
+    return p
+
+
+def _polygamma_positive(b, x, n):
+    """psi^(n)(x) for x >= 0 (the shift, then the series); x = 0 is a pole."""
+    shift = _psi_shift(n)
+    sign = -1.0 if n % 2 == 0 else 1.0                        # (-1)^(n+1)
+    poles = b.const(0.0, x.dtype)
+    for k in range(shift):
+        xk = b.add(x, b.const(k, x.dtype)) if k else x        # -0.0 + 0 would lose 1/x's sign
+        poles = b.add(poles, _ipow(b, b.div(_one(b, x), xk), n + 1))
+    z = b.add(x, b.const(shift, x.dtype))
+    t = b.div(_one(b, z), z)
+    t2 = b.mul(t, t)
+    tail = b.mul(_horner(b, t2, _psi_series(n)[-2::-1]), t2)      # the last only bounds
+    inner = b.add(b.mul(b.const(math.factorial(n) / 2, x.dtype), t), tail)
+    if n == 0:
+        series = b.sub(b.log(z), inner)
+    else:
+        lead = b.add(b.const(math.factorial(n - 1), x.dtype), inner)
+        series = b.mul(b.const(sign, x.dtype), b.mul(_ipow(b, t, n), lead))
+    return b.add(series, b.mul(b.const(sign * math.factorial(n), x.dtype), poles))
+
+
+def _cot_pi(b, x):
+    """cot(pi x), from r = x - rint(x) in [-1/2, 1/2] (exact, even for tiny x): 1 / tan(pi r)
+    for |r| <= 1/4, else tan(pi (1/2 - |r|)) with r's sign, exact zeros at half-integers."""
+    one, quarter, half = _one(b, x), b.const(0.25, x.dtype), b.const(0.5, x.dtype)
+    r = b.sub(x, b.call_math("rint", x))
+    near_pole = b.cmp("le", b.abs(r), quarter)
+    t = b.call_math("tan", b.mul(b.const(math.pi, x.dtype),
+                                 b.select(near_pole, r, b.sub(half, b.abs(r)))))
+    return b.select(near_pole, b.div(one, t), b.call_math("copysign", t, r))
+
+
+def _polygamma_value(b, x, n):
+    """psi^(n)(x) in x's dtype.  Reflection for x < 0:
+    psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi^(n+1) P_n(cot(pi x))."""
+    zero, one = _zero(b, x), _one(b, x)
+    negative = b.cmp("lt", x, zero)
+    right = _polygamma_positive(b, b.select(negative, b.sub(one, x), x), n)
+    p = _horner(b, _cot_pi(b, x), _cot_derivative(n)[::-1])
+    left = b.sub(right if n % 2 == 0 else b.neg(right),
+                 b.mul(b.const(math.pi ** (n + 1), x.dtype), p))
+    out = b.select(negative, left, right)
+    # poles at x = 0, -1, -2, ... and -inf: digamma is NaN there (its +-0 follow the shift's
+    # 1/x), polygamma (-1)^(n+1) inf as the reference's Hurwitz zeta gives
+    pole = b.and_(b.cmp("eq", x, b.call_math("floor", x)), b.cmp("le", x, zero))
+    if n == 0:
+        return b.select(b.and_(pole, negative), b.const(math.nan, x.dtype), out)
+    return b.select(pole, b.const((-1.0) ** (n + 1) * math.inf, x.dtype), out)
+
+
+def _lower_polygamma(b, x, n):
+    if x.dtype is D.float64:
+        return _polygamma_value(b, x, n)
+    return b.cast(_polygamma_value(b, b.cast(x, D.float64), n), x.dtype)
+
+
+def _lower_digamma(b, x):
+    return _lower_polygamma(b, x, 0)
+
+
 # ---------------------------------------------------------------- unary
 
 
@@ -516,11 +692,12 @@ erfc = _unary("erfc", _special.erfc, promote_float,
               lambda ctx, g: (g * -TWO_OVER_SQRT_PI * (-ctx.inputs[0] * ctx.inputs[0]).exp(),),
               lowering=_math("erfc"))
 erfinv = _unary("erfinv", _special.erfinv, promote_float,
-                lambda ctx, g: (g * SQRT_PI_OVER_TWO * (ctx.output * ctx.output).exp(),))
+                lambda ctx, g: (g * SQRT_PI_OVER_TWO * (ctx.output * ctx.output).exp(),),
+                lowering=_lower_erfinv)
 lgamma = _unary("lgamma", _lgamma, promote_float,
                 lambda ctx, g: (g * ctx.inputs[0].digamma(),), lowering=_math("lgamma"))
 digamma = _unary("digamma", _special.psi, promote_float,
-                 lambda ctx, g: (g * ctx.inputs[0].polygamma(1),))
+                 lambda ctx, g: (g * ctx.inputs[0].polygamma(1),), lowering=_lower_digamma)
 deg2rad = _unary("deg2rad", lambda x: x * DEG_TO_RAD, promote_float,
                  lambda ctx, g: (g * DEG_TO_RAD,), grad_name="Deg2RadBackward0", lowering=_scale(DEG_TO_RAD))
 rad2deg = _unary("rad2deg", lambda x: x * RAD_TO_DEG, promote_float,
@@ -604,7 +781,8 @@ def _polygamma_rule(x, n):
 
 
 polygamma = _unary("polygamma", _polygamma, _polygamma_rule,
-                   lambda ctx, g: (g * ctx.inputs[0].polygamma(ctx.attrs["n"] + 1),))
+                   lambda ctx, g: (g * ctx.inputs[0].polygamma(ctx.attrs["n"] + 1),),
+                   lowering=_lower_polygamma)
 
 
 def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):

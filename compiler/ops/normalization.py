@@ -93,8 +93,27 @@ def _affine_normalize_vjp(ctx, g):
             ctx.needs(3) and g * centered * rstd, ctx.needs(4) and g)
 
 
+def _is_literal(b, h, value):
+    """Whether the operand is absent (None) or the Python scalar ``value``: the reference then
+    skips its multiply or add, and so does the kernel (a tensor of ones is still multiplied)."""
+    return h is None or b.literal(h) == value
+
+
+def _lower_affine_normalize(b, x, mean, var, weight, bias, eps, kind):
+    # the reference's order of operations, (x - mean) * (1 / sqrt(var + eps)) * weight + bias;
+    # ``kind`` only names the grad_fn
+    rstd = b.div(b.const(1.0, x.dtype), b.sqrt(b.add(var, b.const(eps, x.dtype))))
+    out = b.mul(b.sub(x, mean), rstd)
+    if not _is_literal(b, weight, 1):
+        out = b.mul(out, weight)
+    if not _is_literal(b, bias, 0):
+        out = b.add(out, bias)
+    return out
+
+
 affine_normalize = _elementwise(
     "affine_normalize", _affine_normalize, _affine_normalize_rule, _affine_normalize_vjp,
+    lowering=_lower_affine_normalize,
     grad_name=lambda is_tensor, attrs: _NORM_GRAD_NAMES[attrs["kind"]],
     doc="(x - mean) / sqrt(var + eps) * weight + bias, broadcast elementwise.")
 
@@ -108,6 +127,11 @@ def _prelu_vjp(ctx, g):
             ctx.needs(1) and (g * x).masked_fill(positive, 0))
 
 
+def _lower_prelu(b, x, weight):
+    positive = b.cmp("gt", x, b.const(0, x.dtype))         # false for NaN: weight * NaN is NaN
+    return b.select(positive, x, b.mul(weight, x))
+
+
 prelu = _elementwise("prelu", lambda x, w: np.where(x > 0, x, w * x), promote, _prelu_vjp,
-                     grad_name="PreluKernelBackward0",
+                     grad_name="PreluKernelBackward0", lowering=_lower_prelu,
                      doc="x where x > 0, weight * x elsewhere (broadcast).")
