@@ -14,7 +14,8 @@ outer index; then a last loop nest over the reduce axes for the stores that vary
 
 This module implements the scalar builder of compiler/lowering/scalar.py on LLVM values:
 float16 and bfloat16 live in float registers and round when converted or stored; integer
-division and remainder never trap.
+division and remainder never trap: a 0 divisor sets a fault flag the caller turns into torch's
+error.
 """
 from contextlib import contextmanager
 
@@ -105,10 +106,12 @@ class Renderer:
     # -- structure
     def render(self):
         k = self.k
-        # the buffers, then the range [begin, end) of the outermost kept axis this call runs
-        fnty = ir.FunctionType(ir.VoidType(), [PTR] * len(k.buffers) + [I64, I64])
+        # the buffers, the fault flag (kernels dividing integers), then the range [begin, end)
+        # of the outermost kept axis this call runs
+        flags = [PTR] if k.divides_integers else []
+        fnty = ir.FunctionType(ir.VoidType(), [PTR] * len(k.buffers) + flags + [I64, I64])
         self.fn = ir.Function(self.mod, fnty, name=self.name)
-        for arg in self.fn.args[:len(k.buffers)]:
+        for arg in self.fn.args[:len(k.buffers) + len(flags)]:
             arg.add_attribute("noalias")
         self.fn.attributes.add("nounwind")
         alloca_block = self.fn.append_basic_block("allocas")
@@ -116,6 +119,10 @@ class Renderer:
         self.alloca_builder = ir.IRBuilder(alloca_block)
         self.b = ir.IRBuilder(start)
         self.index = {}
+        self.fault = None
+        if flags:       # set when an integer divisor is 0: the caller raises, as torch does
+            self.fault = self.alloca_builder.alloca(I1)
+            self.b.store(I1(0), self.fault)
         if self.columnwise():
             self.render_columns()
         elif self.outer_axes:
@@ -125,6 +132,10 @@ class Renderer:
                 self.nest(self.outer_axes[1:], self.outer_body)
         else:
             self.outer_body()
+        if self.fault is not None:
+            # only a fault is written: calls running parts of the range share the flag
+            with self.b.if_then(self.b.load(self.fault)):
+                self.b.store(I8(1), self.fn.args[len(k.buffers)])
         self.b.ret_void()
         self.alloca_builder.branch(start)
         return str(self.mod)
@@ -521,14 +532,17 @@ class Renderer:
         return self.b.fmul(x, y) if dt.is_floating_point else self.b.mul(x, y)
 
     def _safe_divisor(self, y, dt):
-        """Integer division by 0 or by -1 would trap: divide by 1 and fix the result."""
+        """Integer division by 0 or by -1 would trap: divide by 1 and fix the result (a 0
+        divisor also sets the fault flag)."""
         b = self.b
         zero = ir.Constant(y.type, 0)
+        is_zero = b.icmp_unsigned("==", y, zero)
+        if self.fault is not None:
+            b.store(b.or_(b.load(self.fault), is_zero), self.fault)
         if _unsigned(dt):
-            bad = b.icmp_unsigned("==", y, zero)
-            return bad, None, b.select(bad, ir.Constant(y.type, 1), y)
+            return is_zero, None, b.select(is_zero, ir.Constant(y.type, 1), y)
         minus = b.icmp_signed("==", y, ir.Constant(y.type, -1))
-        bad = b.or_(b.icmp_signed("==", y, zero), minus)
+        bad = b.or_(is_zero, minus)
         return bad, minus, b.select(bad, ir.Constant(y.type, 1), y)
 
     def op_div(self, x, y, dt):

@@ -65,6 +65,15 @@ class _Plan:
         return plan
 
     def __call__(self, pointers):
+        if self.kernel.divides_integers:
+            fault = np.zeros(1, np.uint8)
+            self.run(pointers + [fault.ctypes.data])
+            if fault[0]:
+                raise RuntimeError("ZeroDivisionError")
+        else:
+            self.run(pointers)
+
+    def run(self, pointers):
         n, pool = _threads()
         parts = min(n, self.extent) if self.numel >= PARALLEL_MIN else 1
         if parts <= 1 or pool is None:
@@ -137,8 +146,9 @@ def _plan(node, arrays, values, batch):
 def _compile(kernel):
     name = f"dg_{kernel.key}"
     dims = "x".join(str(n) for n in kernel.domain)
+    pointers = len(kernel.buffers) + kernel.divides_integers
     fn = jit.compile_kernel(name, kernel.key, lambda: render(kernel, name, jit.triple()),
-                            [ctypes.c_void_p] * len(kernel.buffers) + [ctypes.c_int64] * 2,
+                            [ctypes.c_void_p] * pointers + [ctypes.c_int64] * 2,
                             describe=f"({kernel.name}, domain [{dims}])")
     outputs = [kernel.buffers[s.buffer][1].np for s in kernel.stores]
     return _Plan(fn, outputs, kernel)

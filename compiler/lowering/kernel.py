@@ -105,6 +105,12 @@ class Kernel:
             lines.append(f"  store {self.buffers[s.buffer][0]} strides {s.strides} <- %{s.value}")
         return "\n".join(lines)
 
+    @property
+    def divides_integers(self):
+        """Whether an integer division or remainder may meet a 0 divisor (torch raises): the
+        kernel then reports it through a flag."""
+        return any(e.op in ("div", "rem") and not e.dtype.is_floating_point for e in self.exprs)
+
     def writing_into(self, pairs):
         """This kernel with the stores to output ``j`` going to input buffer ``k`` instead, for
         each ``(j, k)`` of ``pairs``: an update made in place.  The caller guarantees the input
