@@ -20,7 +20,7 @@ def get_runner(backend):
 def run_entry(backend, entry, flat):
     """Execute ``entry``'s graph on the arguments ``flat``; returns the flat outputs."""
     from dynograph._tensor import Tensor
-    from .compiled import _write_binding
+    from .compiled import _write_binding, assign_binding
     arrays = entry.read_inputs(flat)
     batch = entry.guards.batch_size(flat) if entry.guards.dynamic else None
     writable = [slot for slot, (_, kind) in entry.effects.items() if kind == "write"]
@@ -41,7 +41,7 @@ def run_entry(backend, entry, flat):
         if kind == "write":
             _write_binding(binding, flat, array)
         else:
-            binding.set(Tensor._wrap(fresh(array)))
+            assign_binding(binding, flat, Tensor._wrap(fresh(array)))
     for slot in entry.clears:
         slot.set(None)
     result = []

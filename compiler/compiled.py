@@ -98,7 +98,24 @@ class Entry:
 
 
 def _read_leaf(b, flat_args):
-    return flat_args[b[1]] if isinstance(b, tuple) else b.get()
+    return _binding_tensor(b, flat_args)
+
+
+def _binding_tensor(b, flat_args):
+    """The tensor behind binding ``b`` in this call: an argument, an argument's ``.grad``
+    (``("arg_grad", i)``) or a slot's tensor."""
+    if isinstance(b, tuple):
+        t = flat_args[b[1]]
+        return t._grad if b[0] == "arg_grad" else t
+    return b.get()
+
+
+def assign_binding(b, flat_args, t):
+    """Put tensor ``t`` (or None) in the place of binding ``b`` (an 'assign' effect)."""
+    if isinstance(b, tuple):
+        flat_args[b[1]]._grad = t
+    else:
+        b.set(t)
 
 
 def _is_const(x):
@@ -111,6 +128,8 @@ def _read_binding(b, flat_args):
         kind, what = b
         if kind == "arg":
             return flat_args[what]._data
+        if kind == "arg_grad":
+            return storage_root(flat_args[what]._grad._data)
         if kind == "scalar":
             return np.array(what(), dtype=np.float64)
         if kind == "rng":
@@ -122,12 +141,8 @@ def _read_binding(b, flat_args):
 
 def _write_binding(b, flat_args, array):
     """Write ``array`` into the buffer behind binding ``b`` (an in-place state update)."""
-    if isinstance(b, tuple):
-        t = flat_args[b[1]]
-        root = t._data
-    else:
-        t = b.get()
-        root = storage_root(t._data)
+    t = _binding_tensor(b, flat_args)
+    root = t._data if isinstance(b, tuple) and b[0] == "arg" else storage_root(t._data)
     if not _same_memory(root, array):           # else the backend updated it in place
         if not root.flags.writeable:
             from dynograph._inplace import writable
@@ -147,7 +162,8 @@ def _snapshot(entry, flat):
     """Copies of every buffer and slot a replay may change, and the generators' states."""
     arrays = [None if isinstance(b, tuple) and b[0] in ("scalar", "rng") else
               _read_binding(b, flat).copy() for b in entry.bindings]
-    slots = {name: b.get() for name, (b, kind) in entry.effects.items() if kind == "assign"}
+    slots = {name: _binding_tensor(b, flat) for name, (b, kind) in entry.effects.items()
+             if kind == "assign"}
     slots.update({s.name: s.get() for s in entry.clears})
     rngs = [(b[1], b[1]._np.bit_generator.state) for b in entry.bindings
             if isinstance(b, tuple) and b[0] == "rng"]
@@ -162,7 +178,7 @@ def _restore(entry, flat, snapshot):
     setters = {name: b for name, (b, kind) in entry.effects.items() if kind == "assign"}
     setters.update({s.name: s for s in entry.clears})
     for name, t in slots.items():
-        setters[name].set(t)
+        assign_binding(setters[name], flat, t)
     for gen, state in rngs:
         gen._np.bit_generator.state = state
 
@@ -170,7 +186,7 @@ def _restore(entry, flat, snapshot):
 def _slot_values(entry, flat):
     out = {}
     for name, (b, kind) in entry.effects.items():
-        t = flat[b[1]] if isinstance(b, tuple) else b.get()
+        t = _binding_tensor(b, flat)
         out[name] = None if t is None else t._data.copy()
     for s in entry.clears:
         out[s.name] = None if s.get() is None else s.get()._data.copy()
@@ -392,6 +408,8 @@ class CompiledFunction:
         effect_map = {}
         for slot_or_binding, kind in effects:
             name = getattr(slot_or_binding, "name", None)
+            if kind == "assign" and isinstance(slot_or_binding, tuple):     # an argument's .grad
+                name = tracer.arg_grads[slot_or_binding[1]][1]
             if name is None:
                 name = next(inp.name for inp, b in zip(captured.inputs, tracer.bindings)
                             if b is slot_or_binding)

@@ -1,6 +1,6 @@
 """Guards: what a traced graph was specialized on, checked before each replay.
 
-Arguments: tensors by shape, dtype and requires_grad; Python values by equality; other objects
+Arguments: tensors by shape, dtype, requires_grad and their .grad's shape; Python values by equality; other objects
 by identity.  The world: grad mode and the default dtype, the globals and closure variables the
 function names, every module's ``training`` flag, which gradients exist, the shape of every
 state tensor the graph reads, and optimizer hyper-parameters other than the learning rate (a
@@ -19,7 +19,10 @@ _SKIP = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, 
 def _arg_key(x):
     from dynograph._tensor import Tensor
     if isinstance(x, Tensor):
-        return ("tensor", x._data.shape, x.dtype, x.requires_grad)
+        # whether a leaf argument holds a .grad decides what backward() does with it
+        grad = x._grad if x.requires_grad else None
+        return ("tensor", x._data.shape, x.dtype, x.requires_grad,
+                None if grad is None else (grad._data.shape, grad.dtype))
     if x is None or isinstance(x, (numbers.Number, str, bytes)):
         return ("value", type(x), x)
     return ("object", id(x))
@@ -147,9 +150,10 @@ def _matches_dynamic(want, got, batch):
 def _show(key):
     kind = key[0]
     if kind == "tensor":
-        _, shape, dtype, rg = key
+        _, shape, dtype, rg, grad = key
         dims = ", ".join("s0" if n is None else str(n) for n in shape)
-        return f"tensor {dtype.name}[{dims}]" + (" requires_grad" if rg else "")
+        return f"tensor {dtype.name}[{dims}]" + (" requires_grad" if rg else "") + \
+            ("" if grad is None else " with .grad")
     if kind == "value":
         return key[-1]
     return "an object"

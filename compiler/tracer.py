@@ -113,6 +113,7 @@ class Tracer:
         self.n_const = 0
         self.arg_storages = {}      # id(argument array) -> _Storage
         self.arg_tensors = {}       # argument position -> Tensor
+        self.arg_grads = {}         # argument position -> (Tensor, slot name, .grad before)
         # guard facts, recorded when first seen (before the call changes them):
         # (name, getter, value then)
         self.facts = []
@@ -136,6 +137,11 @@ class Tracer:
         self.arg_storages[id(a)] = _Storage(a, v, (a.shape, a.strides, 0), slot=name)
         self.arg_tensors[index] = tensor
         self.keep.extend((tensor, a))
+        if tensor.requires_grad:
+            # backward() accumulates into (or creates) the argument's .grad: state of the call
+            self.arg_grads[index] = (tensor, f"{name}.grad", tensor._grad)
+            if tensor._grad is not None:
+                self._external(tensor._grad, ("arg_grad", index), "state", f"{name}.grad")
 
     def bind_placeholder(self, tensor, value):
         """A tensor made by the compiler that stands for input ``value`` (an output gradient)."""
@@ -444,6 +450,12 @@ class Tracer:
             else:
                 self.graph.updates.append((slot.name, self.value_of(after)))
                 effects.append((slot, "assign"))
+                assigned.add(id(after))
+        for index, (t, name, before) in self.arg_grads.items():
+            after = t._grad
+            if after is not before and after is not None:
+                self.graph.updates.append((name, self.value_of(after)))
+                effects.append((("arg_grad", index), "assign"))
                 assigned.add(id(after))
         for opt in self.optimizers:
             self._optimizer_effects(opt, effects, assigned)

@@ -390,3 +390,28 @@ def test_cifar_tutorial_network_matches_eager(make_opt):
         np.testing.assert_allclose(e(x, y).item(), c(x, y).item(), rtol=1e-5, atol=1e-6)
     assert_state_close(eager_model, o1, comp_model, o2)
     assert c.hits >= 18
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "llvm"])
+def test_argument_gradients_are_set_and_accumulated_on_every_call(backend):
+    lin = dg.nn.Linear(3, 2)
+
+    def step(x):
+        (lin(x) ** 2).sum().backward()
+
+    compiled = dg.compile(step, backend=backend)
+    for i in range(4):                          # replays, not only the traced calls
+        x = dg.randn(5, 3, requires_grad=True)
+        compiled(x)
+        xe = x.detach().requires_grad_()
+        step(xe)
+        assert x.grad is not None, i
+        np.testing.assert_allclose(x.grad.numpy(), xe.grad.numpy(), rtol=1e-5, atol=1e-6)
+    x = dg.randn(5, 3, requires_grad=True)
+    x.grad = dg.ones(5, 3)                      # a .grad already there: accumulated into
+    xe = x.detach().requires_grad_()
+    xe.grad = dg.ones(5, 3)
+    for _ in range(3):
+        compiled(x)
+        step(xe)
+    np.testing.assert_allclose(x.grad.numpy(), xe.grad.numpy(), rtol=1e-5, atol=1e-5)
