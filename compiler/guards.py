@@ -1,10 +1,10 @@
 """Guards: what a traced graph was specialized on, checked before each replay.
 
 Arguments: tensors by shape, dtype, requires_grad and their .grad's shape; Python values by
-equality; other objects by identity.  The world: grad mode and the default dtype, the globals and closure variables the
-function names, every module's ``training`` flag, which gradients exist, the shape of every
-state tensor the graph reads, and optimizer hyper-parameters other than the learning rate (a
-graph input, so schedulers do not force a retrace).
+equality; other objects by identity.  The world: grad mode and the default dtype, the globals
+and closure variables the function names, every module's ``training`` flag, which gradients
+exist, the shape of every state tensor the graph reads, and optimizer hyper-parameters other
+than the learning rate (a graph input, so schedulers do not force a retrace).
 """
 import dis
 import numbers
