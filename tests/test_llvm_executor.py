@@ -252,3 +252,25 @@ def test_programs_per_batch_size_agree_with_eager(n):
         x = dg.from_numpy(np.random.default_rng(size).standard_normal((size, 5)).astype(np.float32))
         np.testing.assert_allclose(fn(x).detach().numpy(), dg.relu(lin(x)).sum(1).detach().numpy(),
                                    rtol=1e-5)
+
+
+def test_a_result_is_recycled_only_after_the_caller_drops_it():
+    x = dg.from_numpy(sample(np.float32, (1000,)))
+    f = dg.compile(lambda t: dg.relu(t * 1.5 + 0.25) * 0.5, backend="llvm")
+    expected = (dg.relu(x * 1.5 + 0.25) * 0.5).numpy()
+    for _ in range(2):
+        f(x)
+    held = f(x)
+    again = f(x)
+    assert held.data_ptr() != again.data_ptr()            # still held: not written over
+    view = again[10:20]
+    del again
+    third = f(x)
+    assert third.data_ptr() not in (held.data_ptr(), view.data_ptr() - 40)   # a view holds it
+    del third
+    fourth = f(x)                    # dropped: its memory serves the next call
+    first = fourth.data_ptr()
+    del fourth
+    assert f(x).data_ptr() == first
+    for t in (held, view, f(x)):
+        np.testing.assert_array_equal(t.numpy(), expected[10:20] if t is view else expected)

@@ -181,6 +181,7 @@ class _Program:
         # update value -> the input value (the slot's old state) it may overwrite
         self.inplace = {v: slots[slot] for slot, v in graph.updates
                         if slot in plan.inplace and slot in writable}
+        self.results = {}       # returned Value -> the array the last call returned for it
 
     def run(self, inputs):
         env = {inp.value: x for inp, x in zip(self.graph.inputs, inputs)}
@@ -214,12 +215,22 @@ class _Program:
                     out = env[old]
                     into.append((j, values.index(old)))
                 else:        # outputs are contiguous, as the description's store strides assume
-                    out = np.empty(concrete(v.type.shape, self.batch), dt)
+                    out = self.result_array(v, dt)
             outs.append(out)
         if into:
             plan = plan.writing_into(tuple(into))
         plan([a.ctypes.data for a in arrays] + [o.ctypes.data for o in outs])
         return outs
+
+    def result_array(self, v, dt):
+        """A new array for a value the graph hands out, or the one handed out for it by the
+        last call once nothing holds that one any more (no page faults on fresh memory)."""
+        last = self.results.get(v)
+        # three references: self.results, ``last`` and getrefcount's argument
+        if last is not None and sys.getrefcount(last) == 3:
+            return last
+        self.results[v] = out = np.empty(concrete(v.type.shape, self.batch), dt)
+        return out
 
     def run_extern(self, node, env):
         """Run ``node`` on numpy (the interpreter's ``evaluate``); a matrix product writes into
