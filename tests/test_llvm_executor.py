@@ -274,3 +274,48 @@ def test_a_result_is_recycled_only_after_the_caller_drops_it():
     assert f(x).data_ptr() == first
     for t in (held, view, f(x)):
         np.testing.assert_array_equal(t.numpy(), expected[10:20] if t is view else expected)
+
+
+def _weight_grad_case(n, c, o, size, k, padding=0, dilation=1, groups=1, dt=np.float32,
+                      strided=False, short=0):
+    nd = len(size)
+    x = noncontiguous(dt, (n, c) + size) if strided else sample(dt, (n, c) + size)
+    out = tuple(s + 2 * padding - dilation * (k - 1) - short for s in size)
+    gy = sample(dt, (n, o) + out)
+    attrs = dict(kernel_size=(k,) * nd, stride=(1,) * nd, padding=(padding,) * nd,
+                 dilation=(dilation,) * nd, groups=groups)
+    return (x, gy), attrs
+
+
+WEIGHT_GRAD_CASES = {
+    "plain": _weight_grad_case(3, 3, 6, (12, 11), 5),
+    "padded-dilated": _weight_grad_case(2, 2, 4, (9, 9), 3, padding=2, dilation=2),
+    "grouped": _weight_grad_case(2, 4, 8, (7, 8), 3, groups=2),
+    "1d": _weight_grad_case(4, 3, 5, (20,), 4),
+    "3d": _weight_grad_case(1, 2, 3, (5, 6, 7), 2, padding=1),
+    "float64": _weight_grad_case(2, 3, 4, (8, 8), 3, dt=np.float64),
+    "non-contiguous": _weight_grad_case(2, 3, 4, (8, 9), 3, strided=True),
+    "fewer-positions": _weight_grad_case(2, 3, 4, (8, 9), 3, short=1),
+}
+
+
+@pytest.mark.parametrize("case", WEIGHT_GRAD_CASES)
+def test_direct_weight_gradient_kernels_match_interpreter(case):
+    from dynograph.compiler.llvm import convolution
+    convolution._PLANS.clear()
+    args, attrs = WEIGHT_GRAD_CASES[case]
+    # float32 sums of hundreds of products in another order: a few ulps of their magnitudes
+    assert compare("convolution_weight_grad", args, expect_kernel=False, tol=1e-4, **attrs)
+    plans = [p for node_plans in convolution._PLANS.values() for p, _ in node_plans.values()]
+    assert plans and all(p is not None for p in plans)
+
+
+def test_weight_gradients_with_many_output_channels_or_strides_run_im2col():
+    from dynograph.compiler.llvm import convolution
+    for args, attrs in [_weight_grad_case(2, 3, 16, (8, 8), 3),
+                        ((sample(np.float32, (2, 3, 9, 9)), sample(np.float32, (2, 4, 4, 4))),
+                         dict(kernel_size=(3, 3), stride=(2, 2), padding=(0, 0), dilation=(1, 1),
+                              groups=1))]:
+        convolution._PLANS.clear()
+        assert compare("convolution_weight_grad", args, expect_kernel=False, tol=2e-5, **attrs)
+        assert not convolution._PLANS

@@ -22,7 +22,7 @@ from ..lowering.scalar import Unsupported
 from ..ops import REGISTRY
 from ..symbolic import Sym, concrete
 from . import jit
-from .convolution import run_convolution
+from .convolution import run_convolution, run_weight_grad
 from .render import extent, render
 
 # node -> {input layouts: _Plan or None (not lowerable for those layouts)}
@@ -244,8 +244,8 @@ class _Program:
         if node.op == "mm" and out is not None and out.dtype in _BLAS and \
                 args[0].dtype == args[1].dtype == out.dtype:
             return [np.dot(args[0], args[1], out=out)]
-        if node.op == "convolution":
-            result = run_convolution(node, args, attrs, out, _compile)
+        if node.op in _DIRECT:
+            result = _DIRECT[node.op](node, args, attrs, out, _compile)
             if result is not None:
                 return [result]
         op = REGISTRY[node.op]
@@ -258,6 +258,8 @@ class _Program:
 
 
 _BLAS = (np.dtype(np.float32), np.dtype(np.float64))
+# ops run by a generated direct kernel where they can (compiler/llvm/convolution.py)
+_DIRECT = {"convolution": run_convolution, "convolution_weight_grad": run_weight_grad}
 
 
 def _allocate(plan, batch):

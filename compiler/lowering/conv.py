@@ -89,3 +89,47 @@ def direct_convolution(x_shape, x_strides, weights, bias_stride, groups, out_cha
     buffers.append(("out0", dtype, "out"))
     stores = [Store(len(buffers) - 1, total.index, strides(out))]
     return Kernel("conv", domain, reduce_axes, buffers, b.exprs, loads, reductions, stores)
+
+
+def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype):
+    """The Kernel of a stride-1 convolution's weight gradient over flat lines:
+
+        gw[g*Og + o, c, *k] = sum over n and j of gy[n, g*Og + o, j] * x[n, g*Cg + c, j + off(k)]
+
+    where ``x`` (N, C, *P) is padded (with rows of zeros after the last one for the reads that
+    run past a plane), ``gy`` (N, O, *L) is laid out with x's row lengths (zeros beyond each
+    output row), j runs over gy's flattened positions and off(k) is the offset of kernel
+    position k in x's flat plane.  The sum over j is one long contiguous run: vectorized with
+    blocked partial sums.  Both inputs contiguous; buffers in0 x, in1 gy, out0 the contiguous
+    (O, C/G, *K)."""
+    if dtype not in (D.float32, D.float64):
+        raise Unsupported(f"direct weight gradient of {dtype}")
+    n, c = x_shape[:2]
+    o = gy_shape[1]
+    if c % groups or o % groups:
+        raise Unsupported("ungrouped channels")
+    cg, og, nd = c // groups, o // groups, len(ksize)
+    plane = math.prod(x_shape[2:])
+    row = [math.prod(x_shape[3 + i:]) for i in range(nd)]        # x's flat stride per dim
+    lines = math.prod(gy_shape[2:])
+    names = ["g", "o", "c"] + [f"k{i}" for i in range(nd)] + ["n", "j"]
+    sizes = {"g": groups, "o": og, "c": cg, "n": n, "j": lines}
+    sizes.update({f"k{i}": ksize[i] for i in range(nd)})
+    xs = {"g": cg * plane, "c": plane, "n": c * plane, "j": 1}
+    xs.update({f"k{i}": dilation[i] * row[i] for i in range(nd)})
+    gs = {"g": og * lines, "o": lines, "n": o * lines, "j": 1}
+    kk = math.prod(ksize)
+    out = {"g": og * cg * kk, "o": cg * kk, "c": kk}
+    out.update({f"k{i}": math.prod(ksize[i + 1:]) for i in range(nd)})
+
+    def strides(table):
+        return tuple(table.get(a, 0) for a in names)
+
+    b = Recorder()
+    product = b.mul(b.load(0, dtype, 1), b.load(1, dtype, 1))
+    total = b.acc(0, dtype)
+    return Kernel("conv_weight_grad", tuple(sizes[a] for a in names), (len(names) - 2, len(names) - 1),
+                  [("in0", dtype, "in"), ("in1", dtype, "in"), ("out0", dtype, "out")], b.exprs,
+                  [Load(0, strides(xs), 0), Load(1, strides(gs), 0)],
+                  [ReductionStep("add", 0.0, dtype, product.index)],
+                  [Store(2, total.index, strides(out))])
