@@ -388,7 +388,10 @@ def test_cifar_tutorial_network_matches_eager(make_opt):
         x = dg.tensor(rng.standard_normal((4, 3, 32, 32)), dtype=dg.float32)
         y = dg.tensor(rng.integers(0, 10, size=4))
         np.testing.assert_allclose(e(x, y).item(), c(x, y).item(), rtol=1e-5, atol=1e-6)
-    assert_state_close(eager_model, o1, comp_model, o2)
+    # the compiled convolutions sum in another order; Adam's step m / sqrt(v) of a gradient
+    # element near 0 is +-lr whatever its size, so such an element may drift by ~lr * 1e-2
+    tol = 1e-4 if isinstance(o1, dg.optim.Adam) else 1e-5
+    assert_state_close(eager_model, o1, comp_model, o2, tol=tol)
     assert c.hits >= 18
 
 

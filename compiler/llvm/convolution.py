@@ -65,6 +65,15 @@ def run_convolution(node, args, attrs, out, compile_kernel):
     return out
 
 
+def _overrun_rows(padded, lines, ksize, dilation):
+    """Rows of zeros to add after x's first spatial dim so that reading flat lines of sizes
+    ``lines`` at every kernel offset stays inside x's plane."""
+    row = [math.prod(padded[1 + i:]) for i in range(len(padded))]
+    last = sum((q - 1) * r for q, r in zip(lines, row)) + \
+        sum((k - 1) * d * r for k, d, r in zip(ksize, dilation, row))
+    return max(0, -(-(last + 1 - padded[0] * row[0]) // row[0]))
+
+
 def _plan(xp, w, bias, attrs, out_channels, compile_kernel):
     item = xp.itemsize
     if any(s % item for a in (xp, w) for s in a.strides):
@@ -137,10 +146,7 @@ def _weight_grad_plan(x, gy, attrs, compile_kernel):
     lines = (gy.shape[2],) + tuple(padded[1:])
     if any(q > p for q, p in zip(gy.shape[3:], padded[1:])):
         return None, (None, None)
-    row = [math.prod(padded[1 + i:]) for i in range(len(padded))]
-    last = sum((q - 1) * r for q, r in zip(lines, row)) + \
-        sum((k - 1) * d * r for k, d, r in zip(ksize, dilation, row))
-    extra = max(0, -(-(last + 1 - padded[0] * row[0]) // row[0]))
+    extra = _overrun_rows(padded, lines, ksize, dilation)
     pads = [(p, p) for p in attrs["padding"]]
     pads[0] = (pads[0][0], pads[0][1] + extra)
     x_shape = x.shape[:2] + (padded[0] + extra,) + tuple(padded[1:])

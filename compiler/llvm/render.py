@@ -162,12 +162,21 @@ class Renderer:
                 stop = self.b.select(self.b.icmp_signed("<", stop, hi), stop, hi)
                 self.column_tile(last, first, self.b.sub(stop, first))
 
+        def whole_axis():
+            # known bounds: tiles of constant width (the accumulators can live in registers)
+            n = self.domain[last]
+            if n >= COLUMNS:
+                with self.for_range(n // COLUMNS) as t:
+                    self.column_tile(last, self.b.mul(t, I64(COLUMNS)), I64(COLUMNS))
+            if n % COLUMNS:
+                self.column_tile(last, I64(n - n % COLUMNS), I64(n % COLUMNS))
+
         if len(self.outer_axes) == 1:
             tiles(args[-2], args[-1])
             return
         with self.for_range(args[-1], args[-2]) as i:
             self.index[self.outer_axes[0]] = i
-            self.nest(self.outer_axes[1:-1], lambda: tiles(I64(0), I64(self.domain[last])))
+            self.nest(self.outer_axes[1:-1], whole_axis)
 
     @contextmanager
     def columns(self, axis, first, width, accs):

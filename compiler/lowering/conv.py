@@ -11,7 +11,10 @@ offsets reversed (negative strides), read over the gradient padded by ``dilation
 
 The domain is (N, G, Og, *q[:-1], Cg, *K, q[-1]), the reduced axes Cg and K: the innermost
 axis, the last output position, is kept, so the renderer accumulates a row of outputs side by
-side (vectorized along it) while it walks the channels and kernel offsets.
+side (vectorized along it) while it walks the channels and kernel offsets.  (Flat lines, the
+rows joined into one long axis with the positions past each row's last output computed and
+dropped, measured no faster: rows up to 64 long are whole constant-width tiles.)
+``flat_weight_grad`` is the weight gradient of a stride-1 convolution over flat lines.
 """
 import math
 
@@ -70,14 +73,18 @@ def direct_convolution(x_shape, x_strides, weights, bias_stride, groups, out_cha
     out = {"n": out_channels * spatial, "g": og * spatial, "o": spatial}
     for i in range(nd):
         out[f"q{i}"] = math.prod(q[i + 1:])
+    return _sum_of_products("conv", names, sizes, xs, ws, weights.offset, bias_stride, og, out,
+                            dtype)
 
+
+def _sum_of_products(name, names, sizes, xs, ws, w_offset, bias_stride, og, out, dtype):
+    """The Kernel out = sum over the c and k axes of x * w (+ bias), each operand read through
+    its strides per named domain axis."""
     def strides(table):
         return tuple(table.get(a, 0) for a in names)
 
-    domain = tuple(sizes[a] for a in names)
-    reduce_axes = tuple(i for i, a in enumerate(names) if a[0] in "ck")
     b = Recorder()
-    loads = [Load(0, strides(xs), 0), Load(1, strides(ws), weights.offset)]
+    loads = [Load(0, strides(xs), 0), Load(1, strides(ws), w_offset)]
     product = b.mul(b.load(0, dtype, 1), b.load(1, dtype, 1))
     reductions = [ReductionStep("add", 0.0, dtype, product.index)]
     total = b.acc(0, dtype)
@@ -88,7 +95,9 @@ def direct_convolution(x_shape, x_strides, weights, bias_stride, groups, out_cha
         buffers.append(("in2", dtype, "in"))
     buffers.append(("out0", dtype, "out"))
     stores = [Store(len(buffers) - 1, total.index, strides(out))]
-    return Kernel("conv", domain, reduce_axes, buffers, b.exprs, loads, reductions, stores)
+    domain = tuple(sizes[a] for a in names)
+    reduce_axes = tuple(i for i, a in enumerate(names) if a[0] in "ck")
+    return Kernel(name, domain, reduce_axes, buffers, b.exprs, loads, reductions, stores)
 
 
 def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype):
