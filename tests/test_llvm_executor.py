@@ -319,3 +319,16 @@ def test_weight_gradients_with_many_output_channels_or_strides_run_im2col():
         convolution._PLANS.clear()
         assert compare("convolution_weight_grad", args, expect_kernel=False, tol=2e-5, **attrs)
         assert not convolution._PLANS
+
+
+def test_concurrent_calls_of_one_compiled_function_agree():
+    from concurrent.futures import ThreadPoolExecutor
+    w = dg.from_numpy(sample(np.float32, (64, 64)))
+    f = dg.compile(lambda x: dg.tanh(dg.relu(x @ w) @ w).sum(1), backend="llvm")
+    xs = [dg.from_numpy(sample(np.float32, (32, 64)) * (i + 1)) for i in range(8)]
+    f(xs[0]), f(xs[0])
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda x: f(x).numpy(), xs * 4))
+    for x, g in zip(xs * 4, got):
+        np.testing.assert_allclose(g, dg.tanh(dg.relu(x @ w) @ w).sum(1).numpy(), rtol=1e-5,
+                                   atol=1e-5)

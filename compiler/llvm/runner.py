@@ -9,6 +9,7 @@ node, each node again a kernel where it can be.  The results agree with the inte
 import ctypes
 import os
 import sys
+import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
@@ -163,7 +164,13 @@ def run(graph, inputs, batch=None, writable=()):
     program = programs.get(key)
     if program is None:
         program = programs[key] = _Program(graph, batch, key[1])
-    return program.run(inputs)
+    if not program.busy.acquire(blocking=False):
+        # running already (another thread): its buffers are in use, this call gets its own
+        return _Program(graph, batch, key[1]).run(inputs)
+    try:
+        return program.run(inputs)
+    finally:
+        program.busy.release()
 
 
 class _Program:
@@ -182,6 +189,7 @@ class _Program:
         self.inplace = {v: slots[slot] for slot, v in graph.updates
                         if slot in plan.inplace and slot in writable}
         self.results = {}       # returned Value -> the array the last call returned for it
+        self.busy = threading.Lock()
 
     def run(self, inputs):
         env = {inp.value: x for inp, x in zip(self.graph.inputs, inputs)}
