@@ -289,6 +289,7 @@ def _weight_grad_case(n, c, o, size, k, padding=0, dilation=1, groups=1, dt=np.f
 
 WEIGHT_GRAD_CASES = {
     "plain": _weight_grad_case(3, 3, 6, (12, 11), 5),
+    "many-channels": _weight_grad_case(2, 3, 16, (8, 8), 3),
     "padded-dilated": _weight_grad_case(2, 2, 4, (9, 9), 3, padding=2, dilation=2),
     "grouped": _weight_grad_case(2, 4, 8, (7, 8), 3, groups=2),
     "1d": _weight_grad_case(4, 3, 5, (20,), 4),
@@ -310,9 +311,9 @@ def test_direct_weight_gradient_kernels_match_interpreter(case):
     assert plans and all(p is not None for p in plans)
 
 
-def test_weight_gradients_with_many_output_channels_or_strides_run_im2col():
+def test_weight_gradients_of_strided_or_half_convolutions_run_im2col():
     from dynograph.compiler.llvm import convolution
-    for args, attrs in [_weight_grad_case(2, 3, 16, (8, 8), 3),
+    for args, attrs in [_weight_grad_case(2, 3, 4, (8, 8), 3, dt=np.float16),
                         ((sample(np.float32, (2, 3, 9, 9)), sample(np.float32, (2, 4, 4, 4))),
                          dict(kernel_size=(3, 3), stride=(2, 2), padding=(0, 0), dilation=(1, 1),
                               groups=1))]:
@@ -332,3 +333,20 @@ def test_concurrent_calls_of_one_compiled_function_agree():
     for x, g in zip(xs * 4, got):
         np.testing.assert_allclose(g, dg.tanh(dg.relu(x @ w) @ w).sum(1).numpy(), rtol=1e-5,
                                    atol=1e-5)
+
+
+def test_independent_reductions_share_one_loop_and_dependent_ones_follow():
+    from dynograph.compiler.llvm import runner
+    from dynograph.compiler.lowering.conv import flat_weight_grad
+    from dynograph.runtime import dtypes as D
+    weight_grad = flat_weight_grad((2, 3, 9, 8), (2, 4, 4, 8), (5, 5), (1, 1), 1, D.float32)
+    assert [len(g) for g in Renderer(weight_grad, "k", jit.triple()).reduction_groups()] == [5]
+    x = dg.from_numpy(sample(np.float32, (37, 300)))
+    softmax = dg.compile(lambda t: dg.softmax(t, 1), backend="llvm")
+    for _ in range(2):                      # traced, then replayed
+        np.testing.assert_allclose(softmax(x).numpy(), dg.softmax(x, 1).numpy(), rtol=1e-5,
+                                   atol=1e-7)
+    kernels = [p.kernel for plans in runner._PLANS.values() for p in plans.values()
+               if p is not None and len(p.kernel.reductions) == 2]
+    # the sum reads the max: a second pass
+    assert [len(g) for g in Renderer(kernels[-1], "k", jit.triple()).reduction_groups()] == [1, 1]

@@ -4,8 +4,8 @@ A direct kernel beats im2col + BLAS on the small channel counts of typical CNN l
 copies every input element K*K times and BLAS is slow on products with a few rows.  Covered:
 convolutions of float32/float64 with any stride, dilation, padding and groups, and stride-1
 transposed convolutions (the input gradient of a stride-1 convolution), and the weight gradient
-of stride-1 convolutions with few output channels (one long contiguous sum per weight over
-flat lines).  Other cases
+of stride-1 convolutions (long contiguous sums over flat lines, a row of kernel offsets per
+pass).  Other cases
 (strides in the transposed or weight-gradient forms, half types) return None and run on the
 interpreter's im2col.
 """
@@ -17,11 +17,6 @@ import numpy as np
 from ..lowering.conv import Weights, direct_convolution, flat_weight_grad
 from ..lowering.scalar import Unsupported
 from dynograph.runtime import dtypes as D
-
-# The direct weight gradient streams x and the output gradient once per weight element, im2col
-# copies x's windows once: direct wins for a few output channels per group (measured on the
-# CIFAR tutorial's layers: 6 channels 1.5x faster, 16 channels 1.5x slower).
-DIRECT_WEIGHT_GRAD_MAX_OUT = 8
 
 # node -> {(dtype, shapes and strides of the operands): compiled plan, or None}
 _PLANS = weakref.WeakKeyDictionary()
@@ -116,8 +111,7 @@ def run_weight_grad(node, args, attrs, out, compile_kernel):
     x, gy = args
     ksize = tuple(attrs["kernel_size"])
     if not all(isinstance(a, np.ndarray) for a in (x, gy)) or x.dtype != gy.dtype or \
-            x.dtype not in (np.float32, np.float64) or any(s != 1 for s in attrs["stride"]) or \
-            gy.shape[1] // attrs["groups"] > DIRECT_WEIGHT_GRAD_MAX_OUT:
+            x.dtype not in (np.float32, np.float64) or any(s != 1 for s in attrs["stride"]):
         return None
     plans = _PLANS.setdefault(node, {})
     key = (x.shape, gy.shape)

@@ -279,8 +279,13 @@ class Renderer:
 
     def outer_body(self):
         self.acc_values = {}
-        for j, red in enumerate(self.k.reductions):
-            self.acc_values[j] = self.reduce(red)
+        for group in self.reduction_groups():
+            reds = [self.k.reductions[j] for j in group]
+            if len(reds) == 1 and reds[0].combine in ("argmax", "argmin"):
+                totals = [self.arg_reduce(reds[0])]
+            else:
+                totals = self.reduce(reds)
+            self.acc_values.update(zip(group, totals))
         cache = {}
         inner, outer = self.split_stores()
         for s, strides in outer:
@@ -292,40 +297,64 @@ class Renderer:
                     self.store(s, st, cache)
             self.nest(list(self.red_axes), body)
 
-    def reduce(self, red):
-        """Accumulate ``red.value`` over the reduce axes; returns the total."""
-        if red.combine in ("argmax", "argmin"):
-            return self.arg_reduce(red)
-        ty = reg_type(red.dtype)
-        total = self.alloca_builder.alloca(ty)
-        self.b.store(self.const(red.identity, red.dtype), total)
+    def reduction_groups(self):
+        """The reductions in runs that share one loop nest: a run ends before a reduction whose
+        value reads the total of one in the run (softmax's sum reads its max), and arg
+        reductions run alone."""
+        groups = []
+        for j, red in enumerate(self.k.reductions):
+            arg = red.combine in ("argmax", "argmin")
+            if groups and not arg and not groups[-1][1] and \
+                    not self.reads_acc(red.value, set(groups[-1][0])):
+                groups[-1][0].append(j)
+            else:
+                groups.append(([j], arg))
+        return [g for g, _ in groups]
+
+    def reads_acc(self, i, accs):
+        e = self.k.exprs[i]
+        if e.op == "acc":
+            return e.attr in accs
+        return any(self.reads_acc(a, accs) for a in e.args)
+
+    def reduce(self, reds):
+        """Accumulate each reduction's value over the reduce axes in one loop nest (values
+        share their loads: a weight gradient's kernel offsets read one output gradient);
+        returns the totals."""
+        tys = [reg_type(r.dtype) for r in reds]
+        totals = [self.alloca_builder.alloca(ty) for ty in tys]
+        for red, total in zip(reds, totals):
+            self.b.store(self.const(red.identity, red.dtype), total)
         axes = list(self.red_axes)
 
-        def accumulate(partial_ptr, flags):
-            v = self.gen(red.value, {})
-            self.b.store(self.combine(red.combine, self.b.load(partial_ptr), v, red.dtype, flags),
-                         partial_ptr)
+        def accumulate(pointers, flags):
+            cache = {}
+            for red, ptr in zip(reds, pointers):
+                v = self.gen(red.value, cache)
+                self.b.store(self.combine(red.combine, self.b.load(ptr), v, red.dtype, flags), ptr)
 
         if not axes:
-            accumulate(total, ())
-            return self.b.load(total)
+            accumulate(totals, ())
+            return [self.b.load(t) for t in totals]
         last = axes[-1]
         n = self.domain[last]
-        partial = self.alloca_builder.alloca(ty)
+        partials = [self.alloca_builder.alloca(ty) for ty in tys]
 
         def blocks():
             with self.for_range((n + BLOCK - 1) // BLOCK) as blk:
                 begin = self.b.mul(blk, I64(BLOCK))
                 stop = self.b.add(begin, I64(BLOCK))
                 stop = self.b.select(self.b.icmp_signed("<", stop, I64(n)), stop, I64(n))
-                self.b.store(self.const(red.identity, red.dtype), partial)
+                for red, partial in zip(reds, partials):
+                    self.b.store(self.const(red.identity, red.dtype), partial)
                 with self.for_range(stop, begin) as i:
                     self.index[last] = i
-                    accumulate(partial, ("reassoc",))
-                self.b.store(self.combine(red.combine, self.b.load(total), self.b.load(partial),
-                                          red.dtype, ()), total)
+                    accumulate(partials, ("reassoc",))
+                for red, total, partial in zip(reds, totals, partials):
+                    self.b.store(self.combine(red.combine, self.b.load(total),
+                                              self.b.load(partial), red.dtype, ()), total)
         self.nest(axes[:-1], blocks)
-        return self.b.load(total)
+        return [self.b.load(t) for t in totals]
 
     def arg_reduce(self, red):
         """The row-major index over the reduce axes of the first extreme element (a NaN wins).
@@ -386,7 +415,10 @@ class Renderer:
             v = b.fptrunc(v, F16)
         elif dt is D.bfloat16:
             v = self.bf16_bits(v)
-        b.store(v, self.address(s.buffer, strides, dt))
+        ptr = self.address(s.buffer, strides, dt)
+        if s.offset:
+            ptr = b.gep(ptr, [I64(s.offset)], source_etype=mem_type(dt))
+        b.store(v, ptr)
 
     def bf16_bits(self, v):
         """float -> bfloat16 bits, rounding to nearest even (NaN stays a quiet NaN)."""

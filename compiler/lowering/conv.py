@@ -109,8 +109,9 @@ def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype):
     run past a plane), ``gy`` (N, O, *L) is laid out with x's row lengths (zeros beyond each
     output row), j runs over gy's flattened positions and off(k) is the offset of kernel
     position k in x's flat plane.  The sum over j is one long contiguous run: vectorized with
-    blocked partial sums.  Both inputs contiguous; buffers in0 x, in1 gy, out0 the contiguous
-    (O, C/G, *K)."""
+    blocked partial sums.  The last kernel dim is not a loop: one reduction per position
+    along it, all in one pass, share each load of gy.  Both inputs contiguous; buffers in0 x,
+    in1 gy, out0 the contiguous (O, C/G, *K)."""
     if dtype not in (D.float32, D.float64):
         raise Unsupported(f"direct weight gradient of {dtype}")
     n, c = x_shape[:2]
@@ -121,24 +122,29 @@ def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype):
     plane = math.prod(x_shape[2:])
     row = [math.prod(x_shape[3 + i:]) for i in range(nd)]        # x's flat stride per dim
     lines = math.prod(gy_shape[2:])
-    names = ["g", "o", "c"] + [f"k{i}" for i in range(nd)] + ["n", "j"]
+    names = ["g", "o", "c"] + [f"k{i}" for i in range(nd - 1)] + ["n", "j"]
     sizes = {"g": groups, "o": og, "c": cg, "n": n, "j": lines}
-    sizes.update({f"k{i}": ksize[i] for i in range(nd)})
+    sizes.update({f"k{i}": ksize[i] for i in range(nd - 1)})
     xs = {"g": cg * plane, "c": plane, "n": c * plane, "j": 1}
-    xs.update({f"k{i}": dilation[i] * row[i] for i in range(nd)})
+    xs.update({f"k{i}": dilation[i] * row[i] for i in range(nd - 1)})
     gs = {"g": og * lines, "o": lines, "n": o * lines, "j": 1}
     kk = math.prod(ksize)
     out = {"g": og * cg * kk, "o": cg * kk, "c": kk}
-    out.update({f"k{i}": math.prod(ksize[i + 1:]) for i in range(nd)})
+    out.update({f"k{i}": math.prod(ksize[i + 1:]) for i in range(nd - 1)})
 
     def strides(table):
         return tuple(table.get(a, 0) for a in names)
 
     b = Recorder()
-    product = b.mul(b.load(0, dtype, 1), b.load(1, dtype, 1))
-    total = b.acc(0, dtype)
-    return Kernel("conv_weight_grad", tuple(sizes[a] for a in names), (len(names) - 2, len(names) - 1),
+    loads = [Load(1, strides(gs), 0)]
+    grad = b.load(0, dtype, 1)
+    reductions, stores = [], []
+    for k in range(ksize[-1]):          # kernel offset k along the last dim: x shifted by k*d
+        loads.append(Load(0, strides(xs), k * dilation[-1]))
+        product = b.mul(b.load(len(loads) - 1, dtype, 1), grad)
+        reductions.append(ReductionStep("add", 0.0, dtype, product.index))
+        stores.append(Store(2, b.acc(k, dtype).index, strides(out), k))
+    return Kernel("conv_weight_grad", tuple(sizes[a] for a in names),
+                  (len(names) - 2, len(names) - 1),
                   [("in0", dtype, "in"), ("in1", dtype, "in"), ("out0", dtype, "out")], b.exprs,
-                  [Load(0, strides(xs), 0), Load(1, strides(gs), 0)],
-                  [ReductionStep("add", 0.0, dtype, product.index)],
-                  [Store(2, total.index, strides(out))])
+                  loads, reductions, stores)

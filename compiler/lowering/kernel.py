@@ -70,6 +70,7 @@ class Store:
     buffer: int
     value: int
     strides: tuple
+    offset: int = 0     # elements
 
 
 @dataclass
@@ -102,7 +103,8 @@ class Kernel:
             lines.append(f"  r{i} = reduce {r.combine} %{r.value} init {r.identity!r} : "
                          f"{r.dtype.abbr}")
         for s in self.stores:
-            lines.append(f"  store {self.buffers[s.buffer][0]} strides {s.strides} <- %{s.value}")
+            at = f" offset {s.offset}" if s.offset else ""
+            lines.append(f"  store {self.buffers[s.buffer][0]} strides {s.strides}{at} <- %{s.value}")
         return "\n".join(lines)
 
     @property
@@ -118,7 +120,7 @@ class Kernel:
         at one address within the same iteration; the output argument is passed but unused."""
         n = self.n_inputs
         target = {n + j: k for j, k in pairs}
-        stores = [Store(target.get(s.buffer, s.buffer), s.value, s.strides) for s in self.stores]
+        stores = [replace(s, buffer=target.get(s.buffer, s.buffer)) for s in self.stores]
         return replace(self, stores=stores, name=self.name + "_inplace")
 
     @property
