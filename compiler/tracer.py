@@ -230,9 +230,9 @@ class Tracer:
                 self._register_param(p, name, before)
                 continue
             self.announce_param(p, name)
-        for name, b in module.named_buffers(prefix=prefix.rstrip(".")):
-            if id(b) not in self.known:
-                self.known[id(b)] = _attr_slot(module, name, "buffer")
+        for name, b in module.named_buffers():
+            if id(b) not in self.known:         # found from the module, named with its prefix
+                self.known[id(b)] = _attr_slot(module, name, "buffer", prefix + name)
 
     def fact(self, name, get):
         self.facts.append((name, get, get()))
@@ -459,8 +459,8 @@ class Tracer:
                 assigned.add(id(after))
         for opt in self.optimizers:
             self._optimizer_effects(opt, effects, assigned)
-        for m in self.modules:
-            self._module_effects(m, effects, assigned)
+        for i, m in enumerate(self.modules):
+            self._module_effects(m, "" if i == 0 else f"m{i}.", effects, assigned)
         by_name = {inp.name: (inp, b) for inp, b in zip(self.graph.inputs, self.bindings)}
         for s in [*self.arg_storages.values(), *self.storages.values()]:
             if s.slot is None or s.value is s.input_value:
@@ -486,7 +486,7 @@ class Tracer:
                 effects.append((slot, "assign"))
                 assigned.add(id(v))
 
-    def _module_effects(self, module, effects, assigned):
+    def _module_effects(self, module, prefix, effects, assigned):
         for mname, m in module.named_modules():
             for store in ("_parameters", "_buffers"):
                 for k, t in m.__dict__.get(store, {}).items():
@@ -494,7 +494,7 @@ class Tracer:
                         continue
                     # a tensor put into the module during the call (buffer reassignment)
                     name = f"{mname}.{k}" if mname else k
-                    slot = _attr_slot(module, name, "buffer")
+                    slot = _attr_slot(module, name, "buffer", prefix + name)
                     self.graph.updates.append((slot.name, self.value_of(t)))
                     effects.append((slot, "assign"))
 
@@ -529,7 +529,9 @@ class _Abandon(Exception):
 _MISSING = object()
 
 
-def _attr_slot(module, dotted, kind):
+def _attr_slot(module, dotted, kind, name=None):
+    """The parameter or buffer at ``dotted`` (a path from ``module``), as a slot called
+    ``name`` (default: the path)."""
     *path, leaf = dotted.split(".")
 
     def owner():
@@ -547,7 +549,7 @@ def _attr_slot(module, dotted, kind):
         o = owner()
         store = o._parameters if leaf in o._parameters else o._buffers
         store[leaf] = t
-    return Slot(dotted, kind, get, set)
+    return Slot(name or dotted, kind, get, set)
 
 
 def _state_slot(opt, p, key, name):

@@ -418,3 +418,30 @@ def test_argument_gradients_are_set_and_accumulated_on_every_call(backend):
         compiled(x)
         step(xe)
     np.testing.assert_allclose(x.grad.numpy(), xe.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "llvm"])
+def test_buffers_of_a_second_module_called_on_its_own(backend):
+    # the second module announced gets the prefix m1.: its buffers are still found from it
+    def run(compiled):
+        dg.manual_seed(0)
+        lin, bn = dg.nn.Linear(8, 16), dg.nn.BatchNorm1d(16)
+        opt = dg.optim.SGD(list(lin.parameters()) + list(bn.parameters()), lr=0.01)
+
+        def step(x):
+            opt.zero_grad()
+            loss = bn(lin(x)).square().mean()
+            loss.backward()
+            opt.step()
+            return loss
+        if compiled:
+            step = dg.compile(step, backend=backend)
+        x = dg.randn(32, 8)
+        losses = [step(x).item() for _ in range(4)]
+        return losses, bn.running_mean.numpy().copy(), bn.running_var.numpy().copy(), \
+            int(bn.num_batches_tracked)
+    eager, compiled = run(False), run(True)
+    np.testing.assert_allclose(compiled[0], eager[0], rtol=1e-5)
+    np.testing.assert_allclose(compiled[1], eager[1], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(compiled[2], eager[2], rtol=1e-5)
+    assert compiled[3] == eager[3] == 4

@@ -189,41 +189,49 @@ class Renderer:
             yield c
 
     def column_tile(self, axis, first, width):
-        accs = []
-        for red in self.k.reductions:
-            ty = reg_type(red.dtype)
-            total = self.alloca_builder.alloca(ty, size=I64(COLUMNS))
-            partial = self.alloca_builder.alloca(ty, size=I64(COLUMNS))
-            identity = self.const(red.identity, red.dtype)
+        accs = []                               # per reduction, in order: its column totals
+        axes = list(self.red_axes)
+        for group in self.reduction_groups():
+            reds = [self.k.reductions[j] for j in group]
+            tys = [reg_type(r.dtype) for r in reds]
+            totals = [self.alloca_builder.alloca(ty, size=I64(COLUMNS)) for ty in tys]
+            partials = [self.alloca_builder.alloca(ty, size=I64(COLUMNS)) for ty in tys]
+            identities = [self.const(r.identity, r.dtype) for r in reds]
 
-            def at(arr, c):
+            def at(arr, ty, c):
                 return self.b.gep(arr, [c], source_etype=ty)
 
-            with self.columns(axis, first, width, accs) as c:
-                self.b.store(identity, at(total, c))
-            axes = list(self.red_axes)
+            def fill(arrays, identities=identities, tys=tys):
+                with self.columns(axis, first, width, accs) as c:
+                    for arr, ident, ty in zip(arrays, identities, tys):
+                        self.b.store(ident, at(arr, ty, c))
 
-            def blocks(red=red, total=total, partial=partial, identity=identity, at=at, axes=axes):
+            def fold(into, values, reds=reds, tys=tys):
+                """into[c] = combine(into[c], values(c)) for each reduction, column by column."""
+                with self.columns(axis, first, width, accs) as c:
+                    cache = {}
+                    for red, arr, ty, v in zip(reds, into, tys, values(c, cache)):
+                        self.b.store(self.combine(red.combine, self.b.load(at(arr, ty, c)), v,
+                                                  red.dtype, ()), at(arr, ty, c))
+
+            fill(totals)
+
+            def blocks(reds=reds, totals=totals, partials=partials, tys=tys, fill=fill, fold=fold):
                 n = self.domain[axes[-1]] if axes else 1
                 with self.for_range((n + BLOCK - 1) // BLOCK) as blk:
                     begin = self.b.mul(blk, I64(BLOCK))
                     stop = self.b.add(begin, I64(BLOCK))
                     stop = self.b.select(self.b.icmp_signed("<", stop, I64(n)), stop, I64(n))
-                    with self.columns(axis, first, width, accs) as c:
-                        self.b.store(identity, at(partial, c))
+                    fill(partials)
                     with self.for_range(stop, begin) as i:
                         if axes:
                             self.index[axes[-1]] = i
-                        with self.columns(axis, first, width, accs) as c:
-                            v = self.gen(red.value, {})
-                            self.b.store(self.combine(red.combine, self.b.load(at(partial, c)), v,
-                                                      red.dtype, ()), at(partial, c))
-                    with self.columns(axis, first, width, accs) as c:
-                        self.b.store(self.combine(red.combine, self.b.load(at(total, c)),
-                                                  self.b.load(at(partial, c)), red.dtype, ()),
-                                     at(total, c))
+                        # the group's values share their loads (one cache per column)
+                        fold(partials, lambda c, cache: [self.gen(r.value, cache) for r in reds])
+                    fold(totals, lambda c, cache: [self.b.load(at(p, ty, c))
+                                                   for p, ty in zip(partials, tys)])
             self.nest(axes[:-1], blocks)
-            accs.append(total)
+            accs.extend(totals)
         inner, outer = self.split_stores()
         if outer:
             with self.columns(axis, first, width, accs):
