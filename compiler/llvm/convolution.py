@@ -5,9 +5,8 @@ copies every input element K*K times and BLAS is slow on products with a few row
 convolutions of float32/float64 with any stride, dilation, padding and groups, and stride-1
 transposed convolutions (the input gradient of a stride-1 convolution), and the weight gradient
 of stride-1 convolutions (long contiguous sums over flat lines, a row of kernel offsets per
-pass).  Other cases
-(strides in the transposed or weight-gradient forms, half types) return None and run on the
-interpreter's im2col.
+pass).  Other cases (strides in the transposed or weight-gradient forms, half types) return
+None and run on the interpreter's im2col.
 """
 import math
 import weakref
@@ -18,7 +17,7 @@ from ..lowering.conv import Weights, direct_convolution, flat_weight_grad
 from ..lowering.scalar import Unsupported
 from dynograph.runtime import dtypes as D
 
-# node -> {(dtype, shapes and strides of the operands): compiled plan, or None}
+# node -> {shapes and strides of the operands: (compiled plan or None, what running it needs)}
 _PLANS = weakref.WeakKeyDictionary()
 
 
@@ -58,15 +57,6 @@ def run_convolution(node, args, attrs, out, compile_kernel):
     pointers = [xp.ctypes.data, w.ctypes.data] + ([] if bias is None else [bias.ctypes.data])
     plan(pointers + [out.ctypes.data])
     return out
-
-
-def _overrun_rows(padded, lines, ksize, dilation):
-    """Rows of zeros to add after x's first spatial dim so that reading flat lines of sizes
-    ``lines`` at every kernel offset stays inside x's plane."""
-    row = [math.prod(padded[1 + i:]) for i in range(len(padded))]
-    last = sum((q - 1) * r for q, r in zip(lines, row)) + \
-        sum((k - 1) * d * r for k, d, r in zip(ksize, dilation, row))
-    return max(0, -(-(last + 1 - padded[0] * row[0]) // row[0]))
 
 
 def _plan(xp, w, bias, attrs, out_channels, compile_kernel):
@@ -150,3 +140,12 @@ def _weight_grad_plan(x, gy, attrs, compile_kernel):
     except Unsupported:
         return None, (None, None)
     return compile_kernel(kernel), (pads, lines)
+
+
+def _overrun_rows(padded, lines, ksize, dilation):
+    """Rows of zeros to add after x's first spatial dim so that reading flat lines of sizes
+    ``lines`` at every kernel offset stays inside x's plane."""
+    row = [math.prod(padded[1 + i:]) for i in range(len(padded))]
+    last = sum((q - 1) * r for q, r in zip(lines, row)) + \
+        sum((k - 1) * d * r for k, d, r in zip(ksize, dilation, row))
+    return max(0, -(-(last + 1 - padded[0] * row[0]) // row[0]))
