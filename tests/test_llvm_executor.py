@@ -76,11 +76,21 @@ def test_column_reduction_runs_column_wise_and_vectorizes():
     assert "<8 x float>" in ir_text
 
 
-def test_inner_reductions_and_argmax_keep_the_plain_nest():
+def test_inner_reductions_keep_the_plain_nest_and_outer_argmax_runs_column_wise():
     x = np.zeros((64, 256), np.float32)
-    for op, attrs in [("sum_dim", {"dim": (1,)}), ("argmax", {"dim": 0})]:
+    for op, attrs, columns in [("sum_dim", {"dim": (1,)}, False), ("argmax", {"dim": 1}, False),
+                               ("argmax", {"dim": 0}, True)]:
         _, _, node = graph_of(op, (x,), **attrs)
-        assert not Renderer(describe(node, _layouts([x])), "k", jit.triple()).columnwise()
+        assert Renderer(describe(node, _layouts([x])), "k", jit.triple()).columnwise() == columns
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_column_wise_arg_reductions_keep_the_first_extreme_and_the_first_nan(op):
+    x = sample(np.float32, (40, 70))
+    x[3, :] = x[7, :] = 9.0 if op == "argmax" else -9.0      # ties: the first row wins
+    x[5, 10:20] = x[9, 10:30] = np.nan                       # the first NaN wins
+    assert compare(op, (x,), dim=0)
+    assert compare(op, (x.astype(np.int64),), dim=0)
 
 
 # ---------------------------------------------------------------- direct convolution kernels
@@ -350,3 +360,73 @@ def test_independent_reductions_share_one_loop_and_dependent_ones_follow():
                if p is not None and len(p.kernel.reductions) == 2]
     # the sum reads the max: a second pass
     assert [len(g) for g in Renderer(kernels[-1], "k", jit.triple()).reduction_groups()] == [1, 1]
+
+
+# ---------------------------------------------------------------- max pooling kernels
+
+def _run_both(op, x, **attrs):
+    """(interpreter outputs, llvm outputs) of a one-node graph with several outputs."""
+    from dynograph.compiler import interpreter
+    from dynograph.compiler.ir import Graph, Input, Node, TensorType, Value
+    from dynograph.compiler.llvm import runner
+    from dynograph.compiler.ops import REGISTRY
+    from dynograph.compiler.ops.core import TensorSpec
+    from dynograph.runtime import dtypes as D
+    v = Value(TensorType(x.shape, D.from_numpy_dtype(x.dtype)))
+    specs = REGISTRY[op].meta(TensorSpec(x.shape, v.type.dtype), **attrs)
+    outs = tuple(Value(TensorType(s.shape, s.dtype)) for s in specs)
+    graph = Graph([Input(v, "input", "x")], [Node(op, (v,), attrs, outs)], list(outs))
+    return interpreter.run(graph, [x])[0], runner.run(graph, [x])[0]
+
+
+def _pool_attrs(nd, k, s, d=1, ceil_mode=False, padding=0):
+    return dict(kernel_size=(k,) * nd, stride=(s,) * nd, padding=(padding,) * nd,
+                dilation=(d,) * nd, ceil_mode=ceil_mode)
+
+
+POOL_CASES = {
+    "2x2": ((2, 3, 8, 10), _pool_attrs(2, 2, 2)),
+    "3x3-stride1-dilated": ((1, 2, 9, 11), _pool_attrs(2, 3, 1, d=2)),
+    "ceil-mode-inside": ((2, 2, 8, 8), _pool_attrs(2, 2, 2, ceil_mode=True)),
+    "unbatched": ((3, 7, 9), _pool_attrs(2, 3, 2)),
+    "3d": ((1, 2, 6, 5, 7), _pool_attrs(3, 2, 2)),
+    "float64": ((2, 2, 6, 6), _pool_attrs(2, 3, 3)),
+}
+
+
+@pytest.mark.parametrize("case", POOL_CASES)
+def test_max_pool_kernels_match_interpreter_with_ties_and_nans(case):
+    from dynograph.compiler.llvm import pooling
+    shape, attrs = POOL_CASES[case]
+    x = sample(np.float64 if case == "float64" else np.float32, shape)
+    flat = x.reshape(-1)
+    flat[::13] = np.nan                          # the last NaN of a window is picked
+    flat[5::17] = 0.5                            # ties: the first is picked
+    flat[6::17] = 0.5
+    op = f"max_pool{len(attrs['kernel_size'])}d_with_indices"
+    pooling._PLANS.clear()
+    (ref_v, ref_i), (got_v, got_i) = _run_both(op, x, **attrs)
+    np.testing.assert_array_equal(got_v, ref_v)
+    np.testing.assert_array_equal(got_i, ref_i)
+    assert [p[0] is not None for plans in pooling._PLANS.values() for p in plans.values()] == [True]
+
+
+def test_max_pool_with_padding_or_overhang_runs_on_the_interpreter():
+    from dynograph.compiler.llvm import pooling
+    x = sample(np.float32, (1, 2, 7, 7))
+    for attrs in (_pool_attrs(2, 3, 2, padding=1), _pool_attrs(2, 2, 2, ceil_mode=True)):
+        pooling._PLANS.clear()
+        (ref_v, ref_i), (got_v, got_i) = _run_both("max_pool2d_with_indices", x, **attrs)
+        np.testing.assert_array_equal(got_v, ref_v)
+        np.testing.assert_array_equal(got_i, ref_i)
+        assert [p[0] for plans in pooling._PLANS.values() for p in plans.values()] == [None]
+
+
+def test_max_pool_indices_match_torch():
+    torch = pytest.importorskip("torch")
+    x = sample(np.float32, (2, 3, 8, 8))
+    x[0, 0, 0, :2] = np.nan
+    (_, _), (values, indices) = _run_both("max_pool2d_with_indices", x, **_pool_attrs(2, 2, 2))
+    tv, ti = torch.nn.functional.max_pool2d(torch.from_numpy(x), 2, return_indices=True)
+    np.testing.assert_array_equal(values, tv.numpy())
+    np.testing.assert_array_equal(indices, ti.numpy())

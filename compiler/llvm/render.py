@@ -25,6 +25,7 @@ from llvmlite import ir
 from dynograph.runtime import dtypes as D
 
 BLOCK = 1024
+ARG_COMBINES = ("argmax", "argmin", "argmax_pool")      # reductions to a position
 COLUMNS = 64      # columns a column-wise reduction accumulates side by side
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -144,8 +145,7 @@ class Renderer:
         """Reductions whose innermost axis is kept (a bias gradient: a sum over the rows) run
         column-wise: a plain nest would stride through memory along the reduce axes."""
         return bool(self.k.reductions) and bool(self.outer_axes) and \
-            self.outer_axes[-1] == len(self.domain) - 1 and \
-            not any(r.combine in ("argmax", "argmin") for r in self.k.reductions)
+            self.outer_axes[-1] == len(self.domain) - 1
 
     def render_columns(self):
         """The kept axes, the innermost in tiles of ``COLUMNS``; each tile accumulates its
@@ -193,6 +193,9 @@ class Renderer:
         axes = list(self.red_axes)
         for group in self.reduction_groups():
             reds = [self.k.reductions[j] for j in group]
+            if reds[0].combine in ARG_COMBINES:
+                accs.append(self.column_arg(axis, first, width, reds[0], accs))
+                continue
             tys = [reg_type(r.dtype) for r in reds]
             totals = [self.alloca_builder.alloca(ty, size=I64(COLUMNS)) for ty in tys]
             partials = [self.alloca_builder.alloca(ty, size=I64(COLUMNS)) for ty in tys]
@@ -246,6 +249,28 @@ class Renderer:
                         self.store(s, st, cache)
             self.nest(list(self.red_axes), body)
 
+    def column_arg(self, axis, first, width, red, accs):
+        """An arg reduction of a tile's columns side by side, over the reduce axes in order;
+        returns the array of positions."""
+        ty = reg_type(red.dtype)
+        best = self.alloca_builder.alloca(ty, size=I64(COLUMNS))
+        where = self.alloca_builder.alloca(I64, size=I64(COLUMNS))
+        with self.columns(axis, first, width, accs) as c:
+            self.b.store(self.const(red.identity, red.dtype), self.b.gep(best, [c], source_etype=ty))
+            self.b.store(I64(0), self.b.gep(where, [c], source_etype=I64))
+
+        def body():
+            position = self.position()
+            with self.columns(axis, first, width, accs) as c:
+                at_best = self.b.gep(best, [c], source_etype=ty)
+                at_where = self.b.gep(where, [c], source_etype=I64)
+                v, old = self.gen(red.value, {}), self.b.load(at_best)
+                better = self.better(red, v, old)
+                self.b.store(self.b.select(better, v, old), at_best)
+                self.b.store(self.b.select(better, position, self.b.load(at_where)), at_where)
+        self.nest(list(self.red_axes), body)
+        return where
+
     def split_stores(self):
         """(stores that vary along the reduce axes, stores made once per kept index)."""
         inner, outer = [], []
@@ -289,7 +314,7 @@ class Renderer:
         self.acc_values = {}
         for group in self.reduction_groups():
             reds = [self.k.reductions[j] for j in group]
-            if len(reds) == 1 and reds[0].combine in ("argmax", "argmin"):
+            if len(reds) == 1 and reds[0].combine in ARG_COMBINES:
                 totals = [self.arg_reduce(reds[0])]
             else:
                 totals = self.reduce(reds)
@@ -311,7 +336,7 @@ class Renderer:
         reductions run alone."""
         groups = []
         for j, red in enumerate(self.k.reductions):
-            arg = red.combine in ("argmax", "argmin")
+            arg = red.combine in ARG_COMBINES
             if groups and not arg and not groups[-1][1] and \
                     not self.reads_acc(red.value, set(groups[-1][0])):
                 groups[-1][0].append(j)
@@ -365,30 +390,42 @@ class Renderer:
         return [self.b.load(t) for t in totals]
 
     def arg_reduce(self, red):
-        """The row-major index over the reduce axes of the first extreme element (a NaN wins).
-        A plain loop: the strict comparison keeps the first of equal elements."""
+        """The row-major index over the reduce axes of the first extreme element (a NaN wins;
+        the first NaN, the last for ``argmax_pool``, as PyTorch's max pooling picks).  A plain
+        loop: the strict comparison keeps the first of equal elements."""
         b = self.b
         best = self.alloca_builder.alloca(reg_type(red.dtype))
         where = self.alloca_builder.alloca(I64)
         b.store(self.const(red.identity, red.dtype), best)
         b.store(I64(0), where)
         axes = list(self.red_axes)
-        op = "gt" if red.combine == "argmax" else "lt"
 
         def body():
             v = self.gen(red.value, {})
             old = b.load(best)
-            better = self.cmp(op, v, old, red.dtype)
-            if red.dtype.is_floating_point:
-                first_nan = b.and_(b.fcmp_unordered("uno", v, v), b.fcmp_ordered("ord", old, old))
-                better = b.or_(better, first_nan)
-            position = I64(0)
-            for a in axes:
-                position = b.add(b.mul(position, I64(self.domain[a])), self.index[a])
+            better = self.better(red, v, old)
             b.store(b.select(better, v, old), best)
-            b.store(b.select(better, position, b.load(where)), where)
+            b.store(b.select(better, self.position(), b.load(where)), where)
         self.nest(axes, body)
         return b.load(where)
+
+    def better(self, red, v, old):
+        """Whether an arg reduction takes ``v`` over the best so far."""
+        b = self.b
+        better = self.cmp("lt" if red.combine == "argmin" else "gt", v, old, red.dtype)
+        if red.dtype.is_floating_point:
+            nan = b.fcmp_unordered("uno", v, v)
+            if red.combine != "argmax_pool":         # the first NaN; max pooling: the last
+                nan = b.and_(nan, b.fcmp_ordered("ord", old, old))
+            better = b.or_(better, nan)
+        return better
+
+    def position(self):
+        """The row-major index over the reduce axes of the current element."""
+        position = I64(0)
+        for a in self.red_axes:
+            position = self.b.add(self.b.mul(position, I64(self.domain[a])), self.index[a])
+        return position
 
     # -- memory
     def address(self, buffer, strides, dt):

@@ -24,6 +24,7 @@ from ..ops import REGISTRY
 from ..symbolic import Sym, concrete
 from . import jit
 from .convolution import run_convolution, run_weight_grad
+from .pooling import run_max_pool
 from .render import extent, render
 
 # node -> {input layouts: _Plan or None (not lowerable for those layouts)}
@@ -255,7 +256,7 @@ class _Program:
         if node.op in _DIRECT:
             result = _DIRECT[node.op](node, args, attrs, out, _compile)
             if result is not None:
-                return [result]
+                return result if isinstance(result, list) else [result]
         op = REGISTRY[node.op]
         result = evaluate(op, args, attrs)
         result = [result] if len(node.outs) == 1 else list(result)
@@ -267,7 +268,8 @@ class _Program:
 
 _BLAS = (np.dtype(np.float32), np.dtype(np.float64))
 # ops run by a generated direct kernel where they can (compiler/llvm/convolution.py)
-_DIRECT = {"convolution": run_convolution, "convolution_weight_grad": run_weight_grad}
+_DIRECT = {"convolution": run_convolution, "convolution_weight_grad": run_weight_grad,
+           "max_pool2d_with_indices": run_max_pool, "max_pool3d_with_indices": run_max_pool}
 
 
 def _allocate(plan, batch):

@@ -63,6 +63,8 @@ MATH_FUNCTIONS = frozenset((
     "fmax", "fmin"))
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 COMBINES = ("add", "mul", "max", "min", "and_", "or_", "argmax", "argmin")
+# argmax_pool (max pooling's rule: the first largest element or the last NaN) is used by
+# compiler/lowering/pool.py's kernels, not by op rules
 
 
 class Unsupported(Exception):
