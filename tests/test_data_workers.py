@@ -313,6 +313,24 @@ def divide_by_zero(worker_id):
     return 1 / 0
 
 
+def test_a_worker_whose_init_failed_answers_every_task_with_that_error():
+    # it must not die on its second task: the main process could see the death before the
+    # first answer and report "exited unexpectedly" instead of the error
+    import pickle
+    import threading
+    from dynograph.utils.data._worker import _worker_loop
+    index_reader, index_writer = mp.Pipe(duplex=False)
+    result_reader, result_writer = mp.Pipe(duplex=False)
+    for task in range(3):
+        index_writer.send((task, [task]))
+    index_writer.send(None)
+    _worker_loop(False, TensorDataset(dynograph.arange(8)), index_reader, threading.Lock(),
+                 result_writer, True, lambda b: b, False, 0, divide_by_zero, 0, 1)
+    answers = [pickle.loads(result_reader.recv_bytes()) for _ in range(3)]
+    assert [idx for idx, _ in answers] == [0, 1, 2]
+    assert all(data.exc_name == "ZeroDivisionError" for _, data in answers)
+
+
 def test_worker_crash_raises_promptly():
     for how in ["exit", "sigkill", "segfault"]:
         check_crash(how)

@@ -203,8 +203,8 @@ def _worker_loop(iterable, dataset, index_conn, result_lock, result_conn, auto_c
             if iteration_end:
                 continue
             idx, index = r
-            if init_exception is not None:
-                data, init_exception = init_exception, None
+            if init_exception is not None:      # no fetcher: every task gets the init error
+                data = init_exception
             else:
                 data, iteration_end = _fetch_one(fetcher, idx, index, iterable, worker_id)
             try:
