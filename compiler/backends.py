@@ -23,8 +23,7 @@ def run_entry(backend, entry, flat):
     from .compiled import _write_binding, assign_binding
     arrays = entry.read_inputs(flat)
     batch = entry.guards.batch_size(flat) if entry.guards.dynamic else None
-    writable = [slot for slot, (_, kind) in entry.effects.items() if kind == "write"]
-    outs, updates = get_runner(backend)(entry.graph, arrays, batch, writable)
+    outs, updates = get_runner(backend)(entry.graph, arrays, batch, entry.writable)
     inputs = {id(a) for a in arrays}
     used = set(inputs)
 

@@ -79,6 +79,8 @@ class Entry:
         self.captured = captured            # as traced (before the passes)
         self.bindings = bindings
         self.effects = effects              # slot name -> (binding, 'write' | 'assign')
+        # the slots written back into the same tensors: a backend may update them in place
+        self.writable = frozenset(slot for slot, (_, kind) in effects.items() if kind == "write")
         self.clears = clears
         self.guards = guards
         self.out_spec = out_spec

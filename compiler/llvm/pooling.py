@@ -32,7 +32,8 @@ def run_max_pool(node, args, attrs, out, compile_kernel):
         return None
     x = np.ascontiguousarray(x)
     shape = x.shape[:-nd] + sizes
-    values, positions = np.empty(shape, x.dtype), np.empty(shape, np.int64)
+    values = out if out is not None and out.shape == shape else np.empty(shape, x.dtype)
+    positions = np.empty(shape, np.int64)
     plan([x.ctypes.data, values.ctypes.data, positions.ctypes.data])
     return [values, offsets[positions] + starts]
 

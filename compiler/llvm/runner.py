@@ -47,7 +47,7 @@ def _threads():
 
 
 class _Plan:
-    __slots__ = ("fn", "outputs", "kernel", "extent", "numel", "variants")
+    __slots__ = ("fn", "outputs", "kernel", "extent", "numel", "variants", "faults")
 
     def __init__(self, fn, outputs, kernel):
         self.fn = fn
@@ -56,6 +56,7 @@ class _Plan:
         self.extent = extent(kernel)    # the outermost kept axis, which calls may split
         self.numel = int(np.prod(kernel.domain))
         self.variants = {}
+        self.faults = kernel.divides_integers   # the kernel reports a 0 divisor through a flag
 
     def writing_into(self, pairs):
         """The plan of the same kernel storing output j into input buffer k for each (j, k)
@@ -67,7 +68,7 @@ class _Plan:
         return plan
 
     def __call__(self, pointers):
-        if self.kernel.divides_integers:
+        if self.faults:
             fault = np.zeros(1, np.uint8)
             self.run(pointers + [fault.ctypes.data])
             if fault[0]:
@@ -161,7 +162,7 @@ def run(graph, inputs, batch=None, writable=()):
     ``writable``: the state slots whose input buffer an update may overwrite in place (the
     caller writes those updates back into the same tensors anyway)."""
     programs = graph.__dict__.setdefault("_llvm_programs", {})
-    key = (batch, frozenset(writable))
+    key = (batch, writable if isinstance(writable, frozenset) else frozenset(writable))
     program = programs.get(key)
     if program is None:
         program = programs[key] = _Program(graph, batch, key[1])

@@ -6,6 +6,8 @@ element within the window under PyTorch's max-pool rule (the first largest eleme
 last NaN).  The caller turns positions into flat indices in the plane.  Windows must lie
 inside the input (no padding, no ceil-mode overhang).
 """
+import math
+
 from dynograph.runtime import dtypes as D
 from .kernel import Kernel, Load, Recorder, ReductionStep, Store
 from .scalar import Unsupported
@@ -17,16 +19,9 @@ def max_pool_windows(planes, spatial, out, ksize, stride, dilation, dtype):
     if dtype not in (D.float32, D.float64):
         raise Unsupported(f"max pooling of {dtype}")
     nd = len(spatial)
-    row = [1] * nd
-    for i in range(nd - 2, -1, -1):
-        row[i] = row[i + 1] * spatial[i + 1]
-    plane = row[0] * spatial[0]
-    count = 1
-    for n in out:
-        count *= n
-    out_row = [1] * nd
-    for i in range(nd - 2, -1, -1):
-        out_row[i] = out_row[i + 1] * out[i + 1]
+    row = [math.prod(spatial[i + 1:]) for i in range(nd)]        # element strides of the input
+    out_row = [math.prod(out[i + 1:]) for i in range(nd)]        # and of the output
+    plane, count = math.prod(spatial), math.prod(out)
     # (planes, out[:-1], kernel, out[-1]): the last output axis innermost, so that a row of
     # windows is reduced side by side (column-wise)
     domain = (planes,) + tuple(out[:-1]) + tuple(ksize) + (out[-1],)

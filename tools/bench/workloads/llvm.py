@@ -16,7 +16,7 @@ from scipy import special
 import dynograph
 
 from ..runner import optional_torch, optional_torch_compile, workload
-from .training import _cifar_net, _mlp
+from .training import _cifar_net, _mlp, cifar_batch, mlp_batch, training_systems
 
 N = 1 << 24
 
@@ -118,67 +118,22 @@ def w2_softmax():
                     lambda a: optional_torch().softmax(a, dim=-1), x)
 
 
-def _train_step(lib, model, x, y, compile=None):
-    """One SGD-momentum step on (x, y) returning the loss as numpy; ``compile`` wraps the whole
-    step (forward, backward and update), and where it gives None (cannot compile here) so does
-    this function."""
-    opt = lib.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
-
-    def step():
-        opt.zero_grad()
-        loss = lib.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    if compile is not None:
-        step = compile(step)
-        if step is None:
-            return None
-    return lambda: step().detach().numpy()
-
-
 def _llvm_compile(fn):
     return dynograph.compile(fn, backend="llvm")
 
 
-def _training_systems(make_model, x, y):
-    """Eager dynograph, the step compiled with the llvm backend, torch eager and the step under
-    torch.compile, all starting from the same weights."""
-    torch = optional_torch()
-    ours = make_model(dynograph)
-    if torch is not None:
-        theirs = make_model(torch)
-        ours.load_state_dict({k: dynograph.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
-    twin = make_model(dynograph)
-    twin.load_state_dict(ours.state_dict())
-    dx, dy = dynograph.from_numpy(x), dynograph.from_numpy(y)
-    fns = {"dynograph": _train_step(dynograph, ours, dx, dy),
-           "dynograph-llvm": _train_step(dynograph, twin, dx, dy, compile=_llvm_compile)}
-    if torch is None:
-        return fns
-    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
-    fns["torch"] = _train_step(torch, theirs, tx, ty)
-    compiled = make_model(torch)
-    compiled.load_state_dict(theirs.state_dict())
-    step = _train_step(torch, compiled, tx, ty, compile=optional_torch_compile)
-    if step is not None:
-        fns["torch-compile"] = step
-    return fns
+def _llvm_training_systems(make_model, x, y):
+    return training_systems(make_model, x, y, compile=_llvm_compile, compiled="dynograph-llvm",
+                            torch_compile=True)
 
 
 @workload("llvm_w4_mlp_step", "W4: SGD-momentum step of an MLP 784-512-512-10, batch 128",
           rtol=1e-4, atol=1e-4, tags=("training",))
 def w4_mlp_step():
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((128, 784)).astype(np.float32)
-    y = rng.integers(0, 10, size=128)
-    return _training_systems(_mlp, x, y)
+    return _llvm_training_systems(_mlp, *mlp_batch())
 
 
 @workload("llvm_w5_cifar_step", "W5: SGD-momentum step of the CIFAR tutorial CNN, batch 64 of "
           "3x32x32", rtol=1e-4, atol=1e-4, tags=("training",))
 def w5_cifar_step():
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((64, 3, 32, 32)).astype(np.float32)
-    y = rng.integers(0, 10, size=64)
-    return _training_systems(lambda lib: _cifar_net(lib, lib.nn.functional), x, y)
+    return _llvm_training_systems(_cifar_net, *cifar_batch())

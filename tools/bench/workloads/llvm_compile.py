@@ -34,8 +34,8 @@ import dynograph
 from dynograph.compiler.llvm import jit
 
 from ..runner import workload
-from .llvm import _llvm_compile, _train_step
-from .training import _mlp
+from .llvm import _llvm_compile
+from .training import _mlp, mlp_batch, train_step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 MAX_CALLS = 10      # a step not steady by then is a bug of the compiler, not a slow compile
@@ -58,10 +58,8 @@ def child():
     # one BLAS thread, as in the runner: on a shared machine idle BLAS threads spin, which
     # makes the steady-state call (subtracted below) noisy
     threadpool_limits(1, user_api="blas")
-    rng = np.random.default_rng(0)
-    x = dynograph.from_numpy(rng.standard_normal((128, 784)).astype(np.float32))
-    y = dynograph.from_numpy(rng.integers(0, 10, size=128))
-    step = _train_step(dynograph, _mlp(dynograph), x, y, compile=_llvm_compile)
+    x, y = (dynograph.from_numpy(a) for a in mlp_batch())
+    step = train_step(dynograph, _mlp(dynograph), x, y, compile=_llvm_compile)
     calls, touched = [], False
     while len(calls) < MAX_CALLS:
         before = _kernel_activity()

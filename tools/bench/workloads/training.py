@@ -7,13 +7,12 @@ is the cross-system check; later steps keep training on that batch."""
 import numpy as np
 
 import dynograph
-import dynograph.nn.functional as F
 
-from ..runner import optional_torch, workload
+from ..runner import optional_torch, optional_torch_compile, workload
 
 
-def _cifar_net(lib, functional):
-    m = lib.nn
+def _cifar_net(lib):
+    m, functional = lib.nn, lib.nn.functional
 
     class Net(m.Module):
         def __init__(self):
@@ -41,54 +40,69 @@ def _mlp(lib):
                         m.Linear(512, 10))
 
 
-def _step(lib, functional, model, x, y, compiled=False):
+def cifar_batch():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((64, 3, 32, 32)).astype(np.float32), rng.integers(0, 10, size=64)
+
+
+def mlp_batch():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((128, 784)).astype(np.float32), rng.integers(0, 10, size=128)
+
+
+def train_step(lib, model, x, y, compile=None):
+    """One SGD-momentum step on (x, y) returning the loss as numpy; ``compile`` wraps the whole
+    step (forward, backward and update), and where it gives None (cannot compile here) so does
+    this function."""
     opt = lib.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
 
     def step():
         opt.zero_grad()
-        loss = functional.cross_entropy(model(x), y)
+        loss = lib.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         return loss
-    if compiled:
-        step = dynograph.compile(step)
+    if compile is not None:
+        step = compile(step)
+        if step is None:
+            return None
     return lambda: step().detach().numpy()
 
 
-def _systems(make_model, x, y):
-    """One zero-argument step per system, all models starting from the same weights."""
+def training_systems(make_model, x, y, compile=dynograph.compile, compiled="dynograph-compiled",
+                     torch_compile=False):
+    """Eager dynograph, the step under ``compile`` (system ``compiled``), torch eager and, with
+    ``torch_compile``, the step under torch.compile: all starting from the same weights."""
     torch = optional_torch()
-    theirs = None
-    ours = make_model(dynograph, F)
+    ours = make_model(dynograph)
     if torch is not None:
-        theirs = make_model(torch, torch.nn.functional)
-        state = {k: dynograph.tensor(v.numpy()) for k, v in theirs.state_dict().items()}
-        ours.load_state_dict(state)
-    twin = make_model(dynograph, F)
+        theirs = make_model(torch)
+        ours.load_state_dict({k: dynograph.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    twin = make_model(dynograph)
     twin.load_state_dict(ours.state_dict())
     dx, dy = dynograph.from_numpy(x), dynograph.from_numpy(y)
-    fns = {"dynograph": _step(dynograph, F, ours, dx, dy),
-           "dynograph-compiled": _step(dynograph, F, twin, dx, dy, compiled=True)}
-    if torch is not None:
-        fns["torch"] = _step(torch, torch.nn.functional, theirs, torch.from_numpy(x),
-                             torch.from_numpy(y))
+    fns = {"dynograph": train_step(dynograph, ours, dx, dy),
+           compiled: train_step(dynograph, twin, dx, dy, compile=compile)}
+    if torch is None:
+        return fns
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    fns["torch"] = train_step(torch, theirs, tx, ty)
+    if torch_compile:
+        again = make_model(torch)
+        again.load_state_dict(theirs.state_dict())
+        step = train_step(torch, again, tx, ty, compile=optional_torch_compile)
+        if step is not None:
+            fns["torch-compile"] = step
     return fns
 
 
 @workload("train_cifar_cnn", "one SGD-momentum step of the CIFAR-10 tutorial CNN, batch 64",
           rtol=1e-4, atol=1e-4, tags=("training",))
 def train_cifar_cnn():
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((64, 3, 32, 32)).astype(np.float32)
-    y = rng.integers(0, 10, size=64)
-    return _systems(_cifar_net, x, y)
+    return training_systems(_cifar_net, *cifar_batch())
 
 
 @workload("train_mlp", "one SGD-momentum step of an MLP 784-512-512-10, batch 128",
           rtol=1e-4, atol=1e-4, tags=("training",))
 def train_mlp():
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((128, 784)).astype(np.float32)
-    y = rng.integers(0, 10, size=128)
-    return _systems(lambda lib, functional: _mlp(lib), x, y)
-
+    return training_systems(_mlp, *mlp_batch())
