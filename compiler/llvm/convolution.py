@@ -15,6 +15,7 @@ import numpy as np
 
 from ..lowering.conv import Weights, direct_convolution, flat_weight_grad
 from ..lowering.scalar import Unsupported
+from ..ops.pooling import _padded as pad_spatial
 from dynograph.runtime import dtypes as D
 
 # node -> {shapes and strides of the operands: (compiled plan or None, what running it needs)}
@@ -86,13 +87,9 @@ def _plan(xp, w, bias, attrs, out_channels, compile_kernel):
 
 
 def _padded(x, pads):
-    """x (N, C, *S) with zeros around its spatial dims (x itself when no padding)."""
-    if not any(a or b for a, b in pads):
-        return x
-    shape = x.shape[:2] + tuple(n + a + b for n, (a, b) in zip(x.shape[2:], pads))
-    xp = np.zeros(shape, x.dtype)
-    xp[(slice(None),) * 2 + tuple(slice(a, a + n) for n, (a, _) in zip(x.shape[2:], pads))] = x
-    return xp
+    """x (N, C, *S) with zeros around its spatial dims, ``pads`` (before, after) per dim (x
+    itself when no padding)."""
+    return pad_spatial(x, len(pads), [a for a, _ in pads], [b for _, b in pads], 0)
 
 
 def run_weight_grad(node, args, attrs, out, compile_kernel):

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..lowering.pool import max_pool_windows
 from ..lowering.scalar import Unsupported
+from ..ops.pooling import _axis, _overhang, pool_output_size
 from dynograph.runtime import dtypes as D
 
 # node -> {input shape: (compiled plan or None, flat index offset of each window start and
@@ -44,11 +45,10 @@ def _plan(x, attrs, nd, compile_kernel):
     spatial = x.shape[-nd:]
     if any(padding) or any(s <= 0 for s in stride):
         return None, None, None, None
-    sizes = tuple((n - d * (k - 1) - 1 + (s - 1 if attrs["ceil_mode"] else 0)) // s + 1
+    sizes = tuple(pool_output_size(n, k, 0, s, d, attrs["ceil_mode"])
                   for n, k, s, d in zip(spatial, ksize, stride, dilation))
     # every window inside the input (ceil mode may add one that hangs over the end)
-    if any(q < 1 or (q - 1) * s + d * (k - 1) + 1 > n
-           for q, n, k, s, d in zip(sizes, spatial, ksize, stride, dilation)):
+    if min(sizes) < 1 or any(_overhang(spatial, sizes, ksize, stride, padding, dilation)):
         return None, None, None, None
     try:
         kernel = max_pool_windows(math.prod(x.shape[:-nd]), spatial, sizes, ksize, stride,
@@ -56,11 +56,7 @@ def _plan(x, attrs, nd, compile_kernel):
     except Unsupported:
         return None, None, None, None
     row = [math.prod(spatial[i + 1:]) for i in range(nd)]
-    starts = 0
-    for i in range(nd):
-        shape = [1] * nd
-        shape[i] = sizes[i]
-        starts = starts + (np.arange(sizes[i]) * stride[i] * row[i]).reshape(shape)
+    starts = sum(_axis(i, nd, sizes[i]) * stride[i] * row[i] for i in range(nd))
     offsets = np.zeros(math.prod(ksize), np.int64)
     for t, position in enumerate(np.ndindex(*ksize)):
         offsets[t] = sum(p * d * r for p, d, r in zip(position, dilation, row))

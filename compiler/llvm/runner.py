@@ -22,6 +22,7 @@ from ..lowering.kernel import describe, lowerable
 from ..lowering.scalar import Unsupported
 from ..ops import REGISTRY
 from ..symbolic import Sym, concrete
+from ..tracer import storage_root
 from . import jit
 from .convolution import run_convolution, run_weight_grad
 from .pooling import run_max_pool
@@ -262,7 +263,7 @@ class _Program:
         result = evaluate(op, args, attrs)
         result = [result] if len(node.outs) == 1 else list(result)
         if not op.view:        # a result sharing a planned buffer would be overwritten later
-            result = [r.copy() if isinstance(r, np.ndarray) and _root(r) in self.arenas else r
+            result = [r.copy() if isinstance(r, np.ndarray) and id(storage_root(r)) in self.arenas else r
                       for r in result]
         return result
 
@@ -284,12 +285,6 @@ def _allocate(plan, batch):
     planned = {v: np.ndarray(shapes[v], v.type.dtype.np, buffer=buffers[b])
                for v, b in plan.buffers.items() if v in plan.lifetimes}
     return planned, {id(a) for a in buffers.values()}
-
-
-def _root(a):
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return id(a)
 
 
 def _overwritable(a, dt, v, batch):
