@@ -127,12 +127,13 @@ def _steps(name):
 @pytest.mark.parametrize("dtype,tol", [("float64", 1e-6), ("float32", 1e-5)])
 @pytest.mark.parametrize("name,kwargs", CASES)
 def test_trajectory_matches_torch(torch, name, kwargs, dtype, tol):
-    if name == "LBFGS" and kwargs.get("line_search_fn") and dtype == "float32":
-        # known gap: the float32 strong-Wolfe search drifts from torch by ~1e-5 after the first step
-        pytest.skip("L-BFGS strong-Wolfe line search is compared in float64 only")
     steps = _steps(name)
     if name == "LBFGS" and dtype == "float32":
         tol = 1e-3  # its curvature terms (1/y.s) magnify float32 round-off
+        if kwargs.get("line_search_fn"):
+            # the float32 loss differs from torch's in its last bits (another summation order);
+            # the line search's cubic steps magnify that ~5x per step: one step is compared
+            steps = 1
     dopt, dparams, _ = _run(dynograph, name, kwargs, dtype, steps)
     topt, tparams, _ = _run(torch, name, kwargs, dtype, steps)
     _compare(dopt, dparams, topt, tparams, tol)
