@@ -1,9 +1,9 @@
 """Tensor methods of autograd: backward, grad, detach, requires_grad_, hooks."""
 import warnings
-import weakref
 
 from . import autograd
 from ._tensor import Tensor, tensor_method
+from .autograd.graph import retain_at_grad_fn
 
 
 @tensor_method
@@ -109,7 +109,7 @@ def retain_grad(self):
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     if self.grad_fn is None or self._retains_grad:
         return
-    self.grad_fn.__dict__.setdefault("_retained", {})[self._output_nr] = weakref.ref(self)
+    retain_at_grad_fn(self)
     self._retains_grad = True
 
 

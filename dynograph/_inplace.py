@@ -4,6 +4,7 @@ import numpy as np
 from dynograph.compiler.ops.core import can_cast, type_name
 from dynograph.compiler.tracer import TRACE
 from .autograd.grad_mode import STATE
+from .autograd.graph import drop_retained, retain_at_grad_fn
 
 
 def check_inplace_leaf(self):
@@ -106,9 +107,7 @@ def _rebase(self, src):
             return
         from ._dispatch import call
         r = call(op, alias_of(self), alias_of(src))
-        self.requires_grad = True
-        self.grad_fn = r.grad_fn
-        self._output_nr = 0
+        set_history(self, r.grad_fn, 0)
 
 
 def _rebase_view(view, root, src):
@@ -119,9 +118,7 @@ def _rebase_view(view, root, src):
     if ids is None:                         # a view with another element type: no gradient
         return
     new = call(indexing.copy_slices, alias_of(root), src, Tensor._wrap(ids))
-    root.requires_grad = True
-    root.grad_fn = new.grad_fn
-    root._output_nr = 0
+    set_history(root, new.grad_fn, 0)
     if view is not root:
         refresh_view(view, root, ids)
 
@@ -139,9 +136,7 @@ def refresh_view(view, root, ids=None):
         if ids is None:
             ids = view_positions(view._data, root._data)
         v = call(indexing.take, alias_of(root), Tensor._wrap(ids))
-    view.requires_grad = True
-    view.grad_fn = v.grad_fn
-    view._output_nr = 0
+    set_history(view, v.grad_fn, 0)
 
 
 def alias_of(t):
@@ -206,9 +201,20 @@ def writable(a):
 
 def _rebase_history(self, result):
     """After ``self`` was overwritten by ``result``, gradients flow through result's node."""
-    self.requires_grad = True
-    self.grad_fn = result.grad_fn
-    self._output_nr = result._output_nr
+    set_history(self, result.grad_fn, result._output_nr)
+
+
+def set_history(t, grad_fn, output_nr):
+    """``t`` (overwritten in place) now gets its gradient from output ``output_nr`` of
+    ``grad_fn``.  A retained ``.grad`` follows it: it is the gradient of the new value, as
+    in PyTorch."""
+    if t._retains_grad:
+        drop_retained(t)
+    t.requires_grad = True
+    t.grad_fn = grad_fn
+    t._output_nr = output_nr
+    if t._retains_grad:
+        retain_at_grad_fn(t)
 
 
 def write_out(out, result):

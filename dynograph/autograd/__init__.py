@@ -62,7 +62,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         g = results.get(node)
         if g is not None and not isinstance(g, Tensor):
             g = g[nr]
-        if g is not None:
+        if g is not None and not x._retains_grad:     # retain_grad already stored it
             _accumulate(x, g, create_graph)
 
 

@@ -69,7 +69,7 @@ def _run(roots, grads, retain_graph, create_graph, capture):
             else:
                 _accumulate(node.variable, g, create_graph)
             continue
-        if "_tensor_hooks" in node.__dict__ or "_pre_hooks" in node.__dict__:
+        if not _PRE_HOOKS.isdisjoint(node.__dict__):
             node_grads = _node_pre_hooks(node, node_grads)
         if capture is not None and node in capture:
             results[node] = node_grads
@@ -159,6 +159,10 @@ def _leaf_hooks(leaf, g):
     return g
 
 
+# what a node may hold that must see its output gradients before it runs
+_PRE_HOOKS = frozenset(("_tensor_hooks", "_retained", "_pre_hooks"))
+
+
 def _node_pre_hooks(node, grads):
     """Hooks of the tensors this node produced (register_hook, retain_grad), then the node's
     own pre-hooks; each may replace the gradient."""
@@ -172,8 +176,9 @@ def _node_pre_hooks(node, grads):
     for nr, ref in node.__dict__.get("_retained", {}).items():
         t = ref()
         if t is not None and grads[nr] is not None:
-            g = grads[nr]
-            t._grad = g.detach().clone() if t._grad is None else t._grad + g.detach()
+            # PyTorch's retains_grad hook: a fresh tensor each time, which keeps its history
+            # under create_graph (grad mode is on then, and only then)
+            t._grad = grads[nr].clone() if t._grad is None else t._grad + grads[nr]
     for hook in node.__dict__.get("_pre_hooks", ()):
         r = hook(tuple(grads))
         if r is not None:

@@ -3,6 +3,8 @@
 A node saves the op's inputs, attributes and output buffers; its derivative rule comes
 from the op set (``op.vjp``), so eager autograd and traced autodiff share one source.
 """
+import weakref
+
 from .._tensor import Tensor
 
 
@@ -55,6 +57,16 @@ def accumulator(leaf):
     if acc is None:
         acc = leaf._accumulator = AccumulateGrad(leaf)
     return acc
+
+
+def retain_at_grad_fn(t):
+    """Have backward store in ``t.grad`` the gradient reaching ``t``'s ``grad_fn`` output."""
+    t.grad_fn.__dict__.setdefault("_retained", {})[t._output_nr] = weakref.ref(t)
+
+
+def drop_retained(t):
+    """Undo ``retain_at_grad_fn`` (``t``'s ``grad_fn`` is about to change)."""
+    t.grad_fn.__dict__.get("_retained", {}).pop(t._output_nr, None)
 
 
 # torch lists an input that gets no gradient (a constant, a Python scalar) as (None, 0)
