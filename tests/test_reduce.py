@@ -70,6 +70,18 @@ def check(torch, fn, *args, tol=None, **kw):
     return ours, theirs
 
 
+def check_ties(torch, fn, t, dim):
+    """fn(lib, x) -> (values, indices) along ``dim`` where several elements qualify (ties, or
+    several NaNs): torch does not promise which index wins, so compare the values and check
+    that each of our indices points at an element holding its value."""
+    values, indices = fn(dynograph, from_torch(t))
+    assert_same(values, fn(torch, t)[0])
+    x = from_torch(t)
+    picked = x.gather(dim, indices if indices.dim() == x.dim() else indices.unsqueeze(dim))
+    a, b = picked.numpy().reshape(values.shape), values.numpy()
+    assert ((a == b) | (np.isnan(a) & np.isnan(b))).all()
+
+
 def grad_check(torch, fn, t, rtol=1e-6, atol=1e-7):
     """d(sum(fn(x) * w))/dx matches torch for random weights w; so does the grad_fn name."""
     tt = t.detach().clone().double().requires_grad_(True)
@@ -404,13 +416,16 @@ def test_cumsum_cumprod(torch, dtype, dim):
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_cummax_cummin(torch, dtype, dim):
     t = _make(torch, (3, 4, 5), dtype)
-    check(torch, lambda m, x: (x.cummax(dim), m.cummin(x, dim)), t)
-    check(torch, lambda m, x: (x.cummax(dim), m.cummin(x, dim)), _noncontig(torch, dtype))
+    for x in (t, _noncontig(torch, dtype)):        # many ties: which index wins is not promised
+        check_ties(torch, lambda m, x: x.cummax(dim), x, dim)
+        check_ties(torch, lambda m, x: m.cummin(x, dim), x, dim)
 
 
 def test_cummax_nan(torch):
     t = torch.tensor([[1.0, NAN, 3.0, NAN, 0.0], [2.0, 2.0, 0.0, 5.0, 5.0]])
-    check(torch, lambda m, x: (x.cummax(1), x.cummin(1), x.cumsum(1)), t)
+    check(torch, lambda m, x: x.cumsum(1), t)
+    check_ties(torch, lambda m, x: x.cummax(1), t, 1)
+    check_ties(torch, lambda m, x: x.cummin(1), t, 1)
 
 
 def test_cumsum_inplace(torch):
@@ -460,7 +475,8 @@ def test_median(torch, shape):
 
 def test_median_nan_and_ints(torch):
     t = torch.tensor([[1.0, NAN, 3.0, NAN], [2.0, 7.0, 0.0, 5.0], [NAN, 4.0, NAN, NAN], [3.0, NAN, 1.0, 2.0]])
-    check(torch, lambda m, x: (x.median(), x.nanmedian(), x.median(1), x.nanmedian(1)), t)
+    check(torch, lambda m, x: (x.median(), x.nanmedian(), x.nanmedian(1)), t)
+    check_ties(torch, lambda m, x: x.median(1), t, 1)         # rows with several NaNs
     t[2] = NAN
     # an all-NaN row's nanmedian index is an artefact of std::nth_element: compare the values
     check(torch, lambda m, x: x.nanmedian(1).values, t)
@@ -470,9 +486,27 @@ def test_median_nan_and_ints(torch):
 
 def test_mode(torch):
     z = torch.tensor([[3, 1, 3, 1, 2], [5, 5, 4, 4, 4], [7, 6, 5, 4, 3]])
-    check(torch, lambda m, x: (x.mode(), m.mode(x, 1, True), x.mode(0)), z)
-    check(torch, lambda m, x: x.mode(1), torch.tensor([[1.0, NAN, 3.0, NAN], [2.0, 2.0, 0.0, 5.0]]))
-    check(torch, lambda m, x: x.mode(0), _noncontig(torch, "int64"))
+    # which of several equally frequent values wins, and which of its positions, torch does
+    # not promise: check that ours is a most frequent value and that its index points at it
+    for t, dim in [(z, 0), (z, 1), (z, -1), (_noncontig(torch, "int64"), 0),
+                   (torch.tensor([[1.0, NAN, 3.0, NAN], [2.0, 2.0, 0.0, 5.0]]), 1)]:
+        for keepdim in (False, True):
+            check_mode(torch, t, dim, keepdim)
+
+
+def check_mode(torch, t, dim, keepdim):
+    ours = from_torch(t).mode(dim, keepdim)
+    theirs = t.mode(dim, keepdim)
+    assert ours.values.shape == theirs.values.shape and ours.values.dtype == from_torch(t).dtype
+    x = np.moveaxis(t.numpy(), dim, -1)
+    values, indices = ours.values.numpy(), ours.indices.numpy()
+    if keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    for pos in np.ndindex(x.shape[:-1]):
+        row = x[pos]
+        counts = [max(1, int(np.sum(row == v))) for v in row]     # NaN equals nothing: 1 each
+        v, i = values[pos], indices[pos]
+        assert counts[i] == max(counts) and (row[i] == v or np.isnan(v) and np.isnan(row[i]))
 
 
 # ---------------------------------------------------------------- sort, topk, kthvalue
@@ -483,15 +517,18 @@ def test_mode(torch):
 def test_sort_stable(torch, dtype, dim, descending):
     t = _make(torch, (4, 5, 6), dtype)              # many ties: stable order must match
     check(torch, lambda m, x: m.sort(x, dim=dim, descending=descending, stable=True), t)
-    check(torch, lambda m, x: x.sort(dim, descending), t)
-    check(torch, lambda m, x: (m.argsort(x, dim=dim, descending=descending, stable=True),
-                               x.argsort(dim, descending)), t)
-    check(torch, lambda m, x: x.sort(dim, descending=descending), _noncontig(torch, dtype))
+    check(torch, lambda m, x: m.argsort(x, dim=dim, descending=descending, stable=True), t)
+    # the default sort is not stable: the order of tied elements is not promised
+    check_ties(torch, lambda m, x: x.sort(dim, descending), t, dim)
+    check_ties(torch, lambda m, x: (x.sort(dim, descending).values, x.argsort(dim, descending)), t, dim)
+    check_ties(torch, lambda m, x: x.sort(dim, descending=descending), _noncontig(torch, dtype), dim)
 
 
 def test_sort_nan_and_msort(torch):
     t = torch.tensor([[1.0, NAN, 3.0, NAN], [2.0, 2.0, 0.0, 5.0]])
-    check(torch, lambda m, x: (x.sort(1), x.sort(1, descending=True), x.sort(0), m.msort(x)), t)
+    check(torch, lambda m, x: (x.sort(0), m.msort(x)), t)
+    check_ties(torch, lambda m, x: x.sort(1), t, 1)            # two NaNs, and a tie
+    check_ties(torch, lambda m, x: x.sort(1, descending=True), t, 1)
     check(torch, lambda m, x: (x.sort(0), x.argsort(1)), torch.empty(0, 3))
 
 
@@ -506,7 +543,8 @@ def test_topk(torch, k, dim, largest):
 
 def test_topk_kthvalue_errors_and_nan(torch):
     t = torch.tensor([[1.0, NAN, 3.0, NAN], [2.0, 7.0, 0.0, 5.0]])
-    check(torch, lambda m, x: (x.topk(2), x.topk(2, largest=False)), t)
+    check_ties(torch, lambda m, x: x.topk(2), t, -1)          # two NaNs
+    check_ties(torch, lambda m, x: x.topk(2, largest=False), t, -1)
     x = dynograph.ones(3, 4)
     for k in (-1, 5):
         with pytest.raises(RuntimeError, match="selected index k out of range"):

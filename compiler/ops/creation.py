@@ -60,9 +60,10 @@ def cast(a, np_dtype, order="K"):
     src = a.dtype
     to_half = np_dtype in _HALVES and src != _F32 and src not in _HALVES
     from_float = src.kind == "f" or src in _HALVES
-    if not to_half and not (from_float and (np_dtype.kind in "iu" or np_dtype.itemsize < src.itemsize)):
+    if not to_half and not from_float:
         return a.astype(np_dtype, order=order)
     # out-of-range values convert as the C++ casts do, without numpy's warnings
+    # (bfloat16 -> float16 overflows too, although neither type is narrower)
     with np.errstate(invalid="ignore", over="ignore"):
         if to_half:
             a = a.astype(_F32, order=order)
