@@ -1,15 +1,24 @@
 """Files and zip archives: where checkpoints are written to and read from.
 
 - ``writing(f)``: a binary stream for a path (written atomically: temp file in the same
-  folder, fsync, ``os.replace``) or for a caller's file object.
-- ``reading(f)``: a seekable binary stream and its size.
+  folder, fsync, ``os.replace``) or for a caller's file object.  Temporaries left by a save
+  that was killed are removed by the next save of the same file.
+- ``reading(f)``: a seekable binary stream and its size; a path must name a regular file (a
+  device such as /dev/zero, a fifo or a directory is refused before anything is read).
 - ``ZipWriter``: stored (uncompressed) entries whose data starts on a 64-byte boundary of the
   file, so loaders (ours, torch's mmap) can view tensors in place.
 - ``ZipReader``: entries of an untrusted archive, every size and offset checked against
-  the file before anything is read or allocated.
+  the file and the caller's metadata before anything is read or allocated; deflated entries
+  (an archive re-compressed by a zip tool) are inflated no further than their declared size;
+  every entry's CRC-32 is checked as it is read.
 """
+import errno
+import hashlib
 import io
 import os
+import re
+import socket
+import stat
 import struct
 import tempfile
 import threading
@@ -41,11 +50,50 @@ def _new_file_mode(path):
         return 0o666 & ~umask
 
 
+# Temporaries are named ".<target>.<host>-<pid>.<random>.tmp": the next save of the target can
+# tell which ones belong to a writer that died (same host, process gone) and remove them, while
+# a concurrent save by a live process keeps its own.
+_HOST = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _temp_prefix(base):
+    return f".{base}.{_HOST}-"
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)                 # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:                     # e.g. another user's process: it exists
+        return True
+    return True
+
+
+def _remove_stale_temps(folder, base):
+    """Delete the temporaries of ``base`` whose writer, a process on this host, is gone."""
+    if os.name != "posix":              # os.kill(pid, 0) is no liveness test elsewhere
+        return
+    pattern = re.compile(re.escape(_temp_prefix(base)) + r"(\d+)\.\w+\.tmp")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        m = pattern.fullmatch(name)
+        if m and not _alive(int(m.group(1))):
+            try:
+                os.unlink(os.path.join(folder, name))
+            except OSError:
+                pass
+
+
 @contextmanager
 def _atomic(path):
     path = os.path.realpath(os.fspath(path))      # through a symlink, like open(path, "wb") would
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    folder, base = os.path.split(path)
+    _remove_stale_temps(folder, base)
+    fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(base)}{os.getpid()}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fp:
             yield fp
@@ -91,12 +139,33 @@ def writing(f):
                         f"got {type(f).__name__}")
 
 
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket"))
+
+
+def _open_regular(path, error):
+    """``path`` opened for reading if it is a regular file.  A device (/dev/zero) or a fifo
+    would be read until memory runs out or block forever; the check is made on the opened
+    descriptor, so a file swapped for a symlink in between cannot slip through."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))   # opening a fifo must not block
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):          # what open() and torch.load raise
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+        kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+        raise error(f"{os.fspath(path)}: the path names {kind}, not a regular file; checkpoints "
+                    "are read from regular files (or from file objects)")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
 @contextmanager
-def reading(f):
-    """``(stream, name)`` for ``f``: a path or a readable binary file object (read whole if it
-    cannot seek)."""
+def reading(f, error=CheckpointError):
+    """``(stream, name)`` for ``f``: a path of a regular file (anything else raises ``error``)
+    or a readable binary file object (read whole if it cannot seek)."""
     if is_path(f):
-        with open(f, "rb") as fp:
+        with _open_regular(f, error) as fp:
             yield fp, os.fspath(f)
         return
     if not hasattr(f, "read"):
@@ -233,12 +302,21 @@ def _not_a_zip(fp, size, name, what):
     raise CheckpointError(f"{name}: the file is not {what} (not a zip archive)")
 
 
-class ZipReader:
-    """The entries of an untrusted zip archive; every failure is a ``CheckpointError``."""
+_MAX_RATIO = 1032                # deflate's best ratio: a declared size beyond it is a lie
+_READ_CHUNK = 1 << 20            # CRC-32 each piece while it is still in the CPU cache
 
-    def __init__(self, fp, name, what="a dynograph checkpoint"):
+
+class ZipReader:
+    """The entries of an untrusted zip archive; every failure is a ``CheckpointError``.
+
+    ``verify_crc`` (default on): check each entry's CRC-32 as it is read (a memory-mapped
+    entry is not read, so not checked).  The cost is measured in docs/serialization.md.
+    """
+
+    def __init__(self, fp, name, what="a dynograph checkpoint", verify_crc=True):
         self.fp = fp
         self.name = name
+        self.verify_crc = verify_crc
         self.size = file_size(fp)
         try:
             self.zf = zipfile.ZipFile(fp)
@@ -262,70 +340,157 @@ class ZipReader:
         except KeyError:
             raise CheckpointError(f"{self.name}: the archive has no entry {entry!r}") from None
 
-    def read(self, entry, limit=1 << 30):
-        """The bytes of a small entry (CRC checked)."""
-        info = self.info(entry)
-        if info.file_size > min(limit, self.size) and info.compress_type == zipfile.ZIP_STORED:
-            self._truncated(entry, info.file_size)
-        if info.file_size > limit:
-            raise CheckpointError(f"{self.name}: entry {entry!r} is {info.file_size} bytes, more "
-                                  f"than the {limit} allowed")
-        try:
-            return self.zf.read(info)
-        except Exception as e:
-            raise CheckpointError(f"{self.name}: entry {entry!r} is damaged ({type(e).__name__}: "
-                                  f"{e})") from None
+    def _fail(self, entry, what):
+        raise CheckpointError(f"{self.name}: entry {entry!r} {what}")
 
     def _truncated(self, entry, end):
         raise CheckpointError(f"{self.name}: the file is truncated at byte {self.size}: entry "
                               f"{entry!r} needs bytes up to {end}")
 
-    def span(self, entry):
-        """``(offset, size)`` of a stored entry's data in the file, checked against the file."""
+    def _data_offset(self, entry):
+        """Where the entry's (stored or compressed) data starts, checked against the file."""
         info = self.info(entry)
-        if info.compress_type != zipfile.ZIP_STORED:
-            return None
         start = info.header_offset
+        if start < 0:                   # zipfile derives it from the directory's position
+            self._fail(entry, f"has a local header offset before the start of the file ({start})")
         if start + 30 > self.size:
             self._truncated(entry, start + 30)
         self.fp.seek(start)
         magic, name_len, extra_len = _LOCAL_HEADER.unpack(self.fp.read(30))
         if magic != b"PK\x03\x04":
-            raise CheckpointError(f"{self.name}: entry {entry!r} has no local header at byte {start}")
+            self._fail(entry, f"has no local header at byte {start}")
         offset = start + 30 + name_len + extra_len
-        if offset + info.file_size > self.size:
-            self._truncated(entry, offset + info.file_size)
-        return offset, info.file_size
+        if offset + info.compress_size > self.size:
+            self._truncated(entry, offset + info.compress_size)
+        return offset
 
-    def array(self, entry, mapped=None, parts=None):
+    def span(self, entry):
+        """``(offset, size)`` of a stored entry's data in the file, checked against the file;
+        None for a compressed entry."""
+        info = self.info(entry)
+        if info.compress_type != zipfile.ZIP_STORED:
+            return None
+        if info.compress_size != info.file_size:
+            self._fail(entry, f"is stored, yet its sizes differ ({info.compress_size} in the file, "
+                              f"{info.file_size} declared)")
+        return self._data_offset(entry), info.file_size
+
+    def size_of(self, entry):
+        """The entry's declared size, once checked that the file can hold it: stored data lies
+        inside the file, deflated data can inflate to it."""
+        info = self.info(entry)
+        if self.span(entry) is None:
+            self._check_deflated(entry, info)
+        return info.file_size
+
+    def _check_deflated(self, entry, info):
+        if info.compress_type != zipfile.ZIP_DEFLATED:
+            self._fail(entry, f"uses zip compression method {info.compress_type}; dynograph reads "
+                              "stored and deflated entries only")
+        if info.file_size > _MAX_RATIO * info.compress_size + 1024:
+            self._fail(entry, f"declares {info.file_size} bytes, more than its {info.compress_size} "
+                              "deflated bytes can hold")
+
+    def read(self, entry, limit=1 << 30):
+        """The bytes of a small entry (CRC checked)."""
+        size = self.size_of(entry)
+        if size > limit:
+            self._fail(entry, f"is {size} bytes, more than the {limit} allowed")
+        return self.array(entry)[0].tobytes()
+
+    def array(self, entry, mapped=None, parts=None, expected=None):
         """Entry ``entry`` as writable uint8 arrays, one per ``(begin, end)`` range of ``parts``
         (default: the whole entry, as one array): views of ``mapped`` (an mmap of the whole
         file) when given, else reads into fresh buffers (one per part, so a small tensor never
-        keeps a large file's bytes alive)."""
-        span = self.span(entry)
-        if span is None:            # compressed by some other writer; deflate expands <= 1032x
-            limit = 1032 * self.info(entry).compress_size + 1024
-            whole = memoryview(bytearray(self.read(entry, limit=limit)))
-            offset, size = 0, len(whole)
-        else:
-            offset, size = span
+        keeps a large file's bytes alive).  ``expected``: the size the caller's metadata gives
+        the entry; a deflated entry must declare exactly that and is never inflated beyond it.
+        """
+        size = self.size_of(entry)
+        expected = size if expected is None else expected
+        if size < expected:
+            self._fail(entry, f"holds {size} bytes, the checkpoint's metadata declares {expected}")
         parts = [(0, size)] if parts is None else parts
-        if span is None or mapped is not None:
-            source = whole if span is None else mapped
+        span = self.span(entry)
+        if span is None:
+            if size != expected:
+                self._fail(entry, f"declares {size} bytes, the checkpoint's metadata {expected}")
+            mapped, offset = self._inflate(entry, size), 0
+        else:
+            offset = span[0]
+        if mapped is not None:
             # np.frombuffer over a memoryview: the array's base chain stops at its own part
-            return [np.frombuffer(memoryview(source)[offset + b:offset + e], np.uint8) for b, e in parts]
-        return [self._read_into(entry, offset + b, e - b) for b, e in parts]
+            return [np.frombuffer(memoryview(mapped)[offset + b:offset + e], np.uint8) for b, e in parts]
+        return self._read_parts(entry, offset, size, parts)
 
-    def _read_into(self, entry, offset, size):
+    def _check_crc(self, entry, crc):
+        expected = self.info(entry).CRC
+        if self.verify_crc and crc != expected:
+            self._fail(entry, f"is corrupted: its CRC-32 is {crc:08x}, the archive records "
+                              f"{expected:08x}")
+
+    def _read_parts(self, entry, offset, size, parts):
+        """Read the ``parts`` of a stored entry, and the bytes between them for its CRC."""
+        out = [None] * len(parts)
+        crc, pos = 0, 0
+        for i in sorted(range(len(parts)), key=lambda i: parts[i]):
+            begin, end = parts[i]
+            crc = self._skip(entry, offset + pos, begin - pos, crc)
+            out[i], crc = self._read_into(entry, offset + begin, end - begin, crc)
+            pos = max(pos, end)
+        crc = self._skip(entry, offset + pos, size - pos, crc)
+        self._check_crc(entry, crc)
+        return out
+
+    def _skip(self, entry, offset, size, crc):
+        """Bytes no part needs (alignment padding): read for the CRC only, a chunk at a time."""
+        if not self.verify_crc:
+            return crc
+        for at in range(offset, offset + size, _READ_CHUNK):
+            crc = self._read_into(entry, at, min(_READ_CHUNK, offset + size - at), crc)[1]
+        return crc
+
+    def _read_into(self, entry, offset, size, crc):
         out = np.empty(size, np.uint8)
         self.fp.seek(offset)
         view = memoryview(out)
         got = 0
         while got < size:
-            n = self.fp.readinto(view[got:])
+            n = self.fp.readinto(view[got:got + _READ_CHUNK])
             if not n:
                 self._truncated(entry, offset + size)
+            if self.verify_crc:
+                crc = zlib.crc32(view[got:got + n], crc)
             got += n
+        return out, crc
+
+    def _inflate(self, entry, size):
+        """A deflated entry's ``size`` bytes, streamed: inflating stops at ``size``, so a zip
+        bomb fails after allocating only what the metadata declared."""
+        info = self.info(entry)
+        self.fp.seek(self._data_offset(entry))
+        out = np.empty(size, np.uint8)
+        view = memoryview(out)
+        z = zlib.decompressobj(-zlib.MAX_WBITS)             # raw deflate, as zip stores it
+        got, left = 0, info.compress_size
+        try:
+            while not z.eof:
+                data = z.unconsumed_tail
+                if not data and left:
+                    data = self.fp.read(min(left, _READ_CHUNK))
+                    left -= len(data)
+                if not data:
+                    break
+                piece = z.decompress(data, size - got + 1)   # one byte more shows an overflow
+                if got + len(piece) > size:
+                    self._fail(entry, f"inflates to more than the {size} bytes it declares")
+                view[got:got + len(piece)] = piece
+                got += len(piece)
+        except zlib.error as e:
+            self._fail(entry, f"is damaged (deflate: {e})")
+        if got != size or not z.eof:
+            self._fail(entry, f"inflates to {got} bytes{'' if z.eof else ' (the stream is cut)'}, "
+                              f"it declares {size}")
+        self._check_crc(entry, zlib.crc32(out) if self.verify_crc else info.CRC)
         return out
 
 

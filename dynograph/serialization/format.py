@@ -186,7 +186,7 @@ def _reject_constant(name):
 
 
 def read_header(reader):
-    raw = reader.read(HEADER, limit=reader.size)
+    raw = reader.read(HEADER)
     try:
         header = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except CheckpointError:
@@ -212,7 +212,8 @@ def load(reader, map_location, pickle_module, weights_only, mapped, pickle_load_
                  what="the header")
     V.need(header["byteorder"] in ("little", "big"), f"unknown byteorder {header['byteorder']!r}"[:200])
     storages, tensors = _check_layout(reader, header)
-    raw = reader.array(BLOB, mapped, storages) if storages else []
+    blob_end = max((e for _, e in storages), default=0)
+    raw = reader.array(BLOB, mapped, storages, expected=blob_end) if storages else []
     try:
         built = _build_tensors(raw, tensors, header["byteorder"], map_location)
     except (ValueError, TypeError, OverflowError) as e:    # validated above; a last line of defence
@@ -228,14 +229,14 @@ def _load_pickle(reader, header, map_location, pickle_module, weights_only, pick
             "tensors and containers; loading it could run arbitrary code, so weights_only=True "
             "refuses it. If you trust the file, load it with weights_only=False."[:600])
     check_target(map_location)
-    return (pickle_module or pickle).loads(reader.read(PICKLE, limit=reader.size), **pickle_load_args)
+    return (pickle_module or pickle).loads(reader.read(PICKLE), **pickle_load_args)
 
 
 def _check_layout(reader, header):
     """Validate storages and tensor records against the blob before reading any data."""
     storages, records = header["storages"], header["tensors"]
     V.need(type(storages) is list and type(records) is list, "storages and tensors must be lists")
-    blob_size = reader.span(BLOB)[1] if storages else 0
+    blob_size = reader.size_of(BLOB) if storages else 0
     spans = [V.byte_range(s, blob_size, f"storage {i}") for i, s in enumerate(storages)]
     V.disjoint([(b, e, f"storage {i}") for i, (b, e) in enumerate(spans)], "storages")
     for i, r in enumerate(records):

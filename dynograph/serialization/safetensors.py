@@ -6,6 +6,10 @@
 Offsets are relative to the end of the header; tensors are C-contiguous, packed without
 gaps or overlaps (the safetensors package rejects files that leave holes).  Files written
 here load with the ``safetensors`` package and the other way round.
+
+Every malformed file or buffer (truncated, a header that is not JSON, a bad dtype, shape or
+offset, holes, a path that is not a regular file) raises ``SafetensorError``, a
+``CheckpointError`` like the safetensors package's error of the same name, and nothing else.
 """
 import json
 import struct
@@ -92,15 +96,13 @@ def _parse(buf, name, device):
     for key, entry in header.items():
         what = f"{name}: tensor {key!r}"
         V.exact_keys(entry, ("dtype", "shape", "data_offsets"), what=what, error=SafetensorError)
-        V.need(entry["dtype"] in _FROM_CODE, f"{what} has unsupported dtype {entry['dtype']!r}"[:200],
-               SafetensorError)
+        V.need(type(entry["dtype"]) is str and entry["dtype"] in _FROM_CODE,
+               f"{what} has unsupported dtype {entry['dtype']!r}"[:200], SafetensorError)
         dt = _FROM_CODE[entry["dtype"]]
         shape = V.int_list(entry["shape"], f"{what} shape", SafetensorError)
+        numel = V.shape_numel(shape, dt.itemsize, what, SafetensorError)
         begin, end = V.byte_range(entry["data_offsets"], data.nbytes, f"{what} data_offsets",
                                   SafetensorError)
-        numel = 1
-        for s in shape:
-            numel *= s
         V.need(numel * dt.itemsize == end - begin, f"{what}: shape {shape} of {entry['dtype']} needs "
                f"{numel * dt.itemsize} bytes, data_offsets give {end - begin}", SafetensorError)
         ranges.append((begin, end, repr(key)))
@@ -124,7 +126,7 @@ def load(data):
 
 def load_file(filename, device="cpu"):
     """The dict ``{name: tensor}`` in the safetensors file ``filename``."""
-    with reading(filename) as (fp, name):
+    with reading(filename, SafetensorError) as (fp, name):
         size = file_size(fp)
         fp.seek(0)
         buf = np.empty(size, np.uint8)

@@ -194,17 +194,15 @@ def load(reader, prefix, map_location, pickle_module, weights_only, mapped):
         if raw is None:
             entry = prefix + "data/" + key
             V.need(entry in reader.infos, f"{reader.name}: the checkpoint has no storage {key!r}"[:200])
-            info = reader.infos[entry]
-            V.need(info.file_size >= nbytes, f"{reader.name}: storage {key!r} holds {info.file_size} "
-                   f"bytes, the pickle declares {nbytes}"[:200])
-            raw = cache[key] = restore(reader.array(entry, mapped)[0], location, map_location)
+            raw = cache[key] = restore(reader.array(entry, mapped, expected=nbytes)[0], location,
+                                       map_location)
         V.need(raw.nbytes >= nbytes, f"storage {key!r} is smaller than declared"[:200])
         data = raw[:nbytes]
         if swap and dtype.itemsize > 1:
             data = data.view(f"u{dtype.itemsize}").byteswap().view(np.uint8)
         return _Storage(data, dtype)
 
-    unpickler = _Unpickler(_BytesReader(reader.read(prefix + "data.pkl", reader.size)), load_storage,
+    unpickler = _Unpickler(_BytesReader(reader.read(prefix + "data.pkl")), load_storage,
                            weights_only, reader.name)
     try:
         return unpickler.load()

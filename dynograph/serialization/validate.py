@@ -4,6 +4,8 @@ Every check raises ``CheckpointError`` with a message naming the field, so a dam
 file never reaches numpy as a shape, an offset or a size it could choke on.
 """
 import builtins
+import math
+import sys
 
 from dynograph.runtime import dtypes as D
 
@@ -75,13 +77,21 @@ def disjoint(ranges, what, error=CheckpointError):
         prev = (begin, end, name)
 
 
+def shape_numel(shape, itemsize, what, error=CheckpointError):
+    """The element count of ``shape`` (a checked ``int_list``).  numpy refuses a shape whose
+    nonzero sizes multiply past its address space even when another size is 0, so check that
+    product here rather than let numpy raise."""
+    nonzero = math.prod(n for n in shape if n)
+    need(nonzero * itemsize <= sys.maxsize, f"{what}: shape {shape} is larger than any array "
+         f"can be"[:300], error)
+    return 0 if 0 in shape else nonzero
+
+
 def strided_extent(shape, stride, offset, itemsize, storage_nbytes, what, error=CheckpointError):
     """The byte span a strided view needs fits inside its storage (Python ints: no overflow)."""
     need(len(stride) == len(shape), f"{what}: shape {shape} and stride {stride} differ in length",
          error)
-    numel = 1
-    for n in shape:
-        numel *= n
+    numel = shape_numel(shape, itemsize, what, error)
     if numel == 0:
         return 0
     last = offset + sum((n - 1) * s for n, s in zip(shape, stride))
