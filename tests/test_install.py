@@ -60,3 +60,37 @@ def test_wheel_holds_every_package_and_no_top_level_compiler(tmp_path):
     r = _import_everything(target)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().startswith(str(target)), r.stdout
+
+
+# ---------------------------------------------------------------- the dependency lock
+
+def _requirements():
+    """Every requirement of pyproject.toml that README's commands install (not the cuda extra)."""
+    import tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    return project["dependencies"] + extras["test"] + extras["examples"]
+
+
+def test_the_lock_pins_every_requirement_inside_its_range():
+    from packaging.requirements import Requirement
+    from tools.newest_deps import _normal, read_lock
+    pins = read_lock()
+    for line in _requirements():
+        req = Requirement(line)
+        assert _normal(req.name) in pins, f"constraints.txt does not pin {req.name}"
+        assert req.specifier.contains(pins[_normal(req.name)][1], prereleases=True), \
+            f"constraints.txt pins {req.name}=={pins[_normal(req.name)][1]} outside {req.specifier}"
+
+
+def test_readme_and_ci_install_with_the_lock():
+    readme, ci = (ROOT / "README.md").read_text(), (ROOT / ".ci" / "run").read_text()
+    commands = [line for line in readme.splitlines() if line.startswith("pip install")]
+    assert len(commands) == 2 and all("-c constraints.txt" in c for c in commands), commands
+    test_command = commands[1].split("&&", 1)[1].strip()
+    assert test_command in ci, "CI must run README's test command"
+    assert "-c constraints.txt" in ci and "--no-cache-dir" in ci
+    # the pinned environment is exactly what is installed here (CI's venv): no drift
+    from tools.newest_deps import _freeze, drift, read_lock
+    if os.environ.get("CI") == "true":
+        assert not drift(read_lock(), _freeze(sys.executable)), "installed versions differ from the lock"
