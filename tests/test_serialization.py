@@ -436,6 +436,7 @@ def _rewrite_header(data, edit):
 @pytest.mark.parametrize("edit,text", [
     (lambda h: h["tensors"][0].update(shape=[10 ** 30]), "reach byte"),
     (lambda h: h["tensors"][0].update(shape=[-1]), "non-negative integer"),
+    (lambda h: h["tensors"][0].update(shape=[0, 2 ** 62, 2 ** 62], stride=[1, 1, 1]), "larger than any"),
     (lambda h: h["tensors"][0].update(dtype="float128"), "unknown tensor 0 dtype"),
     (lambda h: h["tensors"][0].update(storage=5), "refers to storage 5"),
     (lambda h: h["tensors"][0].update(stride=[1, 1, 1]), "differ in length"),

@@ -91,9 +91,9 @@ def strided_extent(shape, stride, offset, itemsize, storage_nbytes, what, error=
     """The byte span a strided view needs fits inside its storage (Python ints: no overflow)."""
     need(len(stride) == len(shape), f"{what}: shape {shape} and stride {stride} differ in length",
          error)
-    numel = shape_numel(shape, itemsize, what, error)
-    if numel == 0:
-        return 0
+    if 0 in shape:              # no byte of the storage is used, but numpy must be able to make it
+        return shape_numel(shape, itemsize, what, error)
+    numel = math.prod(shape)
     last = offset + sum((n - 1) * s for n, s in zip(shape, stride))
     need((last + 1) * itemsize <= storage_nbytes,
          f"{what}: shape {shape}, stride {stride} and offset {offset} reach byte "
