@@ -236,3 +236,37 @@ def _safetensors_with(entry):
 def test_malformed_safetensors_headers_raise_safetensor_error(entry, text):
     with pytest.raises(SafetensorError, match=text):
         st.load(_safetensors_with(entry))
+
+
+# ---------------------------------------------------------------- deeply nested objects
+
+def _nested(depth, kind):
+    x = [dynograph.ones(1)]
+    for _ in range(depth - 1):
+        x = {"list": lambda v: [v], "dict": lambda v: {"k": v}, "tuple": lambda v: (v,)}[kind](x)
+    return x
+
+
+@pytest.mark.parametrize("fmt", ["dynograph", "torch"])
+@pytest.mark.parametrize("kind", ["list", "dict", "tuple"])
+def test_nesting_up_to_the_cap_round_trips_and_beyond_it_is_refused(fmt, kind):
+    limit = sys.getrecursionlimit()
+    loaded = dynograph.load(io.BytesIO(_saved(_nested(1000, kind), fmt)))
+    for _ in range(999):
+        loaded = loaded[0] if kind != "dict" else loaded["k"]
+    assert loaded[0].tolist() == [1.0]
+    with pytest.raises(ValueError, match="nested more than 1000 levels deep"):
+        _saved(_nested(1001, kind), fmt)
+    assert sys.getrecursionlimit() == limit
+
+
+@pytest.mark.parametrize("depth", [1002, 100000])
+def test_loading_a_header_nested_beyond_the_cap_is_refused(depth):
+    header = ('{"format":"dynograph","version":1,"kind":"tree","byteorder":"little","storages":[],'
+              '"tensors":[],"object":' + "[" * depth + "]" * depth + "}")
+    out = io.BytesIO()
+    w = container.ZipWriter(out)
+    w.write_bytes("dynograph/header.json", header.encode())
+    w.close()
+    with pytest.raises(CheckpointError, match="nested more than 1000 levels deep"):
+        dynograph.load(io.BytesIO(out.getvalue()))

@@ -44,7 +44,6 @@ VERSION = 1
 HEADER = "dynograph/header.json"
 BLOB = "dynograph/tensors.bin"
 PICKLE = "dynograph/data.pkl"
-MAX_DEPTH = 1000
 
 
 class NeedsPickle(Exception):
@@ -75,6 +74,8 @@ class _Encoder:
         if t in (list, tuple, dict, OrderedDict, Counter, set, frozenset):
             if id(obj) in self.open:
                 raise NeedsPickle(t)
+            if len(self.open) >= V.MAX_DEPTH:
+                V.too_deep(ValueError)
             self.open.add(id(obj))
             try:
                 return enc(self, obj)
@@ -144,13 +145,19 @@ def prepare_tree(obj):
     """A function writing ``obj`` as a JSON tree plus tensor blob to a stream; raises NeedsPickle,
     before anything is written, if ``obj`` holds a value the tree cannot express."""
     enc = _Encoder()
-    tree = enc.encode(obj)
-    return lambda fp: _write_tree(enc, tree, fp)
+    with V.nesting_room():
+        tree = enc.encode(obj)
+        chunks, size, spans = _layout(enc.roots)
+        header = {"format": FORMAT, "version": VERSION, "kind": "tree", "byteorder": sys.byteorder,
+                  "storages": spans, "tensors": enc.tensors, "object": tree}
+        text = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
+    return lambda fp: _write_tree(text, chunks, size, fp)
 
 
-def _write_tree(enc, tree, fp):
+def _layout(roots):
+    """The blob's chunks (each storage on an ``ALIGN`` boundary), its size and each storage's span."""
     spans, chunks, pos = [], [], 0
-    for root in enc.roots:
+    for root in roots:
         data = flat_bytes(root)
         pad = -pos % ALIGN
         if pad:
@@ -159,11 +166,13 @@ def _write_tree(enc, tree, fp):
         spans.append([pos, pos + data.nbytes])
         chunks.append(memoryview(data))
         pos += data.nbytes
-    header = {"format": FORMAT, "version": VERSION, "kind": "tree", "byteorder": sys.byteorder,
-              "storages": spans, "tensors": enc.tensors, "object": tree}
+    return chunks, pos, spans
+
+
+def _write_tree(header, chunks, size, fp):
     zw = ZipWriter(fp)
-    zw.write_bytes(HEADER, json.dumps(header, separators=(",", ":"), allow_nan=False).encode())
-    zw.write(BLOB, chunks, pos)
+    zw.write_bytes(HEADER, header)
+    zw.write(BLOB, chunks, size)
     zw.close()
 
 
@@ -188,9 +197,12 @@ def _reject_constant(name):
 def read_header(reader):
     raw = reader.read(HEADER)
     try:
-        header = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        with V.nesting_room():
+            header = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except CheckpointError:
         raise
+    except RecursionError:
+        V.too_deep()
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise CheckpointError(f"{reader.name}: the header is not valid JSON ({e})"[:300]) from None
     V.exact_keys(header, ("format", "version", "kind"),
@@ -218,7 +230,8 @@ def load(reader, map_location, pickle_module, weights_only, mapped, pickle_load_
         built = _build_tensors(raw, tensors, header["byteorder"], map_location)
     except (ValueError, TypeError, OverflowError) as e:    # validated above; a last line of defence
         raise CheckpointError(f"{reader.name}: bad tensor record ({e})"[:300]) from None
-    return _Decoder(built).decode(header["object"], 0)
+    with V.nesting_room():
+        return _Decoder(built).decode(header["object"], 0)
 
 
 def _load_pickle(reader, header, map_location, pickle_module, weights_only, pickle_load_args):
@@ -292,7 +305,8 @@ class _Decoder:
         t = type(node)
         if node is None or t in (builtins.bool, builtins.int, builtins.float, str):
             return node
-        V.need(depth < MAX_DEPTH, f"the object is nested more than {MAX_DEPTH} levels deep")
+        if depth > V.MAX_DEPTH:             # ``node`` is a container inside MAX_DEPTH others
+            V.too_deep()
         if t is list:
             return [self.decode(v, depth + 1) for v in node]
         V.need(t is dict and type(node.get("type")) is str, f"unexpected JSON value {node!r}"[:200])

@@ -249,6 +249,9 @@ _TORCH_DEVICE = _Global("torch", "device")
 _TORCH_SIZE = _Global("torch", "Size")
 
 
+_CONTAINERS = (list, tuple, dict, set, frozenset, OrderedDict, Counter)
+
+
 class _Pickler(pickle._Pickler):
     dispatch = dict(pickle._Pickler.dispatch)
 
@@ -257,6 +260,19 @@ class _Pickler(pickle._Pickler):
         self.roots = []             # (flat bytes, key)
         self.root_keys = {}
         self.globals = {}
+        self.depth = 0              # containers being pickled, one inside the other
+        self.in_tensor = False      # a tensor's own rebuild arguments do not count
+
+    def save(self, obj, save_persistent_id=True):
+        if type(obj) not in _CONTAINERS or self.in_tensor:
+            return super().save(obj, save_persistent_id)
+        if self.depth >= V.MAX_DEPTH:
+            V.too_deep(ValueError)
+        self.depth += 1
+        try:
+            super().save(obj, save_persistent_id)
+        finally:
+            self.depth -= 1
 
     def persistent_id(self, obj):
         if type(obj) is _StorageRef:
@@ -274,6 +290,13 @@ class _Pickler(pickle._Pickler):
         self.memoize(obj)
 
     def save_tensor(self, t):
+        outer, self.in_tensor = self.in_tensor, True
+        try:
+            self._save_tensor(t)
+        finally:
+            self.in_tensor = outer
+
+    def _save_tensor(self, t):
         a = t._data
         root, offset, strides = locate(a)
         item = a.itemsize
@@ -321,7 +344,8 @@ def encode(obj):
     import io
     buf = io.BytesIO()
     p = _pickler_class()(buf)
-    p.dump(obj)
+    with V.nesting_room():
+        p.dump(obj)
     return buf.getvalue(), p.roots
 
 

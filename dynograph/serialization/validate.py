@@ -6,6 +6,8 @@ file never reaches numpy as a shape, an offset or a size it could choke on.
 import builtins
 import math
 import sys
+import threading
+from contextlib import contextmanager
 
 from dynograph.runtime import dtypes as D
 
@@ -13,6 +15,33 @@ from .errors import CheckpointError
 
 DTYPES = D.BY_NAME
 MAX_DIMS = 64
+MAX_DEPTH = 1000        # levels of nested containers save and load handle (torch.save: about 450)
+_FRAMES_PER_LEVEL = 8   # Python frames and json C calls one level costs the recursive coders
+_room = {"users": 0, "limit": None}
+_room_lock = threading.Lock()
+
+
+def too_deep(error=CheckpointError):
+    raise error(f"the object is nested more than {MAX_DEPTH} levels deep (the most dynograph saves "
+                "and loads)")
+
+
+@contextmanager
+def nesting_room():
+    """Room on Python's recursion limit (which json's C code shares) for ``MAX_DEPTH`` levels of
+    the recursive encoders and decoders; raised by the first thread in, restored by the last out."""
+    with _room_lock:
+        if _room["users"] == 0:
+            _room["limit"] = sys.getrecursionlimit()
+            sys.setrecursionlimit(_room["limit"] + MAX_DEPTH * _FRAMES_PER_LEVEL)
+        _room["users"] += 1
+    try:
+        yield
+    finally:
+        with _room_lock:
+            _room["users"] -= 1
+            if _room["users"] == 0:
+                sys.setrecursionlimit(_room["limit"])
 
 
 def fail(what, error=CheckpointError):
