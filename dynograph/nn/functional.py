@@ -15,7 +15,7 @@ __all__ = [
     "hardtanh_", "sigmoid", "tanh", "logsigmoid", "tanhshrink", "threshold", "threshold_", "glu",
     "softmax", "log_softmax", "softmin", "linear", "bilinear", "dropout", "dropout1d", "dropout2d",
     "dropout3d", "alpha_dropout", "one_hot", "normalize", "cosine_similarity", "pairwise_distance",
-    "pad", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
 ]
 
@@ -372,65 +372,6 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
 
 
-def _pad_index(size, lo, hi, mode):
-    """Source indices along one dim for reflect/replicate/circular padding."""
-    out = []
-    for i in range(-lo, size + hi):
-        if mode == "replicate":
-            j = min(max(i, 0), size - 1)
-        elif mode == "circular":
-            j = i % size
-        else:  # reflect
-            period = 2 * (size - 1)
-            j = i % period if period else 0
-            j = period - j if j >= size else j
-        out.append(j)
-    return out
-
-
-def pad(input, pad, mode="constant", value=None):
-    """Pad the last len(pad) // 2 dims: pad = (last_lo, last_hi, prev_lo, prev_hi, ...)."""
-    if len(pad) % 2:
-        raise RuntimeError("Padding length must be divisible by 2")
-    if len(pad) // 2 > input.dim():
-        raise RuntimeError("Padding length should be less than or equal to two times the input "
-                           "dimension but got padding length "
-                           f"{len(pad)} and input of dimension {input.dim()}")
-    if mode not in ("constant", "reflect", "replicate", "circular"):
-        raise NotImplementedError(f"Unrecognised padding mode {mode}")
-    out = input
-    for k in range(len(pad) // 2):
-        dim = input.dim() - 1 - k
-        lo, hi = int(pad[2 * k]), int(pad[2 * k + 1])
-        if mode == "constant":
-            out = _pad_constant(out, dim, lo, hi, 0.0 if value is None else value)
-        else:
-            size = out.shape[dim]
-            if mode == "reflect" and (lo >= size or hi >= size):
-                raise RuntimeError(f"Argument #4: Padding size should be less than the "
-                                   f"corresponding input dimension, but got: padding ({lo}, {hi}) "
-                                   f"at dimension {dim} of input {list(input.shape)}")
-            idx = _d.tensor(_pad_index(size, lo, hi, mode), dtype=_d.int64)
-            out = out.index_select(dim, idx)
-    return out
-
-
-def _pad_constant(x, dim, lo, hi, value):
-    # negative pads crop
-    if lo < 0:
-        x = x.narrow(dim, -lo, x.shape[dim] + lo)
-    if hi < 0:
-        x = x.narrow(dim, 0, x.shape[dim] + hi)
-    parts = []
-    for n in (max(lo, 0), max(hi, 0)):
-        shape = list(x.shape)
-        shape[dim] = n
-        parts.append(x.new_full(shape, value))
-    if not (lo > 0 or hi > 0):
-        return x
-    return _d.cat([parts[0], x, parts[1]], dim)
-
-
 # ----------------------------------------------------------------------------- losses
 
 def _reduction(size_average, reduce, reduction):
@@ -653,9 +594,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 
 # The larger areas live in dynograph/nn/_functional/; they are part of this module's namespace.
-from ._functional import attention, conv, losses, normalization, pooling, sampling  # noqa: E402
+from ._functional import attention, conv, losses, normalization, padding, pooling, sampling  # noqa: E402
 
-for _area in (conv, pooling, sampling, normalization, losses, attention):
+for _area in (conv, pooling, sampling, normalization, losses, attention, padding):
     globals().update({_name: getattr(_area, _name) for _name in _area.__all__})
     __all__ += _area.__all__
 del _area
