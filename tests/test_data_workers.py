@@ -1,9 +1,11 @@
 """dynograph.utils.data.DataLoader with worker processes: order, seeding, sharding, errors,
 crashes, timeouts, persistent workers and cleanup.
 
-Datasets live at module level so the workers (started by forkserver/spawn) can unpickle
-them, which imports this module in every worker: it therefore does not import pytest at
-the top (that import alone would double a worker's start-up).  Every wait is bounded."""
+Datasets live at module level so workers started by forkserver/spawn can unpickle them,
+which imports this module in every such worker: it therefore does not import pytest at the
+top (that import alone would double a worker's start-up).  Every wait is bounded.  Start
+methods, pickling errors and the workers' end with a killed main process:
+test_data_start_methods.py."""
 import ctypes
 import gc
 import multiprocessing as mp
@@ -142,6 +144,8 @@ class Failing(Dataset):
             if self.how == "sigkill":
                 os.kill(os.getpid(), signal.SIGKILL)
             if self.how == "segfault":
+                import faulthandler
+                faulthandler.disable()           # inherited from pytest by fork: no dump on stderr
                 ctypes.string_at(0)
             if self.how == "sleep":
                 time.sleep(1.5)
@@ -501,36 +505,11 @@ def test_large_tensors_reach_workers_through_shared_memory():
 def test_sole_owner_tensor_moves_to_shared_memory_once():
     import mmap
     own = dynograph.zeros(1000, 400)
-    ldr = DataLoader(TensorDataset(own), batch_size=500, num_workers=1)
+    # forkserver pickles the dataset (fork would not: the children inherit it)
+    ldr = DataLoader(TensorDataset(own), batch_size=500, num_workers=1, multiprocessing_context="forkserver")
     first = [b[0].numpy().copy() for b in ldr]
     assert isinstance(own._data.base, mmap.mmap) and all((b == 0).all() for b in first)
     fd = own._shm[1]
     own.add_(2.0)                             # seen by the next epoch's workers, as with torch
     again = [b[0].numpy() for b in ldr]
     assert own._shm[1] == fd and all((b == 2).all() for b in again)
-
-
-def test_default_start_method(monkeypatch):
-    import sys
-    from dynograph.utils.data._multiprocessing import _default_context
-    assert _default_context().get_start_method() == "forkserver"
-    monkeypatch.setattr(sys, "ps1", ">>> ", raising=False)          # the REPL
-    assert _default_context().get_start_method() == "fork"
-
-
-class Unpicklable(Dataset):
-    def __init__(self):
-        self.fn = lambda i: i
-
-    def __len__(self):
-        return 4
-
-    def __getitem__(self, i):
-        return self.fn(i)
-
-
-def test_unpicklable_dataset_fails_in_the_main_process_without_leftovers():
-    with raises(Exception, match="pickle|lambda"):
-        iter(loader(Unpicklable()))
-    gc.collect()
-    assert mp.active_children() == []

@@ -1,14 +1,14 @@
 """The DataLoader's iterator over worker processes (torch's _MultiProcessingDataLoaderIter).
 
 Worker processes start with ``multiprocessing_context`` (a start-method name or a context).
-The default is 'forkserver' where the platform has it (Linux) and 'spawn' elsewhere: both
-start workers from a clean, single-threaded process, so a parent that runs threads (BLAS
-pools, the result reader of another loader, user threads) cannot leave a lock held in a
-forked child.  With 'forkserver' the server process imports dynograph once, so each worker
-starts without re-importing it.  As with 'spawn', what the workers need (dataset class,
-collate_fn, worker_init_fn) must be importable: defined in a module, or in a script under
-``if __name__ == "__main__":``.  An interactive session (a notebook, the REPL) has no main
-file to import, so there the default is 'fork', as in torch on Linux.
+The default is torch's: multiprocessing's default context, so 'fork' on Linux before Python
+3.14, 'forkserver' from 3.14, 'spawn' on macOS and Windows, or whatever
+``multiprocessing.set_start_method`` chose.  With 'fork' the workers inherit the dataset,
+collate_fn and worker_init_fn as they are (lambdas, local classes, a script without an
+``if __name__ == "__main__":`` guard all work); with 'spawn' and 'forkserver' these travel
+pickled and the main script is imported again in each worker, so failures there are
+reported with the object or the guard to fix.  Every worker ends with the main process,
+whatever the dataset is doing (``_worker.exit_with_parent``).
 
 Each worker has its own index pipe; all answer on one result pipe.  The main process keeps
 ``prefetch_factor`` tasks per worker in flight and hands the batches back in sampler order
@@ -17,11 +17,14 @@ process sentinels together, so a worker that dies is reported at once.
 """
 import itertools
 import multiprocessing as mp
+import os
 import pickle
 import sys
+import threading
 import time
 import weakref
 from multiprocessing import connection
+from multiprocessing.reduction import ForkingPickler
 
 from ._sharing import sharing_session
 from ._worker import ExceptionWrapper, _IterableDatasetStopIteration, _ResumeIteration, _worker_loop
@@ -29,16 +32,20 @@ from .dataloader import _BaseDataLoaderIter, _DatasetKind
 
 PIPE_BYTES = 1 << 22         # wanted kernel buffer of the result pipe (capped by the system)
 SHUTDOWN_TIMEOUT = 2.0       # seconds workers get to exit cleanly before they are terminated
+EXIT_WAIT = 10.0             # seconds a worker that closed its pipe gets to be seen dead
 
 
 def _default_context():
-    methods = mp.get_all_start_methods()
-    # a REPL or notebook (not just a main without a file: pytest-xdist workers have one,
-    # and they run threads, which fork must not copy)
-    interactive = hasattr(sys, "ps1") or sys.flags.interactive or "IPython" in sys.modules
-    if interactive and "fork" in methods:
-        return mp.get_context("fork")      # classes defined in the session reach workers only so
-    return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+    """torch's default: multiprocessing's default context (honours set_start_method)."""
+    return mp.get_context()
+
+
+def _parent_watch(ctx):
+    """The argument of ``_worker.exit_with_parent`` for the workers about to start: this
+    pid where the kernel's parent-death signal can serve, else None."""
+    if ctx.get_start_method() == "forkserver" or threading.current_thread() is not threading.main_thread():
+        return None
+    return os.getpid()
 
 
 def _preload_forkserver(ctx):
@@ -74,12 +81,13 @@ class _Workers:
         self.processes, self.index_conns = [], []
         self.result_conn = self.result_lock = None
         self.closed = False
+        self.owner = os.getpid()          # a forked child holds a copy: never its to shut down
 
     def shutdown(self, graceful=True):
         """Ask every worker to stop, wait a little, then terminate (and kill) stragglers.
         Not ``graceful`` (a worker died, perhaps holding the result pipe's lock or halfway
         through a message): terminate them all at once."""
-        if self.closed:
+        if self.closed or os.getpid() != self.owner:
             return
         self.closed = True
         for conn in self.index_conns if graceful else ():
@@ -118,6 +126,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._prefetch_factor = loader.prefetch_factor
         self._in_order = loader.in_order
         ctx = loader.multiprocessing_context or _default_context()
+        self._start_method = ctx.get_start_method()
         _preload_forkserver(ctx)
         self._workers = workers = _Workers()
         self._finalizer = weakref.finalize(self, workers.shutdown)
@@ -126,6 +135,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         # the parent keeps the lock alive: its semaphore must outlive the workers' start
         workers.result_lock = result_lock = ctx.Lock()
         iterable = self._dataset_kind == _DatasetKind.Iterable
+        parent = _parent_watch(ctx)
         child_ends = [result_writer]
         try:
             with sharing_session():           # the dataset's big tensors: one shared copy
@@ -136,13 +146,29 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     w = ctx.Process(target=_worker_loop, daemon=True, args=(
                         iterable, self._dataset, index_reader, result_lock, result_writer,
                         self._auto_collation, self._collate_fn, self._drop_last, self._base_seed,
-                        loader.worker_init_fn, worker_id, self._num_workers))
-                    w.start()                 # may fail: an unpicklable dataset or collate_fn
+                        loader.worker_init_fn, worker_id, self._num_workers, parent))
+                    self._start(w, loader)
                     workers.processes.append(w)
+        except BaseException:
+            self._abort()                     # the workers already started end now
+            raise
         finally:
             for conn in child_ends:           # the children hold their own copies now
                 conn.close()
         self._reset(loader, first_iter=True)
+
+    def _start(self, w, loader):
+        """Start worker ``w``; a failure names its cause and the fix."""
+        try:
+            w.start()
+        except (pickle.PicklingError, TypeError, AttributeError) as e:
+            raise _pickling_error(e, self._start_method, {
+                "collate_fn": self._collate_fn, "worker_init_fn": loader.worker_init_fn,
+                "dataset": self._dataset}) from e
+        except (BrokenPipeError, ConnectionResetError, EOFError):
+            # the child (or the fork server) ended while it was being sent its arguments
+            raise RuntimeError("DataLoader worker failed to start: it exited before it was "
+                               f"running.{_main_guard_hint(self._start_method)}") from None
 
     def _reset(self, loader, first_iter=False):
         super()._reset(loader, first_iter)
@@ -194,8 +220,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         try:
             self._workers.index_conns[worker_id].send(message)
         except (BrokenPipeError, ConnectionResetError):
+            # the worker closed its end, so it is exiting: report that once it is seen dead
+            w = self._workers.processes[worker_id]
+            connection.wait([w.sentinel], timeout=EXIT_WAIT)
             self._check_workers()
-            raise
+            raise RuntimeError(f"DataLoader worker (pid {w.pid}) closed its pipe") from None
 
     def _check_workers(self):
         """Raise (after shutting down) if a worker still serving has died."""
@@ -203,12 +232,18 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                   if self._workers_status[i] and not w.is_alive()]
         if not failed:
             return
-        self._finalizer.detach()
-        self._workers.shutdown(graceful=False)
+        self._abort()
         details = "; ".join(_exit_description(w) for w in failed)
         pids = ", ".join(str(w.pid) for w in failed)
+        # exit code 1: Python failed, perhaps while importing the main script again
+        hint = _main_guard_hint(self._start_method) if any(w.exitcode == 1 for w in failed) else ""
         raise RuntimeError(f"DataLoader worker (pid {pids}) exited unexpectedly ({details}). "
-                           "Rerunning with num_workers=0 may give a better error trace.")
+                           f"Rerunning with num_workers=0 may give a better error trace.{hint}")
+
+    def _abort(self):
+        """Terminate the workers at once (one failed: the others may hold its locks)."""
+        self._finalizer.detach()
+        self._workers.shutdown(graceful=False)
 
     def _get_data(self):
         """The next ``(task_idx, data)`` from any worker, watching for dead workers and
@@ -294,3 +329,50 @@ def _exit_description(w):
             name = str(-code)
         return f"killed by signal: {name}"
     return f"exit code {code}"
+
+
+# ---------------------------------------------------------------- start failures
+
+FORK_FIX = "or pass multiprocessing_context='fork' (Linux and macOS)"
+
+
+def _pickling_error(error, method, arguments):
+    """``error`` (raised while a worker's arguments were pickled) again, naming the argument
+    that cannot be pickled, the start method and the fixes; ``error`` itself where no
+    single argument is to blame."""
+    for name, obj in arguments.items():
+        try:
+            ForkingPickler.dumps(obj)
+        except Exception as e:
+            what = f"{name} {obj!r}" if callable(obj) else f"{name} (a {type(obj).__qualname__})"
+            message = (f"DataLoader: the {what} cannot be pickled ({type(e).__name__}: {e}), and "
+                       f"workers started with '{method}' receive it pickled.  Define it (and what it "
+                       f"holds) at module level, not as a lambda or a local function or class, "
+                       f"{FORK_FIX}, which does not pickle it.")
+            try:
+                return type(error)(message)
+            except Exception:
+                return RuntimeError(message)
+    return error
+
+
+def _main_guard_hint(method):
+    """Why a 'spawn' or 'forkserver' worker may fail at once: it imports the main script
+    again, and code at the script's top level that starts workers runs again there."""
+    if method == "fork" or not _running_main_script():
+        return ""
+    return (f"  Workers started with '{method}' import the main script again: if it iterates a "
+            f"DataLoader at its top level, put that code under `if __name__ == \"__main__\":`, {FORK_FIX}.")
+
+
+def _running_main_script():
+    """True while the top-level code of a main script (which a worker would import) runs."""
+    main = sys.modules.get("__main__")
+    if not getattr(main, "__file__", None):
+        return False
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals is vars(main):
+            return True
+        frame = frame.f_back
+    return False

@@ -1,11 +1,16 @@
 """What runs inside a DataLoader worker process (torch.utils.data._utils.worker): seeding,
 ``get_worker_info``, the fetch loop, and how exceptions and tensors cross back to the main
 process."""
+import ctypes
 import multiprocessing as mp
+import os
 import pickle
 import random
+import signal
 import sys
+import threading
 import traceback
+from multiprocessing import connection
 from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
@@ -17,6 +22,7 @@ from ._fetch import create_fetcher
 __all__ = ["WorkerInfo", "get_worker_info"]
 
 STATUS_CHECK_INTERVAL = 1.0   # seconds between a worker's checks that its parent still lives
+PR_SET_PDEATHSIG = 1          # prctl option (linux/prctl.h): a signal for when the parent dies
 
 
 class WorkerInfo:
@@ -152,6 +158,39 @@ def _send(lock, conn, obj):
         conn.send_bytes(payload)
 
 
+# ---------------------------------------------------------------- ending with the parent
+
+def exit_with_parent(parent_pid):
+    """End this worker as soon as the main process dies, even while the dataset blocks (the
+    fetch loop only looks between tasks).  Where ``parent_pid`` (the main process) started
+    us from its main thread, Linux's parent-death signal kills us; it cannot serve otherwise,
+    as it follows the *thread* that started the worker and the fork server (the parent of
+    'forkserver' workers) lives as long as they do.  Then (``parent_pid`` None) a thread
+    watches the main process's sentinel pipe.  Not in a child process: nothing to do."""
+    if mp.parent_process() is None:
+        return
+    if parent_pid is not None and _set_parent_death_signal():
+        if os.getppid() != parent_pid:     # it died before prctl: no signal will come
+            os._exit(0)
+        return
+    threading.Thread(target=_exit_when_parent_ends, name="dynograph-parent-watch", daemon=True).start()
+
+
+def _set_parent_death_signal():
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _exit_when_parent_ends():
+    connection.wait([mp.parent_process().sentinel])
+    os._exit(0)
+
+
 # ---------------------------------------------------------------- the worker loop
 
 def _fetch_one(fetcher, idx, index, iterable, worker_id):
@@ -170,10 +209,12 @@ def _fetch_one(fetcher, idx, index, iterable, worker_id):
 
 
 def _worker_loop(iterable, dataset, index_conn, result_lock, result_conn, auto_collation, collate_fn,
-                 drop_last, base_seed, init_fn, worker_id, num_workers):
+                 drop_last, base_seed, init_fn, worker_id, num_workers, parent_pid=None):
     """Serve ``(task_idx, index)`` requests from ``index_conn`` until ``None`` arrives or
-    the parent process goes away; each answer is ``(task_idx, data)`` on ``result_conn``."""
+    the parent process goes away; each answer is ``(task_idx, data)`` on ``result_conn``.
+    ``parent_pid``: see ``exit_with_parent``."""
     global _worker_info
+    exit_with_parent(parent_pid)
     try:
         seed = seed_worker(base_seed, worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)

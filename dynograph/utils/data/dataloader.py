@@ -46,10 +46,10 @@ class DataLoader:
     the sampler's order is the same.  Batches come back in sampler order unless
     ``in_order=False``, which hands out each batch as soon as it arrives.
 
-    Workers start with ``multiprocessing_context``; the default is 'forkserver' on Linux
-    ('spawn' where there is none, 'fork' in an interactive session): see
-    _multiprocessing.py for why.  ``pin_memory`` is accepted; tensors live in host memory,
-    so it changes nothing.
+    Workers start with ``multiprocessing_context``; the default is multiprocessing's
+    default start method, as in torch ('fork' on Linux before Python 3.14): see
+    _multiprocessing.py.  ``pin_memory`` is accepted; tensors live in host memory, so it
+    changes nothing.
     """
 
     __initialized = False
