@@ -34,9 +34,10 @@ class device:
         self.index = index
 
     def __eq__(self, other):
-        if isinstance(other, str):
-            other = device(other)
-        return isinstance(other, device) and self.type == other.type and self.index == other.index
+        # as in torch, a device equals only a device: device("cpu") == "cpu" is False
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and self.index == other.index
 
     def __hash__(self):
         return hash((self.type, self.index))
