@@ -141,9 +141,11 @@ def _run(op, args, attrs):
     try:
         return op.impl(*arrays, **attrs)
     except (ValueError, IndexError, TypeError) as e:
-        if op.meta is not None:
-            op.meta(*[_spec(a) for a in args], **attrs)  # raises the user-facing error
-        raise RuntimeError(f"{op.name}: {e}") from None
+        failure = e
+    # outside the except block, so the user-facing error does not chain the internal one
+    if op.meta is not None:
+        op.meta(*[_spec(a) for a in args], **attrs)
+    raise RuntimeError(f"{op.name}: {failure}")
 
 
 def _spec(a):

@@ -356,6 +356,14 @@ def test_default_collate_errors(torch):
     same_error(lambda: default_collate(strs), lambda: tdata().default_collate(strs))
 
 
+def test_default_collate_size_error_chains_nothing(torch):
+    # the user's error alone: no internal exception shown as "during handling of ..."
+    with pytest.raises(RuntimeError) as info:
+        default_collate([dynograph.ones(3), dynograph.ones(4)])
+    assert str(info.value) == "stack expects each tensor to be equal size, but got [3] at entry 0 and [4] at entry 1"
+    assert info.value.__context__ is None and info.value.__cause__ is None
+
+
 def test_default_convert_like_torch(torch):
     data = {"a": np.arange(3), "b": (np.float32(2.0), [np.ones(2)]), "p": Point(np.array(1), "s"),
             "s": "text", "n": 4, "strs": np.array(["x"])}
