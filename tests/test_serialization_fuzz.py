@@ -1,40 +1,27 @@
 """Damaged checkpoints: truncated, bit-flipped and header-mangled files must either load or raise
 one of the documented exceptions (CheckpointError and its subclasses), never anything else.
 
-Deterministic (fixed seeds) and fast: a few hundred variants of small files per format.
+Deterministic (fixed seeds) and fast: a few hundred variants of small files per format.  The
+samples and mutations are tools/fuzz_files.py's (``python -m tools.fuzz_files`` runs thousands).
 """
-import copy
 import io
 import json
+import os
 import random
+import sys
 import zipfile
-from collections import OrderedDict
 
 import numpy as np
 import pytest
 
 import dynograph
 from dynograph import safetensors as st
-from dynograph.serialization import CheckpointError
+from dynograph.serialization import CheckpointError, SafetensorError
 from dynograph.serialization.container import ZipWriter
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-def _checkpoint():
-    x = dynograph.arange(12.0).reshape(3, 4)
-    return OrderedDict([
-        ("weight", x), ("view", x.t()), ("row", x[1]), ("half", dynograph.ones(3, dtype=dynograph.float16)),
-        ("mask", dynograph.tensor([True, False])), ("idx", dynograph.arange(4)),
-        ("p", dynograph.nn.Parameter(dynograph.ones(2))),
-        ("opt", {"state": {0: {"step": dynograph.tensor(3.0)}}, "param_groups": [{"betas": (0.9, 0.99),
-                                                                                  "params": [0]}]}),
-        ("misc", [None, 1.5, float("nan"), "s", b"b", 2 + 1j]),
-    ])
-
-
-def _saved(fmt):
-    buf = io.BytesIO()
-    dynograph.save(_checkpoint(), buf, format=fmt)
-    return buf.getvalue()
+from tools import fuzz_files  # noqa: E402
 
 
 def _load_cleanly(data):
@@ -46,50 +33,24 @@ def _load_cleanly(data):
 
 
 def _variants(data, rng, flips, truncations):
-    n = len(data)
-    for cut in sorted(rng.sample(range(n), min(truncations, n))):
+    for cut in sorted(rng.sample(range(len(data)), min(truncations, len(data)))):
         yield data[:cut]
     for _ in range(flips):
-        b = bytearray(data)
-        for _ in range(rng.choice((1, 1, 2, 8))):
-            i = rng.randrange(n)
-            b[i] ^= 1 << rng.randrange(8)
-        yield bytes(b)
-    for _ in range(flips // 4):                         # a random byte range overwritten
-        b = bytearray(data)
-        i = rng.randrange(n)
-        k = rng.randrange(1, 16)
-        b[i:i + k] = bytes(rng.randrange(256) for _ in range(k))
-        yield bytes(b)
+        yield fuzz_files.flip_bits(rng, data)
+    for _ in range(flips // 4):
+        yield fuzz_files.overwrite_range(rng, data)
 
 
 @pytest.mark.parametrize("fmt", ["dynograph", "torch"])
 def test_truncated_and_bit_flipped_checkpoints(fmt):
     rng = random.Random(1234)
-    data = _saved(fmt)
+    data = fuzz_files.saved(fmt)
     dynograph.load(io.BytesIO(data))                    # the intact file loads
     count = 0
     for variant in _variants(data, rng, flips=200, truncations=100):
         _load_cleanly(variant)
         count += 1
     assert count == 350
-
-
-_POOL = [-1, 0, 1, 2 ** 70, -2 ** 70, 1.5, float("1e308"), "", "float32", "x" * 50, None, True, False,
-         [], {}, [0, 1], [[0, 1]], [-1, 4], {"type": "tensor", "index": 0}, {"type": "tensor", "index": 99},
-         {"type": "dict", "items": [[[1], 2]]}, {"type": "tuple"}, {"type": "float", "value": "1"},
-         {"type": "bytes", "base64": "!!"}, {"type": "device", "value": "tpu"}, {"type": "size", "items": [-2]},
-         {"type": "dtype", "name": "complex64"}, [[0, 10 ** 12]], [10 ** 30, 10 ** 30]]
-
-
-def _paths(node, path=()):
-    yield path
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, path + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, path + (i,))
 
 
 def _rezip(header, blob):
@@ -105,31 +66,29 @@ def test_mangled_headers_with_valid_crc():
     """Header values replaced at random, the zip rebuilt with correct CRCs: the validator, not
     the checksum, must catch every bad value."""
     rng = random.Random(99)
-    zf = zipfile.ZipFile(io.BytesIO(_saved("dynograph")))
+    zf = zipfile.ZipFile(io.BytesIO(fuzz_files.saved("dynograph")))
     header = json.loads(zf.read("dynograph/header.json"))
     blob = zf.read("dynograph/tensors.bin")
-    paths = [p for p in _paths(header) if p]
     for _ in range(300):
-        h = copy.deepcopy(header)
-        for _ in range(rng.choice((1, 1, 3))):
-            path = rng.choice(paths)
-            node = h
-            try:
-                for k in path[:-1]:
-                    node = node[k]
-                node[path[-1]] = copy.deepcopy(rng.choice(_POOL))
-            except (KeyError, IndexError, TypeError):    # an earlier edit removed the path
-                pass
-        _load_cleanly(_rezip(h, blob))
+        _load_cleanly(_rezip(fuzz_files.edit_json(rng, header), blob))
 
 
 def test_damaged_safetensors():
     rng = random.Random(7)
-    data = st.save({"a": dynograph.arange(6.0).reshape(2, 3), "b": dynograph.ones(3, dtype=dynograph.int16),
-                    "c": dynograph.tensor([True])}, metadata={"k": "v"})
+    data = fuzz_files.safetensors_sample()
     assert np.array_equal(st.load(data)["a"]._data, np.arange(6.0, dtype=np.float32).reshape(2, 3))
     for variant in _variants(data, rng, flips=200, truncations=60):
         try:
             st.load(variant)
-        except CheckpointError:
+        except SafetensorError:
             pass
+
+
+@pytest.mark.parametrize("sample", ["dynograph", "dynograph-deflated", "torch", "torch-deflated",
+                                    "safetensors"])
+def test_every_mutation_kind_within_errors_and_memory(sample):
+    """Bit flips, truncations, insertions, header fields and zip size/CRC/offset fields: only the
+    documented error, and no allocation beyond the file's declared sizes (tracemalloc)."""
+    counts, failures = fuzz_files.fuzz(240, seed=2024, formats=[sample])[sample]
+    assert sum(counts.values()) == 240 and len(counts) == len(fuzz_files.MUTATIONS)
+    assert [f[:3] for f in failures] == []
