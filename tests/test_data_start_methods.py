@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 import dynograph
@@ -126,6 +127,38 @@ def test_unpicklable_arguments_are_named_with_the_fix(method):
         assert f"workers started with '{method}' receive it pickled" in message
         assert "at module level" in message and "multiprocessing_context='fork'" in message
     assert mp.active_children() == []
+
+
+# ---------------------------------------------------------------- what fork copies
+
+class MatMul(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        a = np.full((256, 256), float(i), dtype=np.float32)
+        return float((a @ a)[0, 0])
+
+
+@needs_fork_default
+def test_forked_workers_use_blas_after_the_parent_did():
+    a = np.ones((512, 512), dtype=np.float32)
+    assert (a @ a)[0, 0] == 512          # the parent's BLAS thread pool is running now
+    loader = DataLoader(MatMul(), batch_size=None, num_workers=2, timeout=60)
+    assert list(loader) == [256.0 * i * i for i in range(4)]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_leaves_its_parents_workers_alone():
+    it = iter(DataLoader(list(range(8)), batch_size=2, num_workers=1, multiprocessing_context="fork"))
+    first = next(it).tolist()
+    pid = os.fork()
+    if pid == 0:                         # as the copy of the iterator in a worker would, on collection
+        it._shutdown_workers()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [first] + [b.tolist() for b in it] == [[0, 1], [2, 3], [4, 5], [6, 7]]
 
 
 # ---------------------------------------------------------------- ending with the main process
