@@ -317,12 +317,14 @@ def divide_by_zero(worker_id):
     return 1 / 0
 
 
-def test_a_worker_whose_init_failed_answers_every_task_with_that_error():
+def test_a_worker_whose_init_failed_answers_every_task_with_that_error(monkeypatch):
     # it must not die on its second task: the main process could see the death before the
     # first answer and report "exited unexpectedly" instead of the error
     import pickle
     import threading
+    from dynograph.utils.data import _worker
     from dynograph.utils.data._worker import _worker_loop
+    monkeypatch.setattr(_worker, "_worker_info", None)     # the loop runs here: restore it after
     index_reader, index_writer = mp.Pipe(duplex=False)
     result_reader, result_writer = mp.Pipe(duplex=False)
     for task in range(3):
