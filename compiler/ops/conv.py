@@ -297,19 +297,16 @@ def _finish(out, bias, low):
 
 # ---------------------------------------------------------------- convolution
 
-def _valid(x, w, bias, stride, padding, dilation, output_padding, groups):
-    """A cheap sanity check before computing; the meta rule explains any failure."""
-    k = x.ndim - 2
-    return (x.dtype == w.dtype and x.ndim == w.ndim and k >= 1 and x.dtype != np.bool_
-            and len(stride) == len(padding) == len(dilation) == len(output_padding) == k
-            and groups > 0 and min(stride) > 0 and min(dilation) > 0 and min(padding) >= 0
-            and min(output_padding) >= 0 and w.shape[0] % groups == 0
-            and (bias is None or (bias.ndim == 1 and bias.dtype == x.dtype)))
+def _array_spec(a):
+    return None if a is None else TensorSpec(a.shape, D.from_numpy_dtype(a.dtype))
 
 
 def _convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
-    if not _valid(x, w, bias, stride, padding, dilation, output_padding, groups):
-        raise ValueError("convolution")
+    # the meta rule holds every check PyTorch makes (and the output shape)
+    spec = _convolution_meta(_array_spec(x), _array_spec(w), _array_spec(bias), stride, padding,
+                             dilation, transposed, output_padding, groups)
+    if 0 in spec.shape:
+        return np.zeros(spec.shape, x.dtype)
     (x, w, bias), low = _compute(x, w, bias)
     if transposed:
         out = _conv_transposed(x, w, stride, padding, dilation, groups, output_padding)
@@ -329,7 +326,17 @@ def _type_word(dt):
             "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int"}.get(dt.name, dt.name)
 
 
+def _tensor_type(dt):
+    """A dtype as PyTorch's MKLDNN type check names it ('dynograph.FloatTensor')."""
+    return {"bfloat16": "CPUBFloat16Type", "bool": "CPUBoolType"}.get(
+        dt.name, f"dynograph.{dt.tensor_type}")
+
+
 def _check_params(x, w, stride, padding, dilation, groups, output_padding=None):
+    if len(w.shape) < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
     k = len(w.shape) - 2
     _listed("stride", stride, k)
     _listed("padding", padding, k)
@@ -342,10 +349,10 @@ def _check_params(x, w, stride, padding, dilation, groups, output_padding=None):
         raise RuntimeError("negative output_padding is not supported")
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
-    if any(d <= 0 for d in dilation):
+    if any(d < 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(d == 0 for d in dilation):
         raise RuntimeError("non-positive dilation is not supported")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
     if len(x.shape) != len(w.shape):
         raise RuntimeError(
             f"Expected {len(w.shape)}-dimensional input for {len(w.shape)}-dimensional weight "
@@ -358,34 +365,13 @@ def _sizes_text(sizes):
 
 
 def _convolution_meta(x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """PyTorch's checks, in its order: parameters, shapes, sizes, then the element types."""
     _check_params(x, w, stride, padding, dilation, groups, output_padding if transposed else None)
-    ws = list(w.shape)
-    if w.shape[0] % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at "
-                           f"dimension 0, but got weight of size [{ws}] instead")
-    if transposed:
-        if x.shape[1] != w.shape[0]:
-            raise RuntimeError(f"Given transposed=1, weight of size {ws}, expected input"
-                               f"{list(x.shape)} to have {w.shape[0]} channels, but got "
-                               f"{x.shape[1]} channels instead")
-        cout = w.shape[1] * groups
-    else:
-        if x.shape[1] != w.shape[1] * groups:
-            raise RuntimeError(f"Given groups={groups}, weight of size {ws}, expected input"
-                               f"{list(x.shape)} to have {w.shape[1] * groups} channels, but got "
-                               f"{x.shape[1]} channels instead")
-        cout = w.shape[0]
-    if bias is not None and (len(bias.shape) != 1 or bias.shape[0] != cout):
-        raise RuntimeError(f"Given weight of size {ws}, expected bias to be 1-dimensional with "
-                           f"{cout} elements, but got bias of size {list(bias.shape)} instead")
+    cout = _check_channels(x, w, bias, transposed, groups)
     ksize = tuple(w.shape[2:])
     sizes = tuple(x.shape[2:])
     if transposed:
         out = _transposed_out_sizes(sizes, ksize, stride, padding, dilation, output_padding)
-        if any(n <= 0 for n in out):
-            raise RuntimeError(f"Given input size per channel: ({_sizes_text(sizes)}). Calculated "
-                               f"output size per channel: ({_sizes_text(out)}). Output size is "
-                               "too small")
     else:
         padded = tuple(n + 2 * p for n, p in zip(sizes, padding))
         dk = tuple(d * (k - 1) + 1 for k, d in zip(ksize, dilation))
@@ -394,21 +380,71 @@ def _convolution_meta(x, w, bias, stride, padding, dilation, transposed, output_
                                f" Kernel size: ({_sizes_text(dk)}). Kernel size can't be greater "
                                "than actual input size")
         out = _conv_out_sizes(sizes, ksize, stride, padding, dilation)
+    if x.shape[0] and x.shape[1] and 0 in sizes:
+        shown = list(x.shape[:2]) + [1] * (len(sizes) == 1) + list(sizes)  # 1-d runs as 2-d
+        raise RuntimeError("Only zero batch or zero channel inputs are supported, but got input "
+                           f"shape: {shown}")
+    if transposed and any(n <= 0 for n in out):
+        raise RuntimeError(f"Given input size per channel: ({_sizes_text(sizes)}). Calculated "
+                           f"output size per channel: ({_sizes_text(out)}). Output size is "
+                           "too small")
+    _check_types(x, w, bias, transposed, len(ksize))
+    if x.shape[1] == 0 and not transposed:
+        cout = 0                    # PyTorch: no input channels, no output channels
+    return TensorSpec((x.shape[0], cout) + out, x.dtype)
+
+
+def _check_channels(x, w, bias, transposed, groups):
+    """The weight against groups, the input's channels and the bias; the output channels."""
+    ws = list(w.shape)
+    if w.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {ws} instead")
+    if w.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at "
+                           f"dimension 0, but got weight of size [{ws}] instead")
+    given = "Given transposed=1, " if transposed else ""
+    want = w.shape[0] if transposed else w.shape[1] * groups
+    if x.shape[1] != want:
+        raise RuntimeError(f"{given or f'Given groups={groups}, '}weight of size {ws}, expected "
+                           f"input{list(x.shape)} to have {want} channels, but got {x.shape[1]} "
+                           "channels instead")
+    cout = w.shape[1] * groups if transposed else w.shape[0]
+    if bias is not None and (len(bias.shape) != 1 or bias.shape[0] != cout):
+        raise RuntimeError(f"{given}Given weight of size {ws}, expected bias to be 1-dimensional "
+                           f"with {cout} elements, but got bias of size {list(bias.shape)} instead"
+                           .replace("1, Given weight", "1, weight"))
+    return cout
+
+
+def _check_types(x, w, bias, transposed, k):
+    """PyTorch's CPU kernels: each reports mismatched element types in its own words."""
+    if x.dtype is D.bool or (transposed and x.dtype is D.int32):
+        if transposed:
+            kernel = f"slow_conv_transpose{max(k, 2)}d_out_cpu"
+        else:
+            kernel = "compute_columns3d" if k == 3 else "slow_conv2d_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(x.dtype)}'")
     if x.dtype is not w.dtype:
-        if x.dtype is D.float64 and w.dtype.is_floating_point:
-            raise RuntimeError(f"expected scalar type {type_name(x.dtype)} but found "
-                               f"{type_name(w.dtype)}")
-        raise RuntimeError(
-            f"Input type (dynograph.{x.dtype.tensor_type}) and weight type "
-            f"(dynograph.{w.dtype.tensor_type}) should be the same or input should be a MKLDNN "
-            "tensor and weight is a dense tensor")
-    if bias is not None and bias.dtype is not x.dtype:
+        if x.dtype is D.float32:
+            raise RuntimeError(
+                f"Input type (dynograph.FloatTensor) and weight type ({_tensor_type(w.dtype)}) should "
+                "be the same or input should be a MKLDNN tensor and weight is a dense tensor")
+        raise RuntimeError(f"expected scalar type {type_name(x.dtype)} but found "
+                           f"{type_name(w.dtype)}")
+    if bias is None or bias.dtype is x.dtype:
+        return
+    if not transposed:
         raise RuntimeError(f"Input type ({_type_word(x.dtype)}) and bias type "
                            f"({_type_word(bias.dtype)}) should be the same")
-    if x.dtype is D.bool:
-        kernel = "slow_conv3d_cpu" if len(ksize) == 3 else "slow_conv2d_cpu"
-        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
-    return TensorSpec((x.shape[0], cout) + out, x.dtype)
+    if x.dtype is D.float32:
+        raise RuntimeError(
+            f"Input type (dynograph.FloatTensor) and bias type ({_tensor_type(bias.dtype)}) should be "
+            "the same or input should be a MKLDNN tensor and bias is a dense tensor")
+    if k == 3:
+        raise RuntimeError(f"expected scalar type {type_name(x.dtype)} but found "
+                           f"{type_name(bias.dtype)}")
+    # PyTorch's 1-d and 2-d transposed kernels add a bias of another type to the output
 
 
 def _reduce_to(t, sizes):

@@ -1,4 +1,6 @@
 """Convolutions and their transposes, unfold and fold."""
+import operator
+
 import dynograph as _d
 from dynograph._dispatch import call as _call
 from dynograph.compiler.ops import conv as _ops
@@ -14,6 +16,25 @@ def _ntuple(v, n):
     return tuple(int(x) for x in _parser(n)(v))
 
 
+def _ints(fn, name, v, n, k):
+    """An int-or-sequence argument of ``fn`` as a tuple of ints, as PyTorch reads it: a single
+    int stands for the ``n`` dims the function is named for, a list of one for the ``k`` the
+    weight has; another length is left to the op to report."""
+    seq = v if isinstance(v, (tuple, list)) else (v,)
+    if any(isinstance(x, bool) or not hasattr(type(x), "__index__") for x in seq):
+        raise TypeError(f"{fn}(): argument '{name}' must be tuple of ints, not {type(v).__name__}")
+    seq = tuple(operator.index(x) for x in seq)
+    if not isinstance(v, (tuple, list)):
+        seq *= n
+    return seq * k if len(seq) == 1 else seq
+
+
+def _spatial(weight, n):
+    """The number of spatial dims PyTorch goes by: the weight's (``n`` for a weight too small,
+    which the op reports)."""
+    return weight.dim() - 2 if weight.dim() >= 3 else n
+
+
 def _batched(input, n, name):
     """``input`` with a batch dim (added for unbatched input) and whether it was added."""
     if input.dim() not in (n + 1, n + 2):
@@ -24,17 +45,29 @@ def _batched(input, n, name):
     return input, False
 
 
-def _same_padding(input, weight, dilation, n):
-    """padding='same': symmetric padding, the odd extra element padded on the high side."""
-    dilation = _ntuple(dilation, n)
-    ksize = tuple(weight.shape[2:])
-    padding, extra, odd = [], [], False
-    for k, d in zip(ksize, dilation):
-        total = d * (k - 1)
+def _same_padding(input, weight, stride, dilation, groups):
+    """padding='same' (PyTorch's checks first): symmetric padding, the odd extra element padded
+    on the high side."""
+    k = weight.dim()
+    if k < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if input.dim() != k:
+        raise RuntimeError(f"Expected {k}-dimensional input for {k}-dimensional weight"
+                           f"{list(weight.shape)}, but got {input.dim()}-dimensional input of size "
+                           f"{list(input.shape)} instead")
+    for name, v in (("stride", stride), ("dilation", dilation)):
+        if len(v) != k - 2:
+            raise RuntimeError(f"{name} cannot broadcast to {k - 2} dimensions")
+    if any(s != 1 for s in stride):
+        raise RuntimeError("padding='same' is not supported for strided convolutions")
+    padding, extra = [], []
+    for size, d in zip(weight.shape[2:], dilation):
+        total = d * (size - 1)
         padding.append(total // 2)
         extra.append(total % 2)
-        odd = odd or total % 2
-    if odd:
+    if any(extra):
         pads = []
         for e in reversed(extra):
             pads += [0, e]
@@ -44,23 +77,19 @@ def _same_padding(input, weight, dilation, n):
 
 def _convnd(input, weight, bias, stride, padding, dilation, groups, n):
     name = f"conv{n}d"
+    k = _spatial(weight, n)
+    stride, dilation = _ints(name, "stride", stride, n, k), _ints(name, "dilation", dilation, n, k)
+    if not isinstance(padding, str):
+        padding = _ints(name, "padding", padding, n, k)
     input, unbatched = _batched(input, n, name)
-    stride = _ntuple(stride, n)
-    if isinstance(padding, str):
-        if padding == "valid":
-            padding = (0,) * n
-        elif padding == "same":
-            if any(s != 1 for s in stride):
-                raise RuntimeError("padding='same' is not supported for strided convolutions")
-            if weight.dim() == n + 2:
-                input, padding = _same_padding(input, weight, dilation, n)
-            else:
-                padding = (0,) * n           # the primitive reports the weight's shape
-        else:
-            raise RuntimeError(f"Invalid padding string: '{padding}'")
-    out = _call(_ops.convolution, input, weight, bias, stride=stride,
-                padding=_ntuple(padding, n), dilation=_ntuple(dilation, n), transposed=False,
-                output_padding=(0,) * n, groups=int(groups))
+    if padding == "valid":
+        padding = (0,) * n
+    elif padding == "same":
+        input, padding = _same_padding(input, weight, stride, dilation, groups)
+    elif isinstance(padding, str):
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
+    out = _call(_ops.convolution, input, weight, bias, stride=stride, padding=padding,
+                dilation=dilation, transposed=False, output_padding=(0,) * k, groups=int(groups))
     return out.squeeze(0) if unbatched else out
 
 
@@ -99,9 +128,12 @@ def _check_output_padding(output_padding, stride, dilation):
 
 
 def _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, n):
-    input, unbatched = _batched(input, n, f"conv_transpose{n}d")
-    stride, padding = _ntuple(stride, n), _ntuple(padding, n)
-    output_padding, dilation = _ntuple(output_padding, n), _ntuple(dilation, n)
+    name = f"conv_transpose{n}d"
+    k = _spatial(weight, n)
+    stride, padding = _ints(name, "stride", stride, n, k), _ints(name, "padding", padding, n, k)
+    output_padding = _ints(name, "output_padding", output_padding, n, k)
+    dilation = _ints(name, "dilation", dilation, n, k)
+    input, unbatched = _batched(input, n, name)
     _check_output_padding(output_padding, stride, dilation)
     out = _call(_ops.convolution, input, weight, bias, stride=stride, padding=padding,
                 dilation=dilation, transposed=True, output_padding=output_padding,
