@@ -45,6 +45,7 @@ ACTIVATIONS = [
     ("logsigmoid", {}), ("tanhshrink", {}), ("threshold", {"threshold": 0.3, "value": -2.0}),
     ("glu", {}), ("glu", {"dim": 0}), ("softmax", {"dim": 1}), ("softmax", {"dim": 0}),
     ("log_softmax", {"dim": -1}), ("log_softmax", {"dim": 0}), ("softmin", {"dim": 1}),
+    ("hardshrink", {}), ("hardshrink", {"lambd": 1.5}), ("softshrink", {}), ("softshrink", {"lambd": 2.0}),
 ]
 
 
@@ -493,3 +494,28 @@ def test_top_level_and_method_forms_of_functional_ops():
     w = np.ones((2, 3, 2), np.float32)
     np.testing.assert_allclose(dynograph.conv1d(dynograph.tensor(x[None]), dynograph.tensor(w)).numpy(),
                                torch.conv1d(torch.tensor(x[None]), torch.tensor(w)).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["hardshrink", "softshrink"])
+@pytest.mark.parametrize("lambd", [0.5, 0.0, 1, -1.0, 1e39])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_shrink_edges(torch, name, lambd, dtype):
+    # the band's edges, zero width, NaN and inf; PyTorch's errors for integers and bad lambdas
+    values = [-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, float("nan"), float("inf"), -float("inf")]
+    t = torch.tensor(values if dtype != "int64" else [-2, -1, 0, 1, 2], dtype=getattr(torch, dtype))
+    d = from_torch(t)
+    try:
+        expect = getattr(torch.nn.functional, name)(t, lambd)
+    except Exception as e:          # the error is the result under test
+        with pytest.raises(type(e)) as got:
+            getattr(F, name)(d, lambd)
+        assert str(got.value) == str(e)
+        return
+    assert_same(getattr(F, name)(d, lambd), expect)
+
+
+def test_hardshrink_top_level_and_method(torch):
+    t = torch.tensor([-1.0, 0.2, 0.7])
+    assert_same(dynograph.hardshrink(from_torch(t), 0.6), torch.hardshrink(t, 0.6))
+    assert_same(from_torch(t).hardshrink(), t.hardshrink())
+    assert not hasattr(dynograph.Tensor, "softshrink") and not hasattr(torch.Tensor, "softshrink")

@@ -79,7 +79,8 @@ ACTIVATIONS = [
     ("Mish", ()), ("Softplus", ()), ("Softplus", (2.0, 3.0)), ("Softsign", ()), ("Hardswish", ()),
     ("Hardsigmoid", ()), ("Hardtanh", ()), ("Hardtanh", (-0.5, 2.0)), ("Sigmoid", ()), ("Tanh", ()),
     ("LogSigmoid", ()), ("Tanhshrink", ()), ("Threshold", (0.1, 20.0)), ("GLU", ()), ("GLU", (0,)),
-    ("Softmax", (1,)), ("LogSoftmax", (-1,)), ("Softmin", (0,)),
+    ("Softmax", (1,)), ("LogSoftmax", (-1,)), ("Softmin", (0,)), ("Hardshrink", ()),
+    ("Hardshrink", (1.5,)), ("Softshrink", ()), ("Softshrink", (2,)),
 ]
 
 

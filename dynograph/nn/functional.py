@@ -7,12 +7,14 @@ import math
 import warnings
 
 import dynograph as _d
+from dynograph.compiler.ops.core import type_name
 from dynograph.compiler.tracer import is_tracing as _tracing
 
 __all__ = [
     "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_", "celu",
     "celu_", "gelu", "silu", "mish", "softplus", "softsign", "hardswish", "hardsigmoid", "hardtanh",
-    "hardtanh_", "sigmoid", "tanh", "logsigmoid", "tanhshrink", "threshold", "threshold_", "glu",
+    "hardtanh_", "sigmoid", "tanh", "logsigmoid", "tanhshrink", "hardshrink", "softshrink",
+    "threshold", "threshold_", "glu",
     "softmax", "log_softmax", "softmin", "linear", "bilinear", "dropout", "dropout1d", "dropout2d",
     "dropout3d", "alpha_dropout", "one_hot", "normalize", "cosine_similarity", "pairwise_distance",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
@@ -184,6 +186,32 @@ def logsigmoid(input):
 def tanhshrink(input):
     """input - tanh(input)."""
     return input - input.tanh()
+
+
+def _check_shrink(input, kernel):
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{type_name(input.dtype)}'")
+
+
+def hardshrink(input, lambd=0.5):
+    """input where |input| > lambd, 0 elsewhere (NaN stays NaN)."""
+    _check_shrink(input, "hardshrink_cpu")
+    if math.isfinite(lambd) and abs(lambd) > _d.finfo(input.dtype).max:     # lambd takes its type
+        word = {"float16": "c10::Half", "bfloat16": "c10::BFloat16"}.get(str(input.dtype)[10:], "float")
+        raise RuntimeError(f"value cannot be converted to type {word} without overflow")
+    inside = (input >= -lambd) & (input <= lambd)
+    return _d.where(inside, _d.zeros((), dtype=input.dtype), input)
+
+
+def softshrink(input, lambd=0.5):
+    """input moved towards 0 by lambd, 0 within [-lambd, lambd]: input - clamp(input, ±lambd)."""
+    _check_shrink(input, "softshrink_check")
+    top = _d.finfo(input.dtype).max
+    if not 0 <= lambd <= top:
+        raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype "
+                           f"{type_name(input.dtype)}, but found {lambd:g}")
+    return input - input.clamp(-lambd, lambd)
 
 
 def threshold(input, threshold, value, inplace=False):

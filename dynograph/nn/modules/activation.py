@@ -5,7 +5,7 @@ from .module import Module
 __all__ = [
     "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Softplus",
     "Softsign", "Hardswish", "Hardsigmoid", "Hardtanh", "Sigmoid", "Tanh", "LogSigmoid",
-    "Tanhshrink", "Threshold", "GLU", "Softmax", "LogSoftmax", "Softmin",
+    "Tanhshrink", "Hardshrink", "Softshrink", "Threshold", "GLU", "Softmax", "LogSoftmax", "Softmin",
 ]
 
 
@@ -206,6 +206,31 @@ class LogSigmoid(_Stateless):
 class Tanhshrink(_Stateless):
     """x - tanh(x)."""
     _fn = staticmethod(F.tanhshrink)
+
+
+class _Shrink(Module):
+    """Hardshrink and Softshrink: a stateless function of the input and ``lambd``."""
+    _fn = None
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return type(self)._fn(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
+    """x where |x| > lambd, 0 elsewhere."""
+    _fn = staticmethod(F.hardshrink)
+
+
+class Softshrink(_Shrink):
+    """x moved towards 0 by lambd, 0 within [-lambd, lambd]."""
+    _fn = staticmethod(F.softshrink)
 
 
 class GLU(Module):
