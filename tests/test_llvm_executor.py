@@ -264,6 +264,19 @@ def test_programs_per_batch_size_agree_with_eager(n):
                                    rtol=1e-5)
 
 
+def test_a_fused_node_over_a_symbolic_batch_plans_its_own_memory():
+    # the subgraph of a fused node the llvm runner runs node by node was planned with sizes
+    # holding s0, which raised TypeError once the batch dimension was symbolic
+    def f(a, b):
+        return dg.softmax(b, dim=2), (b + a) * 3
+    compiled = dg.compile(f, backend="llvm")
+    for size in (2, 3, 4, 6):
+        a = dg.randn(1, 1, dtype=dg.float64, requires_grad=True)
+        b = dg.randn(size, 1, 2, dtype=dg.float64, requires_grad=True)
+        for got, want in zip(compiled(a, b), f(a, b)):
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+
+
 def test_a_result_is_recycled_only_after_the_caller_drops_it():
     x = dg.from_numpy(sample(np.float32, (1000,)))
     f = dg.compile(lambda t: dg.relu(t * 1.5 + 0.25) * 0.5, backend="llvm")

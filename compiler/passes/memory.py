@@ -27,6 +27,11 @@ from dataclasses import dataclass, field
 
 from ..ir import TensorType
 from ..ops import REGISTRY
+from ..symbolic import concrete
+
+# a graph over a symbolic batch size (s0) is planned as if s0 were this: the runtime sizes
+# each buffer for the batch it runs with, the plan only needs comparable sizes
+_PLANNING_BATCH = 2
 
 
 @dataclass
@@ -48,7 +53,7 @@ class MemoryPlan:
 
 
 def _nbytes(v):
-    return v.type.numel * v.type.dtype.itemsize
+    return concrete(v.type, _PLANNING_BATCH).numel * v.type.dtype.itemsize
 
 
 def _is_view(node):
