@@ -32,10 +32,10 @@ def trace_backward(tracer, out_tensors):
     from dynograph.autograd.grad_mode import STATE
     if not STATE.grad_enabled:
         return None
-    # outputs whose graph was already used by a backward() inside the function (a training
-    # step returning its loss) are returned as plain values
+    # outputs whose graph was already used, even in part, by a backward() inside the function
+    # (a training step returning its loss) are returned as plain values
     diff = [i for i, t in enumerate(out_tensors) if t.requires_grad and t.grad_fn is not None
-            and getattr(t.grad_fn, "_inputs", ()) is not None]
+            and not _graph_freed(t.grad_fn)]
     if not diff:
         return None
     leaves = []
@@ -54,10 +54,31 @@ def trace_backward(tracer, out_tensors):
         tracer.bind_placeholder(ph, v)
         grad_inputs.append(tracer.graph.inputs[-1])
         placeholders.append(ph)
-    grads = autograd_grad([out_tensors[k] for k in diff], [t for _, t in leaves],
-                          grad_outputs=placeholders, retain_graph=True, allow_unused=True)
+    try:
+        grads = autograd_grad([out_tensors[k] for k in diff], [t for _, t in leaves],
+                              grad_outputs=placeholders, retain_graph=True, allow_unused=True)
+    except RuntimeError as e:
+        # a value the backward needs was overwritten in place: a backward() through the
+        # outputs raises in eager mode too, so the function runs eagerly and raises there
+        tracer.graph_break(f"the backward of the outputs cannot be traced: {e}")
+        return None
     values = [None if g is None else tracer.value_of(g) for g in grads]
     return AotPlan(leaves, grad_inputs, values, diff)
+
+
+def _graph_freed(grad_fn):
+    """Whether a node reachable from ``grad_fn`` was freed by a backward() (a backward through
+    it would raise in eager mode too)."""
+    seen, todo = set(), [grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if getattr(node, "_freed", False):
+            return True
+        todo.extend(fn for fn, _ in getattr(node, "next_functions", ()))
+    return False
 
 
 def _leaf_tensor(binding, tracer):

@@ -445,3 +445,37 @@ def test_buffers_of_a_second_module_called_on_its_own(backend):
     np.testing.assert_allclose(compiled[1], eager[1], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(compiled[2], eager[2], rtol=1e-5)
     assert compiled[3] == eager[3] == 4
+
+
+def test_outputs_whose_backward_reads_an_overwritten_value_run_eagerly():
+    # tracing the outputs' backward raised (Linear saved x, then x was written in place);
+    # eagerly the function works and only a backward() through its output raises
+    lin = nn.Linear(4, 1)
+
+    def f(x):
+        out = lin(x)
+        x.add_(1)
+        return out
+    c = dg.compile(f, backend="interpreter")
+    x, xe = dg.ones(2, 4), dg.ones(2, 4)
+    with pytest.warns(UserWarning, match="backward of the outputs cannot be traced"):
+        out = c(x)
+    np.testing.assert_allclose(out.detach().numpy(), f(xe).detach().numpy())
+    np.testing.assert_array_equal(x.numpy(), xe.numpy())
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "llvm"])
+def test_an_output_built_on_a_graph_spent_by_backward_inside_is_a_plain_value(backend):
+    # tracing the outputs' backward walked into the nodes the backward() inside had freed
+    def f(x):
+        y = x * 2
+        y.sum().backward()
+        return y * 3
+    c = dg.compile(f, backend=backend)
+    for _ in range(3):
+        x, xe = dg.randn(3, 4, requires_grad=True), None
+        xe = x.detach().requires_grad_()
+        np.testing.assert_allclose(c(x).detach().numpy(), f(xe).detach().numpy(), rtol=1e-6)
+        np.testing.assert_allclose(x.grad.numpy(), xe.grad.numpy())
