@@ -516,6 +516,7 @@ def _setitem_autograd(self, steps, adv, shape, v):
         src = _checked(I.index_put, alias_of(target), v, *_index_list(adv))
         commit(target, src)
     else:
+        check_no_internal_overlap(target)       # as the write without autograd does
         _check_copy_shape(tuple(v._data.shape), target._data.shape, self.dtype)
         if v._data.shape != target._data.shape and v._data.ndim > target._data.ndim:
             v = _strip_ones(v)

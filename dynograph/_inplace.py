@@ -23,7 +23,8 @@ def check_no_internal_overlap(self):
     """PyTorch refuses in-place writes (other than fill_) into a tensor whose elements share
     memory, such as an expanded one: the result would depend on the order of the writes."""
     a = self._data
-    if any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
+    # numpy gives some dims of an empty array stride 0: no elements, nothing shared
+    if a.size and any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a "
             "single memory location. Please clone() the tensor before performing the operation.")

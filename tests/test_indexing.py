@@ -282,6 +282,19 @@ def test_setitem_expanded_tensor(torch):
     assert_same(d, t)
 
 
+def test_setitem_into_overlapping_elements_raises_with_autograd_and_when_compiled(torch):
+    # the write recorded for autograd (also the one traced by compile) skipped the check
+    def write(T, compiled=False):
+        def f(x):
+            t = (x * 2).expand(-1, 3, -1)
+            t[..., -1] = 0.5
+            return t
+        return (dg.compile(f, backend="interpreter") if compiled else f)(T.ones(4, 1, 1, requires_grad=True))
+    _same_error(torch, write)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        write(dg, compiled=True)
+
+
 SET_ERRORS = [
     lambda T: T.ones(2, 3).__setitem__(0, T.ones(2)),
     lambda T: T.ones(2, 3).__setitem__(0, T.ones(2, 1, 3)),
