@@ -20,6 +20,7 @@ from .guards import Guards
 from .aot import make_function, split, trace_backward
 from .symbolic import generalize
 from .tracer import TRACE, GraphBreak, Tracer, storage_root
+from .watch import Watcher
 
 DEFAULT_CACHE_LIMIT = 8
 
@@ -255,10 +256,10 @@ class CompiledFunction:
         if not _enabled() or self.eager_reason is not None or TRACE.tracer is not None:
             return self.fn(*args, **kwargs)
         flat = []
-        flatten((args, kwargs), flat)
+        spec = flatten((args, kwargs), flat)
         failures = []
         for entry in self.entries:
-            failed = entry.guards.check(flat)
+            failed = entry.guards.check(flat, spec)
             if failed is None:
                 self.hits += 1
                 entry.calls += 1
@@ -272,7 +273,7 @@ class CompiledFunction:
             self._event("recompile", f"guard failed: {name}: expected {expected!r}, got {actual!r}")
             logs.log("recompiles", f"{self.__name__}: recompiling because {name} changed "
                                    f"(expected {expected!r}, got {actual!r})")
-        result = self._trace(args, kwargs, flat)
+        result = self._trace(args, kwargs, flat, spec)
         if self.dynamic is not False and len(self.entries) > 1 and self.eager_reason is None:
             self._try_dynamic()
         return result
@@ -358,17 +359,24 @@ class CompiledFunction:
 
     # ------------------------------------------------------------ tracing
 
-    def _trace(self, args, kwargs, flat):
+    def _trace(self, args, kwargs, flat, spec):
         from dynograph._tensor import Tensor
         from .pipeline import optimize
         tracer = Tracer(fullgraph=self.fullgraph)
         for i, x in enumerate(flat):
             if isinstance(x, Tensor):
                 tracer.bind_argument(x, i, _arg_name(self.fn, i))
-        guards = Guards(self.fn, flat)
+        guards = Guards(self.fn, flat, spec)
+        if guards.overlapping_arguments(flat):
+            # the graph takes each argument as its own buffer: a write through one would not
+            # reach the other
+            tracer.graph_break("two tensor arguments are different views of the same memory")
         TRACE.tracer = tracer
         try:
-            result = self.fn(*args, **kwargs)
+            with Watcher(tracer, self.fn) as watcher:
+                result = self.fn(*args, **kwargs)
+            for reason, where in watcher.side_effects():
+                tracer.graph_break(reason, where)
             out_flat = []
             out_spec = flatten(result, out_flat)
             out_tensors = [x for x in out_flat if isinstance(x, Tensor)]
@@ -387,6 +395,7 @@ class CompiledFunction:
         if tracer.breaks:
             return self._fall_back(tracer, result)
         guards.capture_world(tracer)
+        guards.add_sources(watcher.guards())
         out_kinds = []
         k = 0
         for x in out_flat:

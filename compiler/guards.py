@@ -1,84 +1,79 @@
 """Guards: what a traced graph was specialized on, checked before each replay.
 
-Arguments: tensors by shape, dtype, requires_grad and their .grad's shape; Python values by
-equality; other objects by identity.  The world: grad mode and the default dtype, the globals
-and closure variables the function names, every module's ``training`` flag, which gradients
-exist, the shape of every state tensor the graph reads, and optimizer hyper-parameters other
-than the learning rate (a graph input, so schedulers do not force a retrace).
+Arguments: their structure (containers, dict keys, keyword names), tensors by shape, dtype,
+requires_grad, layout, their .grad's shape and which of them share memory; Python values by
+value (``watch.value_key``: -0.0 is not 0.0); other objects by identity.  The world: grad
+mode and the default dtype; every Python value the traced code read in any frame, at its
+source (``watch.Watcher``); every module's ``training`` flag, which gradients exist, the
+parameters' requires_grad and hooks, the shape of every state tensor the graph reads, and
+optimizer hyper-parameters other than the learning rate (a graph input, so schedulers do not
+force a retrace) and parameter groups.
 """
-import dis
 import numbers
-import types
 
 from dynograph.runtime import dtypes as D
-from .tracer import _value_key
-
-_SKIP = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+from .tracer import storage_root
+from .watch import value_key
 
 
 def _arg_key(x):
     from dynograph._tensor import Tensor
     if isinstance(x, Tensor):
+        a = x._data
         # whether a leaf argument holds a .grad decides what backward() does with it
         grad = x._grad if x.requires_grad else None
-        return ("tensor", x._data.shape, x.dtype, x.requires_grad,
-                None if grad is None else (grad._data.shape, grad.dtype))
+        return ("tensor", a.shape, x.dtype, x.requires_grad,
+                None if grad is None else (grad._data.shape, grad.dtype),
+                "C" if a.flags.c_contiguous else a.strides, bool(x._hooks))
     if x is None or isinstance(x, (numbers.Number, str, bytes)):
-        return ("value", type(x), x)
+        return ("value", value_key(x))
     return ("object", id(x))
 
 
+def _sharing(flat):
+    """For each tensor argument, the position (among the tensor arguments) of the first one
+    sharing its memory."""
+    from dynograph._tensor import Tensor
+    first, out = {}, []
+    for x in flat:
+        if isinstance(x, Tensor):
+            out.append(first.setdefault(id(storage_root(x._data)), len(out)))
+    return tuple(out)
 
 
 class Guards:
-    def __init__(self, fn, flat):
+    def __init__(self, fn, flat, spec):
         from dynograph.autograd.grad_mode import STATE
         self.args = [_arg_key(x) for x in flat]
+        self.spec = spec
+        self.sharing = _sharing(flat)
         self.keep = [x for x in flat if _arg_key(x)[0] == "object"]   # ids stay unique
+        self.keep.append(getattr(fn, "__self__", None))
         self.checks = [
             ("grad mode", lambda: STATE.grad_enabled, STATE.grad_enabled),
             ("default dtype", D.get_default_dtype, D.get_default_dtype()),
         ]
         self.dynamic = []               # (argument, dim) pairs that are the batch size
-        self._referenced(fn)
 
-    def _referenced(self, fn):
-        """Globals and closure variables the function's code names."""
-        self_obj = getattr(fn, "__self__", None)
-        if self_obj is not None:
-            self.keep.append(self_obj)
-        f = getattr(fn, "__func__", fn)
-        code = getattr(f, "__code__", None)
-        if code is None:
-            return
-        glb = getattr(f, "__globals__", {})
-        # names the code loads as globals (co_names also holds attribute names)
-        loaded = dict.fromkeys(i.argval for i in dis.get_instructions(code)
-                               if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
-        for name in loaded:
-            if name in glb and not isinstance(glb[name], _SKIP):
-                self._add_ref(f"global {name}", lambda g=glb, n=name: g.get(n), glb[name])
-        for name, cell in zip(code.co_freevars, f.__closure__ or ()):
-            try:
-                value = cell.cell_contents
-            except ValueError:
-                continue
-            if not isinstance(value, _SKIP):
-                self._add_ref(f"closure variable {name}", lambda c=cell: c.cell_contents, value)
+    def overlapping_arguments(self, flat):
+        """Whether two tensor arguments share memory without being the same array."""
+        from dynograph._tensor import Tensor
+        arrays = [x._data for x in flat if isinstance(x, Tensor)]
+        return any(s != i and arrays[s] is not arrays[i] for i, s in enumerate(self.sharing))
 
-    def _add_ref(self, name, get, value):
-        self.keep.append(value)
-        self.checks.append((name, lambda: _value_key(get()), _value_key(value)))
+    def add_sources(self, checks):
+        """Guards on the Python values the traced code read (``Watcher.guards()``)."""
+        self.checks.extend(checks)
 
     def capture_world(self, tracer):
         """Guards on the modules, parameters, optimizers and state the trace touched, with the
         values they had when the trace first saw them (before the call changed them)."""
         self.checks.extend(tracer.facts)
 
-    def check(self, flat):
+    def check(self, flat, spec):
         """None when every guard holds, else (guard name, expected, actual)."""
-        if len(flat) != len(self.args):
-            return ("number of arguments", len(self.args), len(flat))
+        if spec != self.spec:
+            return ("the structure of the arguments", _show_spec(self.spec), _show_spec(spec))
         batch = None
         for i, (x, want) in enumerate(zip(flat, self.args)):
             got = _arg_key(x)
@@ -88,6 +83,9 @@ class Guards:
                     if ok:
                         continue
                 return (f"argument {i}", _show(want), _show(got))
+        sharing = _sharing(flat)
+        if sharing != self.sharing:
+            return ("which tensor arguments share memory", self.sharing, sharing)
         for name, get, want in self.checks:
             got = get()
             if got != want:
@@ -150,12 +148,24 @@ def _matches_dynamic(want, got, batch):
 def _show(key):
     kind = key[0]
     if kind == "tensor":
-        _, shape, dtype, rg, grad = key
+        _, shape, dtype, rg, grad, layout, hooks = key
         dims = ", ".join("s0" if n is None else str(n) for n in shape)
         return f"tensor {dtype.name}[{dims}]" + (" requires_grad" if rg else "") + \
-            ("" if grad is None else " with .grad")
+            ("" if grad is None else " with .grad") + \
+            ("" if layout == "C" else f" strides {layout}") + (" with hooks" if hooks else "")
     if kind == "value":
-        return key[-1]
+        return key[-1][-1]
     return "an object"
+
+
+def _show_spec(spec):
+    """The argument structure as readable text: (tuple, [leaf, (dict, [('k', leaf)])])."""
+    if spec is None:
+        return "*"
+    kind, items = spec
+    if kind is dict:
+        return "{" + ", ".join(f"{k!r}: {_show_spec(v)}" for k, v in items) + "}"
+    inner = ", ".join(_show_spec(v) for v in items)
+    return f"[{inner}]" if kind is list else f"({inner})"
 
 

@@ -20,14 +20,18 @@ force a retrace.
 """
 import os
 import sys
+import threading
 
 import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .ir import RNG, Graph, Input, Node, TensorType, Value
+from .watch import value_key
 
 
-class _Active:
+class _Active(threading.local):
+    """The trace in progress on this thread: another thread's eager work is never recorded
+    into it, and its graph breaks are charged to its own function."""
     tracer = None
 
 
@@ -107,6 +111,8 @@ class Tracer:
         self.keep = []              # strong references: ids must stay unique while tracing
         self.modules = []           # modules called (announced by Module.__call__)
         self.optimizers = []        # optimizers used (announced by step/zero_grad)
+        self.opt_before = {}        # id(optimizer) -> {(id(param), key): state value before}
+        self.opt_names = {}         # id(optimizer) -> its name in the graph ('opt', 'opt1'...)
         self.params = {}            # id(param) -> (param, name, grad object before tracing)
         self.rngs = {}              # id(numpy Generator) -> Value
         self.scalars = {}           # slot name -> 0-d tensor handed to the program
@@ -244,6 +250,12 @@ class Tracer:
         if id(p) in self.params:
             return
         self.fact(f"{name}.grad", lambda: _grad_key(p._grad))
+        self.fact(f"{name}.requires_grad", lambda: p.requires_grad)
+        # a tensor hook runs Python during backward, which the graph does not replay
+        self.fact(f"{name} has hooks", lambda: bool(p._hooks))
+        if p._hooks:
+            self.graph_break(f"parameter {name} has a tensor hook (register_hook): it runs "
+                             "Python code during backward")
         self._register_param(p, name, p._grad)
 
     def _register_param(self, p, name, grad_before):
@@ -270,14 +282,19 @@ class Tracer:
                 before[(id(p), k)] = v
                 if hasattr(v, "_data") and id(v) not in self.known:
                     self.known[id(v)] = _state_slot(opt, p, k, f"{oname}.state[{pname}].{k}")
-        opt._trace_before = before
-        opt._trace_name = oname
+        self.opt_before[id(opt)] = before
+        self.opt_names[id(opt)] = oname
         for i, group in enumerate(opt.param_groups):
             for k in group:
                 if k not in ("params", "lr", "initial_lr"):
                     self.fact(f"{oname}.param_groups[{i}][{k!r}]",
-                              lambda g=group, k=k: _value_key(g.get(k)))
+                              lambda g=group, k=k: value_key(g.get(k)))
         self.fact(f"{oname}.state keys", lambda: _state_keys(opt))
+        # which tensors each group updates (add_param_group, a group's list edited)
+        self.fact(f"{oname}.param_groups members", lambda: _group_members(opt))
+
+    def optimizer_name(self, opt):
+        return self.opt_names.get(id(opt), "opt")
 
     # ------------------------------------------------------------ reads
 
@@ -419,8 +436,9 @@ class Tracer:
 
     # ------------------------------------------------------------ breaks
 
-    def graph_break(self, reason):
-        where, _ = user_frame(2)
+    def graph_break(self, reason, where=None):
+        if where is None:
+            where, _ = user_frame(2)
         if self.fullgraph:
             raise GraphBreak(f"{reason}\n  at {where}\nfullgraph=True: the function must be "
                              "captured as one graph. Move this out of the compiled function, "
@@ -470,7 +488,7 @@ class Tracer:
         return effects, clears
 
     def _optimizer_effects(self, opt, effects, assigned):
-        before = opt._trace_before
+        before = self.opt_before[id(opt)]
         for p, st in opt.state.items():
             pname = self.params[id(p)][1] if id(p) in self.params else "?"
             for k, v in st.items():
@@ -481,7 +499,7 @@ class Tracer:
                     self.graph_break(f"optimizer state {k!r} holds a Python value "
                                      f"({type(v).__name__}) that changes between steps")
                     continue
-                slot = _state_slot(opt, p, k, f"{opt._trace_name}.state[{pname}].{k}")
+                slot = _state_slot(opt, p, k, f"{self.optimizer_name(opt)}.state[{pname}].{k}")
                 self.graph.updates.append((slot.name, self.value_of(v)))
                 effects.append((slot, "assign"))
                 assigned.add(id(v))
@@ -515,11 +533,8 @@ def _state_keys(opt):
     return tuple(tuple(sorted(st)) for st in opt.state.values())
 
 
-def _value_key(v):
-    import numbers
-    if v is None or isinstance(v, (numbers.Number, str, bytes, tuple)):
-        return ("value", v)
-    return ("object", id(v))
+def _group_members(opt):
+    return tuple((id(g), tuple(id(p) for p in g["params"])) for g in opt.param_groups)
 
 
 class _Abandon(Exception):

@@ -435,6 +435,8 @@ def is_floating_point(input):
 def is_nonzero(input):
     """The truth value of a one-element tensor."""
     _need_tensor("is_nonzero", input)
+    if TRACE.tracer is not None:
+        TRACE.tracer.graph_break("Tensor.is_nonzero() lets a tensor's value steer Python control flow")
     n = input._data.size
     if n != 1:
         raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous" if n

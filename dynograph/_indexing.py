@@ -113,6 +113,11 @@ def _index_tensor(seq):
     return Tensor._wrap(a)
 
 
+def _value_read(reason):
+    if TRACE.tracer is not None:
+        TRACE.tracer.graph_break(reason)
+
+
 def _tensor_item(t):
     dt = t.dtype
     if dt is D.bool or dt is D.uint8:
@@ -121,11 +126,13 @@ def _tensor_item(t):
                           "dtype dynograph.bool instead.", UserWarning, stacklevel=4)
             t = Tensor._wrap(t._data.astype(np.bool_))
         if t._data.ndim == 0:
+            _value_read("indexing with a 0-d boolean tensor reads its value into Python")
             return _BOOL, bool(t._data)
         return _MASK, t
     if dt.is_floating_point:
         raise IndexError(_BAD_INDEX_DTYPE)
     if t._data.ndim == 0:
+        _value_read("indexing with a 0-d tensor reads its value into Python")
         return _INT, int(t._data)              # a 0-d integer tensor selects, like an int
     if dt is not D.int64 and dt is not D.int32:
         raise IndexError(_BAD_INDEX_DTYPE)

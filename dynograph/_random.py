@@ -44,6 +44,14 @@ def _seed_int(seed):
 _GENERATORS = weakref.WeakSet()    # every Generator, so the tracer can find a draw's owner
 
 
+def _reseeding_breaks_the_trace():
+    """A graph reads a generator's state when it starts; a (re)seeded or new generator inside
+    the traced call would be replayed from the wrong state."""
+    if TRACE.tracer is not None:
+        TRACE.tracer.graph_break("a random generator is seeded, created or given a new state "
+                                 "inside the compiled function")
+
+
 class Generator:
     """A random number generator with its own state (torch.Generator)."""
 
@@ -56,6 +64,7 @@ class Generator:
         """Reset the state from ``seed`` (an int); returns this generator."""
         if not isinstance(seed, (builtins.int, np.integer)) or isinstance(seed, builtins.bool):
             raise RuntimeError(f"manual_seed expected a long, but got {_tname(seed)}")
+        _reseeding_breaks_the_trace()
         self._seed = _seed_int(builtins.int(seed))
         self._np = np.random.Generator(np.random.PCG64(self._seed))
         return self
@@ -84,6 +93,7 @@ class Generator:
             raise TypeError(f"expected a dynograph.ByteTensor, but got {_tname(new_state)}")
         if new_state.dtype is not D.uint8:
             raise TypeError("RNG state must be a dynograph.ByteTensor")
+        _reseeding_breaks_the_trace()
         raw = np.ascontiguousarray(new_state._data).tobytes()
         if len(raw) != _STATE_BYTES:
             raise RuntimeError(

@@ -47,7 +47,7 @@ def traced_lr(opt, group):
     if tracer is None or not isinstance(lr, float):
         return lr
     i = next(k for k, g in enumerate(opt.param_groups) if g is group)
-    return tracer.scalar_input(f"{getattr(opt, '_trace_name', 'opt')}.param_groups[{i}].lr", lr,
+    return tracer.scalar_input(f"{tracer.optimizer_name(opt)}.param_groups[{i}].lr", lr,
                                lambda: group["lr"])
 
 

@@ -1,0 +1,505 @@
+"""Watching the Python code a trace runs: guards at the sources of what it read, and side
+effects it made.
+
+A trace records tensor operations; the Python around them (``if CFG.flag``, ``x * self.scale``,
+``self.bn.momentum``) is specialized away.  So every Python value that code read must be a
+guard, however deep in the call stack it was read.  While a function is traced, a profile hook
+sees each Python frame that starts.  For each frame of the user's code (and of the nn modules,
+whose ``forward`` reads attributes such as ``Dropout.p``), the frame's bytecode is scanned once
+for *sources*: a global, a closure variable or an argument, followed by attribute loads and
+constant subscripts (``CFG.scale``, ``LST[0]``, ``self.bn.momentum``).  Each source and each of
+its prefixes is evaluated when the frame starts and becomes a guard: Python scalars by value
+(telling -0.0 from 0.0), containers by their items, everything else by identity.
+
+Evaluating a source never runs user code: attributes are read from instance and class
+dictionaries (a property is guarded as the class's property object; its getter runs as a frame
+of its own and is watched like any other), items only from plain lists, tuples and dicts.
+
+Side effects: the state of every object and container that a source reached is noted when
+first seen and compared at the end of the trace; a difference (``self.calls += 1``, a list
+append, a write into a dict argument) means the call changed Python state that a replay would
+not change, so the trace becomes a graph break.  So do calls of ``print``, of Python's and
+numpy's random generators and of the clock from the traced code.
+"""
+import dis
+import gc
+import os
+import random
+import sys
+import sysconfig
+import time
+import types
+
+import numpy as np
+
+MISSING = object()
+
+# code whose reads are not guarded: the compiler, the eager core and optimizers (their
+# hyper-parameters are guarded by the tracer), the standard library and numpy
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_STDLIB = os.path.join(os.path.abspath(sysconfig.get_paths()["stdlib"]), "")
+_SITE = tuple(os.path.join(os.path.abspath(sysconfig.get_paths()[k]), "") for k in ("purelib", "platlib"))
+_UNWATCHED = tuple(os.path.join(os.path.abspath(d), "") for d in (
+    _HERE, os.path.join(_HERE, "..", "runtime"), os.path.dirname(np.__file__)))
+_WATCHED_INSIDE = ("nn" + os.sep + "modules" + os.sep,)
+_WATCHED_MODULES = ("dynograph.nn.modules",)
+_CONSTRUCTORS = ("__init__", "__new__", "__post_init__")
+# attribute access itself: the frame that asked for the attribute guards it
+_ACCESSORS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__")
+
+_MAX_ITEMS = 64                     # containers larger than this are guarded by identity
+
+
+def _package_dirs():
+    import dynograph
+    return tuple(os.path.join(os.path.abspath(p), "") for p in dynograph.__path__)
+
+
+class _Files:
+    """Which code is watched: decided by the module it belongs to (code generated at run time,
+    like a dataclass's ``__init__``, has no file of its own) and else by its file."""
+
+    def __init__(self):
+        self.package = _package_dirs()
+        self.cache = {}
+
+    def watched(self, frame):
+        filename = frame.f_code.co_filename
+        module = frame.f_globals.get("__name__") or ""
+        hit = self.cache.get((filename, module))
+        if hit is None:
+            path = os.path.abspath(filename)
+            if module == "dynograph" or module.startswith("dynograph."):
+                hit = module.startswith(_WATCHED_MODULES)
+            elif any(path.startswith(d) for d in self.package):
+                hit = any(part in path for part in _WATCHED_INSIDE)
+            else:
+                stdlib = path.startswith(_STDLIB) and not path.startswith(_SITE)
+                hit = not (filename.startswith("<frozen") or stdlib or path.startswith(_UNWATCHED))
+            self.cache[(filename, module)] = hit
+        return hit
+
+    def inside_package(self, filename):
+        return os.path.abspath(filename).startswith(self.package)
+
+
+# ---------------------------------------------------------------- sources in bytecode
+
+_SCAN_CACHE = {}
+
+
+def sources_of(code):
+    """The sources a code object reads: [(root, steps, line)], where root is
+    ('global' | 'cell' | 'local', name) and steps a tuple of ('attr', name) / ('item', const)."""
+    found = _SCAN_CACHE.get(code)
+    if found is None:
+        found = _SCAN_CACHE[code] = _scan(code)
+    return found
+
+
+def _arguments(code):
+    n = code.co_argcount + code.co_kwonlyargcount
+    n += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)     # *args, **kwargs
+    return set(code.co_varnames[:n])
+
+
+def _scan(code):
+    args = _arguments(code)
+    stored = {i.argval for i in dis.get_instructions(code) if i.opname in ("STORE_FAST", "DELETE_FAST")}
+    out = {}
+    chain, line, pending = None, None, MISSING
+
+    def close():
+        if chain is not None:
+            out.setdefault((chain[0], tuple(chain[1:])), line)
+
+    for ins in dis.get_instructions(code):
+        op = ins.opname
+        if chain is not None and op == "LOAD_ATTR" and ins.argval != "__dict__":
+            chain.append(("attr", ins.argval))
+            continue
+        if chain is not None and op == "LOAD_CONST" and pending is MISSING:
+            pending = ins.argval
+            continue
+        if chain is not None and op == "BINARY_SUBSCR" and pending is not MISSING:
+            chain.append(("item", pending))
+            pending = MISSING
+            continue
+        close()
+        chain, pending = None, MISSING
+        root = None
+        if op in ("LOAD_GLOBAL", "LOAD_NAME"):
+            root = ("global", ins.argval)
+        elif op in ("LOAD_DEREF", "LOAD_CLASSDEREF") and ins.argval in code.co_freevars:
+            root = ("cell", ins.argval)
+        elif op == "LOAD_FAST" and ins.argval in args and ins.argval not in stored:
+            root = ("local", ins.argval)
+        if root is not None:
+            chain = [root]
+            line = ins.positions.lineno if ins.positions else None
+    close()
+    return [(root, steps, line) for (root, steps), line in out.items()]
+
+
+# ---------------------------------------------------------------- reading without running code
+
+def _instance_dict(o):
+    try:
+        return object.__getattribute__(o, "__dict__")
+    except (AttributeError, TypeError):
+        return None
+
+
+def read_attr(o, name):
+    """``o.name`` from dictionaries only (MISSING where that would run code or fail)."""
+    d = _instance_dict(o)
+    if d is not None and not isinstance(o, type):
+        if name in d:
+            return d[name]
+        for store in ("_parameters", "_buffers", "_modules"):      # nn.Module.__getattr__
+            table = d.get(store)
+            if type(table) is dict and name in table:
+                return table[name]
+    for klass in (o.__mro__ if isinstance(o, type) else type(o).__mro__):
+        v = klass.__dict__.get(name, MISSING)
+        if v is MISSING:
+            continue
+        if isinstance(v, (types.MemberDescriptorType, types.GetSetDescriptorType)) and \
+                not isinstance(o, type):
+            try:
+                return v.__get__(o, type(o))     # a C-level slot: reading it runs no Python
+            except AttributeError:
+                return MISSING
+        return v
+    return MISSING
+
+
+def read_item(o, key):
+    t = type(o)
+    if t is list or t is tuple:
+        try:
+            return o[key]
+        except (IndexError, TypeError):
+            return MISSING
+    if isinstance(o, dict):
+        try:
+            return dict.get(o, key, MISSING)
+        except TypeError:
+            return MISSING
+    return MISSING
+
+
+def walk(o, steps):
+    for kind, name in steps:
+        if o is MISSING:
+            return MISSING
+        o = read_attr(o, name) if kind == "attr" else read_item(o, name)
+    return o
+
+
+def _stops(o):
+    """Whether a source ends at ``o``: tensors (their values are the trace's business), what
+    could not be read, and the trace's own state."""
+    from .tracer import TRACE
+    return o is MISSING or o is TRACE or _is_tensor(o)
+
+
+# ---------------------------------------------------------------- keys
+
+def value_key(v, tensors=True, depth=0):
+    """What a guard compares: Python scalars by value and type (-0.0 differs from 0.0, NaN
+    equals NaN), plain containers by their items, everything else by identity.  With
+    ``tensors=False`` every tensor is the same key (side-effect checks leave tensors to the
+    tracer, which replays their changes)."""
+    t = type(v)
+    if v is None or t is bool or t is int or t is str or t is bytes:
+        return (t, v)
+    if t is float:
+        return (t, v.hex())
+    if t is complex:
+        return (t, v.real.hex(), v.imag.hex())
+    if isinstance(v, np.generic):
+        return (t, v.tobytes())
+    if (t is tuple or t is list) and len(v) <= _MAX_ITEMS and depth < 4:
+        return (t, id(v) if t is list and not tensors else None,
+                tuple(value_key(x, tensors, depth + 1) for x in v))
+    if isinstance(v, dict) and len(v) <= _MAX_ITEMS and depth < 4:
+        return (t, tuple((value_key(k, tensors, depth + 1), value_key(x, tensors, depth + 1))
+                         for k, x in v.items()))
+    if (t is set or t is frozenset) and len(v) <= _MAX_ITEMS and depth < 4:
+        return (t, frozenset(value_key(x, tensors, depth + 1) for x in v))
+    if t is bytearray and not tensors:
+        return (t, bytes(v))
+    if not tensors and _is_tensor(v):
+        return ("tensor",)
+    return ("id", id(v))
+
+
+def _is_tensor(v):
+    from dynograph._tensor import Tensor
+    return isinstance(v, Tensor)
+
+
+def object_state(o):
+    """What the side-effect check compares: the items of a list, dict or set, the attributes
+    of an object with an instance dictionary (shallowly), else None (not watched: modules,
+    classes, functions, tensors)."""
+    if isinstance(o, (list, dict, set, bytearray)):
+        return value_key(o, tensors=False)
+    if isinstance(o, (type, types.ModuleType, types.FunctionType)) or _is_tensor(o):
+        return None
+    d = _instance_dict(o)
+    if d is None:
+        return None
+    return tuple((k, _shallow_key(v)) for k, v in d.items())
+
+
+def _shallow_key(v):
+    t = type(v)
+    if v is None or t in (bool, int, float, str, bytes, complex) or isinstance(v, np.generic):
+        return value_key(v)
+    if _is_tensor(v):
+        return ("tensor",)
+    return ("id", id(v))
+
+
+# ---------------------------------------------------------------- the watcher
+
+class Source:
+    """One guarded read: how to get its value again, and what it was."""
+    __slots__ = ("name", "where", "root", "steps", "want", "state")
+
+    def __init__(self, name, where, root, steps, want, state):
+        self.name, self.where, self.root, self.steps = name, where, root, steps
+        self.want = want                # value_key when the trace read it
+        self.state = state              # the side-effect key then
+
+    def value(self):
+        return walk(self.root(), self.steps)
+
+
+def _global_root(g, name):
+    b = g.get("__builtins__")
+    b = b if isinstance(b, dict) else getattr(b, "__dict__", {})
+
+    def get():
+        v = g.get(name, MISSING)
+        return b.get(name, MISSING) if v is MISSING else v
+    return get
+
+
+def _cell_root(cell):
+    def get():
+        try:
+            return cell.cell_contents
+        except ValueError:
+            return MISSING
+    return get
+
+
+def _fixed_root(o):
+    return lambda: o
+
+
+class Watcher:
+    """Installed with ``with Watcher(tracer, fn):`` around the traced call."""
+
+    def __init__(self, tracer, fn):
+        self.tracer = tracer
+        self.fn = fn
+        self.files = _Files()
+        self.sources = {}               # (root identity, steps) -> Source
+        self.objects = {}               # id -> (object, state when first seen, where)
+        self.keep = []                  # identities guarded stay unique
+        self.effects = []               # (reason, where): calls that are side effects
+        self._old = None
+
+    def __enter__(self):
+        self._random_states = _global_random_states()
+        self._old = sys.getprofile()
+        sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc):
+        sys.setprofile(self._old)
+        return False
+
+    # ------------------------------------------------------------ events
+
+    def _profile(self, frame, event, arg):
+        try:
+            if event == "call":
+                if frame.f_code.co_name not in _ACCESSORS and self.files.watched(frame):
+                    self._frame(frame)
+            elif event == "c_call":
+                self._builtin(frame, arg)
+        except Exception as e:          # a watcher bug must not change the user's program
+            self.effects.append((f"the compiler could not follow the Python code ({e!r})",
+                                 _where(frame, frame.f_lineno)))
+
+    def _frame(self, frame):
+        code = frame.f_code
+        if code.co_name in _CONSTRUCTORS and code.co_argcount:
+            # an object being built during the call: its attributes are no side effect
+            this = frame.f_locals.get(code.co_varnames[0])
+            if id(this) not in self.objects:
+                self.objects[id(this)] = (this, None, None, None)
+                self.keep.append(this)
+        cells = None
+        for (kind, name), steps, line in sources_of(code):
+            if kind == "global":
+                key, root = (id(frame.f_globals), name), _global_root(frame.f_globals, name)
+                desc = name
+            elif kind == "cell":
+                if cells is None:
+                    cells = _closure_cells(frame, self.fn)
+                cell = cells.get(name)
+                if cell is None:
+                    root = _fixed_root(frame.f_locals.get(name, MISSING))
+                    key = ("fixed", id(root()))
+                else:
+                    key, root = ("cell", id(cell)), _cell_root(cell)
+                    self.keep.append(cell)
+                desc = name
+            else:
+                value = frame.f_locals.get(name, MISSING)
+                if value is MISSING or _is_tensor(value):
+                    continue
+                key, root = ("fixed", id(value)), _fixed_root(value)
+                desc = f"{name} (a {type(value).__name__} argument of {code.co_name})"
+            where = _where(frame, line)
+            value = root()
+            for n in range(len(steps) + 1):
+                if n:
+                    value = walk(value, steps[n - 1:n])
+                # an argument itself needs no guard (the caller's read of it has one); its
+                # state is still watched for side effects
+                self._add(key, root, steps[:n], value, desc + _path(steps[:n]), where,
+                          guard=n > 0 or kind != "local")
+                if _stops(value):
+                    break
+
+    def _add(self, key, root, steps, value, name, where, guard):
+        k = (key, steps)
+        if k not in self.sources and guard:
+            self.sources[k] = Source(name, where, root, steps, value_key(value),
+                                     value_key(value, tensors=False))
+            self.keep.append(value)
+        if id(value) not in self.objects:
+            state = object_state(value)
+            if state is not None:
+                self.objects[id(value)] = (value, state, name, where)
+                self.keep.append(value)
+
+    def _builtin(self, frame, fn):
+        reason = _impure_call(fn)
+        if reason is not None and not self.files.inside_package(frame.f_code.co_filename):
+            self.effects.append((reason, _where(frame, frame.f_lineno)))
+
+    # ------------------------------------------------------------ after the trace
+
+    def side_effects(self):
+        """(reason, where) for each change the call made to Python state, and each impure call."""
+        found = list(self.effects)
+        if _global_random_states() != self._random_states:
+            found.append(("Python's or numpy's global random generator was used (its numbers "
+                          "would be frozen in the graph)", _where_fn(self.fn)))
+        for s in self.sources.values():
+            if value_key(s.value(), tensors=False) != s.state:
+                found.append((f"{s.name} changed during the call (a Python side effect the "
+                              "compiled graph would not repeat)", s.where))
+        for o, state, name, where in self.objects.values():
+            now = object_state(o) if state is not None else None
+            if now == state:
+                continue
+            what = (f"{name} was modified" if isinstance(o, (list, dict, set, bytearray)) else
+                    f"attribute {_changed_attrs(state, now)} of {name} was set")
+            found.append((f"{what} during the call (a Python side effect the compiled graph "
+                          "would not repeat)", where))
+        return found
+
+    def guards(self):
+        """(name, getter, expected) for each source, with where the trace read it.  A source
+        holding another tensor after the call than before (a buffer or gradient the graph
+        assigns) is guarded by kind: the replay assigns it again."""
+        out = []
+        for s in self.sources.values():
+            if value_key(s.value()) == s.want:
+                get, want = (lambda s=s: value_key(s.value())), s.want
+            else:
+                get, want = (lambda s=s: value_key(s.value(), tensors=False)), s.state
+            out.append((f"{s.name} (read at {s.where})", get, want))
+        return out
+
+
+def _changed_attrs(before, after):
+    a, b = dict(before), dict(after or ())
+    names = [k for k in set(a) | set(b) if a.get(k) != b.get(k)]
+    return ", ".join(sorted(map(repr, names)))
+
+
+def _path(steps):
+    return "".join(f".{n}" if k == "attr" else f"[{n!r}]" for k, n in steps)
+
+
+def _where(frame, line):
+    return f"{frame.f_code.co_filename}:{line or frame.f_lineno} in {frame.f_code.co_name}"
+
+
+def _where_fn(fn):
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None:
+        return "<unknown>"
+    return f"{code.co_filename}:{code.co_firstlineno} in {code.co_name}"
+
+
+def _global_random_states():
+    """The states of Python's and numpy's global generators (numpy's legacy functions are
+    Cython code that the profile hook does not see)."""
+    return random.getstate(), repr(np.random.mtrand._rand.get_state(legacy=False))
+
+
+def _closure_cells(frame, fn):
+    """name -> cell for the free variables of the function running in ``frame``."""
+    code = frame.f_code
+    f = getattr(fn, "__func__", fn)
+    if getattr(f, "__code__", None) is code:
+        candidates = [f]
+    else:
+        candidates = [r for r in gc.get_referrers(code)
+                      if isinstance(r, types.FunctionType) and r.__code__ is code]
+    local = frame.f_locals
+    for c in candidates:
+        cells = dict(zip(code.co_freevars, c.__closure__ or ()))
+        if all(_cell_matches(cells[n], local.get(n, MISSING)) for n in cells):
+            return cells
+    return {}
+
+
+def _cell_matches(cell, value):
+    try:
+        return cell.cell_contents is value
+    except ValueError:
+        return value is MISSING
+
+
+# ---------------------------------------------------------------- impure builtins
+
+_CLOCKS = {time.time, time.time_ns, time.perf_counter, time.perf_counter_ns, time.monotonic,
+           time.monotonic_ns, time.process_time, time.process_time_ns}
+
+
+def _impure_call(fn):
+    """Why calling builtin ``fn`` makes the traced code impure, or None."""
+    if fn is print:
+        return "print() writes output (it would not be repeated by the compiled graph)"
+    if fn in _CLOCKS:
+        return f"time.{fn.__name__}() reads the clock (its value would be frozen in the graph)"
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, random.Random):
+        return f"random.{fn.__name__}() draws from Python's generator (frozen in the graph)"
+    if isinstance(owner, (np.random.RandomState, np.random.Generator)):
+        return f"numpy's random {fn.__name__}() draws numbers (frozen in the graph)"
+    if fn is input or fn is os.urandom:
+        return f"{fn.__name__}() reads from outside the program"
+    return None
