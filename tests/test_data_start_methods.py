@@ -148,6 +148,32 @@ def test_forked_workers_use_blas_after_the_parent_did():
     assert list(loader) == [256.0 * i * i for i in range(4)]
 
 
+def _double(x):
+    return x * 2
+
+
+_COMPILED_DOUBLE = dynograph.compile(_double)
+
+
+class CompiledWork(Dataset):
+    """Each item runs a compiled function big enough to use the kernel thread pool."""
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return float(_COMPILED_DOUBLE(dynograph.full((1 << 22,), float(i)))[-1])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_workers_run_compiled_functions_after_the_parent_did():
+    # the parent's kernel thread pool and JIT lock exist now; a forked child needs its own
+    assert float(_COMPILED_DOUBLE(dynograph.ones(1 << 22))[0]) == 2.0
+    loader = DataLoader(CompiledWork(), batch_size=None, num_workers=2, timeout=120,
+                        multiprocessing_context="fork")
+    assert list(loader) == [0.0, 2.0]
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_leaves_its_parents_workers_alone():
     it = iter(DataLoader(list(range(8)), batch_size=2, num_workers=1, multiprocessing_context="fork"))

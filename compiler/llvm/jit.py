@@ -36,6 +36,15 @@ STALE_TEMP_S = 3600             # a temporary this old is a killed writer's
 STATS = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
 
 _lock = threading.RLock()
+
+
+def _new_lock_in_child():
+    """A forked child may inherit the lock held by a thread it does not have."""
+    global _lock
+    _lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_child)
 _state = {}
 _codegen = {}
 _folders = {}                   # kernel folder path -> usable (checked once per process)

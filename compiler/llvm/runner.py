@@ -37,6 +37,8 @@ _INPUTS = weakref.WeakKeyDictionary()
 # kernels with at least this many domain elements are split across the CPU cores
 PARALLEL_MIN = 1 << 21
 _pool = []
+# a forked child (a DataLoader worker) inherits the pool without its threads: it makes its own
+os.register_at_fork(after_in_child=_pool.clear)
 
 
 def _threads():
