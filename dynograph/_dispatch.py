@@ -145,7 +145,9 @@ def _run(op, args, attrs):
     # outside the except block, so the user-facing error does not chain the internal one
     if op.meta is not None:
         op.meta(*[_spec(a) for a in args], **attrs)
-    raise RuntimeError(f"{op.name}: {failure}")
+    err = RuntimeError(f"{op.name}: {failure}")
+    err.__context__, err.__suppress_context__ = failure, True     # kept for callers, not shown
+    raise err
 
 
 def _spec(a):
