@@ -533,7 +533,7 @@ class Generator:
         if self.on("params"):
             self.p.between.append(self.rng.choice((
                 "with torch.no_grad():\n    model[0].weight.mul_(0.9)",
-                "with torch.no_grad():\n    model[-1].bias.add_(call)",
+                "with torch.no_grad():\n    model[0].bias.add_(call)",
                 "model.train(call % 2 == 0)")))
         if self.on("requires_grad"):
             self.p.between.append("model[0].bias.requires_grad_(call % 2 == 0)")
