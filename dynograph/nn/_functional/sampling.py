@@ -41,18 +41,16 @@ def _src_scale(in_size, out_size, scale, align_corners, ct):
     return ct(in_size / out_size)
 
 
-def _nearest_taps(in_size, out_size, scale, exact):
-    """Source index of each output position (upsample_nearest / _upsample_nearest_exact)."""
+def _nearest_taps(in_size, out_size, scale, exact, shortcut):
+    """Source index of each output position (upsample_nearest / _upsample_nearest_exact).
+
+    PyTorch's nearest_idx maps equal and doubled sizes without the scale (``shortcut``), so a
+    scale_factor of 1.1 that keeps the size copies there but moves the taps elsewhere."""
+    if shortcut and not exact and out_size in (in_size, 2 * in_size):
+        return np.arange(out_size) // (out_size // in_size)
     dst = np.arange(out_size, dtype=np.float32)
     s = np.float32(1.0 / scale) if scale is not None and scale > 0 else np.float32(in_size / out_size)
-    if exact:
-        src = np.floor((dst + np.float32(0.5)) * s)
-    elif out_size == in_size:
-        return np.arange(out_size)
-    elif out_size == 2 * in_size:
-        return np.arange(out_size) >> 1
-    else:
-        src = np.floor(dst * s)
+    src = np.floor((dst + np.float32(0.5)) * s) if exact else np.floor(dst * s)
     return np.minimum(src.astype(np.int64), in_size - 1)
 
 
@@ -151,9 +149,19 @@ def _sizes_and_scales(input, size, scale_factor, mode, recompute_scale_factor):
 def _check_sizes(input, out, name):
     spatial = list(input.shape[2:])
     if any(n <= 0 for n in out):
+        def sizes(ns):
+            return ", ".join(f"{k}: {n}" for k, n in zip("DHW"[-len(ns):], ns))
+        joint = " and" if len(out) == 1 else ""     # only PyTorch's 1-d kernels say "and"
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
-                           f"({', '.join(f'{k}: {n}' for k, n in zip('DHW'[-len(spatial):], spatial))}"
-                           f") output ({', '.join(f'{k}: {n}' for k, n in zip('DHW'[-len(out):], out))})")
+                           f"({sizes(spatial)}){joint} output ({sizes(out)})")
+
+
+def _with_grad_of(value, grad_source):
+    """``value`` forward with ``grad_source``'s gradient: some of PyTorch's forward kernels skip
+    work for unchanged sizes (a copy) that the matching backward kernels still do, or the reverse."""
+    if not grad_source.requires_grad:
+        return value
+    return value.detach() + (grad_source - grad_source.detach())
 
 
 _MODE_DIMS = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}
@@ -189,7 +197,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError("Lanczos mode does not support align_corners=True")
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
-    if mode in _MODE_DIMS and nd in (3, 4, 5):
+    if mode in _MODE_DIMS and mode != "bicubic" and nd in (3, 4, 5):
         raise NotImplementedError(f"Got {nd}D input, but {mode} mode needs {_MODE_DIMS[mode]}D input")
     raise NotImplementedError(
         "Input Error: Only 3D, 4D and 5D input Tensors supported"
@@ -203,11 +211,23 @@ def _scale(scales, i):
 
 def _nearest(input, out, scales, exact):
     _check_sizes(input, out, "nearest")
+    # PyTorch's 2-d forward kernel and every backward kernel take nearest_idx's shortcut
+    taps = [_nearest_taps(input.shape[2 + i], n, _scale(scales, i), exact, shortcut=input.dim() == 4)
+            for i, n in enumerate(out)]
+    x = _nearest_gather(input, taps)
+    if input.requires_grad:
+        grad_taps = [_nearest_taps(input.shape[2 + i], n, _scale(scales, i), exact, shortcut=True)
+                     for i, n in enumerate(out)]
+        if any(not np.array_equal(a, b) for a, b in zip(taps, grad_taps)):
+            x = _with_grad_of(x, _nearest_gather(input, grad_taps))
+    return x
+
+
+def _nearest_gather(input, taps):
     x = input
-    for i, n in enumerate(out):
+    for i, idx in enumerate(taps):
         dim = 2 + i
-        size = input.shape[dim]
-        idx = _nearest_taps(size, n, _scale(scales, i), exact)
+        size, n = input.shape[dim], len(idx)
         if dim < input.dim() - 1 and n % size == 0 and np.array_equal(idx, np.arange(n) // (n // size)):
             x = _repeat_each(x, dim, n // size)     # a broadcast: its backward is a fast sum
         else:
@@ -228,12 +248,19 @@ def _repeat_each(x, dim, k):
 def _interp(input, out, scales, align_corners, mode):
     _check_sizes(input, out, mode)
     ct = _compute_dtype(input.dtype)
-    taps = _cubic_taps if mode == "bicubic" else _linear_taps
+    cubic = mode == "bicubic"
+    taps = _cubic_taps if cubic else _linear_taps
     x = input
     for i, n in enumerate(out):
         dim = 2 + i
+        if n == input.shape[dim] and not cubic:
+            continue                # PyTorch's linear kernels copy such a dim, whatever its scale
         idx, weights = taps(input.shape[dim], n, _scale(scales, i), align_corners, ct)
         x = _resample_dim(x, dim, idx, weights)
+    if x is input:
+        return input.clone()
+    if cubic and list(out) == list(input.shape[2:]):
+        return _with_grad_of(x, input)    # bicubic's backward kernel copies the gradient then
     return x
 
 
@@ -267,7 +294,9 @@ def _antialias(input, out, scales, align_corners, mode):
         dim = 2 + i
         m = _d.tensor(_aa_matrix(input.shape[dim], n, _scale(scales, i), align_corners, mode, ct),
                       dtype=input.dtype)
-        x = (x.movedim(dim, -1) @ m.mT).movedim(-1, dim)
+        resampled = (x.movedim(dim, -1) @ m.mT).movedim(-1, dim)
+        # PyTorch skips a dim of unchanged size forward, yet its backward kernel resamples it
+        x = _with_grad_of(x, resampled) if n == input.shape[dim] else resampled
     return x
 
 
