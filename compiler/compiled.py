@@ -395,7 +395,7 @@ class CompiledFunction:
         if tracer.breaks:
             return self._fall_back(tracer, result)
         guards.capture_world(tracer)
-        guards.add_sources(watcher.guards())
+        guards.add_sources(watcher.guarded_sources())
         out_kinds = []
         k = 0
         for x in out_flat:

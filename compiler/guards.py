@@ -13,6 +13,7 @@ import numbers
 
 from dynograph.runtime import dtypes as D
 from .tracer import storage_root
+from .guard_code import compile_checks
 from .watch import value_key
 
 
@@ -54,6 +55,8 @@ class Guards:
             ("default dtype", D.get_default_dtype, D.get_default_dtype()),
         ]
         self.dynamic = []               # (argument, dim) pairs that are the batch size
+        self.sources = []
+        self.source_check = lambda: -1
 
     def overlapping_arguments(self, flat):
         """Whether two tensor arguments share memory without being the same array."""
@@ -61,9 +64,21 @@ class Guards:
         arrays = [x._data for x in flat if isinstance(x, Tensor)]
         return any(s != i and arrays[s] is not arrays[i] for i, s in enumerate(self.sharing))
 
-    def add_sources(self, checks):
-        """Guards on the Python values the traced code read (``Watcher.guards()``)."""
-        self.checks.extend(checks)
+    def add_sources(self, guarded):
+        """Guards on the Python values the traced code read: [(Source, mode)] as
+        ``Watcher.guarded_sources()`` gives them, checked by one generated function."""
+        self.sources = guarded
+        self.source_check = compile_checks(guarded)
+
+    def _failed_source(self):
+        """(name, expected, actual) of the first source guard that fails."""
+        for s, mode in self.sources:
+            got = value_key(s.read(), tensors=mode == "value")
+            want = s.want if mode == "value" else s.state
+            if got != want:
+                return (_source_name(s), _show_value(s.value), _show_value(s.read()))
+        s = self.sources[0][0]
+        return (_source_name(s), "found where the trace found it", "found elsewhere")
 
     def capture_world(self, tracer):
         """Guards on the modules, parameters, optimizers and state the trace touched, with the
@@ -90,6 +105,8 @@ class Guards:
             got = get()
             if got != want:
                 return (name, want, got)
+        if self.source_check() != -1:
+            return self._failed_source()
         return None
 
     def dynamic_batch(self, other):
@@ -128,7 +145,19 @@ class Guards:
     def describe(self):
         lines = [f"  argument {i}: {_show(k)}" for i, k in enumerate(self.args)]
         lines += [f"  {name} == {want!r}" for name, _, want in self.checks]
+        lines += [f"  {_source_name(s)} " + ("is " + _show_value(s.value) if mode == "value" else
+                                             "holds a tensor") for s, mode in self.sources]
         return "\n".join(lines)
+
+
+def _source_name(s):
+    return f"{s.name} (read at {s.where})"
+
+
+def _show_value(v):
+    text = repr(v) if isinstance(v, (int, float, str, bytes, bool, type(None), tuple, list, dict)) \
+        else f"<{type(v).__name__} at {id(v):#x}>"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _matches_dynamic(want, got, batch):

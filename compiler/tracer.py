@@ -18,6 +18,7 @@ state, or captured constants.  Python numbers are specialized (the caller guards
 learning rates, which optimizers hand over as ``scalar`` inputs so that a scheduler does not
 force a retrace.
 """
+import contextlib
 import os
 import sys
 import threading
@@ -217,6 +218,10 @@ class Tracer:
         """A module is being called: name its parameters and buffers, note their grads."""
         if any(m is module for m in self.modules):
             return
+        with _unwatched():             # the tracer's own walk over the module is not the program's
+            self._announce_module(module)
+
+    def _announce_module(self, module):
         prefix = "" if not self.modules else f"m{len(self.modules)}."
         if any(module is sub for m in self.modules for sub in m.modules()):
             return                                  # a submodule of one announced already
@@ -249,10 +254,10 @@ class Tracer:
     def announce_param(self, p, name):
         if id(p) in self.params:
             return
-        self.fact(f"{name}.grad", lambda: _grad_key(p._grad))
-        self.fact(f"{name}.requires_grad", lambda: p.requires_grad)
-        # a tensor hook runs Python during backward, which the graph does not replay
-        self.fact(f"{name} has hooks", lambda: bool(p._hooks))
+        # whether it has a .grad (and its layout), requires_grad, and tensor hooks (they run
+        # Python during backward, which the graph does not replay)
+        self.fact(f"{name}: .grad, requires_grad, hooks",
+                  lambda: (_grad_key(p._grad), p.requires_grad, bool(p._hooks)))
         if p._hooks:
             self.graph_break(f"parameter {name} has a tensor hook (register_hook): it runs "
                              "Python code during backward")
@@ -522,11 +527,14 @@ def _grad_key(g):
 
 
 def _slot_key(t):
+    """The layout of the tensor a slot holds: shape, dtype and where it lies in its buffer."""
     if t is None:
         return None
     a = t._data
+    if a.base is None:                  # the common case, and the cheap one
+        return (a.shape, a.dtype, a.strides)
     root = storage_root(a)
-    return (root.shape, root.dtype.str, _geometry(a, root))
+    return (root.shape, root.dtype, _geometry(a, root))
 
 
 def _state_keys(opt):
@@ -535,6 +543,17 @@ def _state_keys(opt):
 
 def _group_members(opt):
     return tuple((id(g), tuple(id(p) for p in g["params"])) for g in opt.param_groups)
+
+
+@contextlib.contextmanager
+def _unwatched():
+    """Hide the tracer's own calls into module code from the watcher (compiler/watch.py)."""
+    hook = sys.getprofile()
+    sys.setprofile(None)
+    try:
+        yield
+    finally:
+        sys.setprofile(hook)
 
 
 class _Abandon(Exception):

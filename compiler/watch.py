@@ -152,14 +152,21 @@ def _instance_dict(o):
 
 def read_attr(o, name):
     """``o.name`` from dictionaries only (MISSING where that would run code or fail)."""
+    return resolve_attr(o, name)[1]
+
+
+def resolve_attr(o, name):
+    """(where it was found, ``o.name``): 'dict' (the instance dictionary), a module's store
+    ('_parameters', '_buffers', '_modules'), 'class' (a class in the MRO), or 'other' (a
+    slot, nowhere)."""
     d = _instance_dict(o)
     if d is not None and not isinstance(o, type):
         if name in d:
-            return d[name]
+            return "dict", d[name]
         for store in ("_parameters", "_buffers", "_modules"):      # nn.Module.__getattr__
             table = d.get(store)
             if type(table) is dict and name in table:
-                return table[name]
+                return store, table[name]
     for klass in (o.__mro__ if isinstance(o, type) else type(o).__mro__):
         v = klass.__dict__.get(name, MISSING)
         if v is MISSING:
@@ -167,11 +174,11 @@ def read_attr(o, name):
         if isinstance(v, (types.MemberDescriptorType, types.GetSetDescriptorType)) and \
                 not isinstance(o, type):
             try:
-                return v.__get__(o, type(o))     # a C-level slot: reading it runs no Python
+                return "other", v.__get__(o, type(o))   # a C-level slot: runs no Python
             except AttributeError:
-                return MISSING
-        return v
-    return MISSING
+                return "other", MISSING
+        return "class", v
+    return "other", MISSING
 
 
 def read_item(o, key):
@@ -266,39 +273,63 @@ def _shallow_key(v):
 # ---------------------------------------------------------------- the watcher
 
 class Source:
-    """One guarded read: how to get its value again, and what it was."""
-    __slots__ = ("name", "where", "root", "steps", "want", "state")
+    """One read: where its value comes from (a root, or the source one step shorter) and
+    what it was when the trace read it."""
+    __slots__ = ("name", "where", "root", "parent", "step", "how", "value", "want", "state",
+                 "guarded")
 
-    def __init__(self, name, where, root, steps, want, state):
-        self.name, self.where, self.root, self.steps = name, where, root, steps
-        self.want = want                # value_key when the trace read it
-        self.state = state              # the side-effect key then
+    def __init__(self, name, where, root, parent, step, how, value, guarded):
+        self.name, self.where = name, where
+        self.root, self.parent, self.step, self.how = root, parent, step, how
+        self.value = value              # kept: identities guarded stay unique
+        self.want = value_key(value)    # what a guard compares
+        self.state = value_key(value, tensors=False)    # what the side-effect check compares
+        self.guarded = guarded
 
-    def value(self):
-        return walk(self.root(), self.steps)
+    def read(self):
+        if self.parent is None:
+            return self.root.get()
+        kind, name = self.step
+        o = self.parent.read()
+        if o is MISSING:
+            return MISSING
+        return read_attr(o, name) if kind == "attr" else read_item(o, name)
 
 
-def _global_root(g, name):
-    b = g.get("__builtins__")
-    b = b if isinstance(b, dict) else getattr(b, "__dict__", {})
+class GlobalRoot:
+    """A module-level name, looked up as LOAD_GLOBAL does (globals, then builtins)."""
 
-    def get():
-        v = g.get(name, MISSING)
-        return b.get(name, MISSING) if v is MISSING else v
-    return get
+    def __init__(self, g, name):
+        b = g.get("__builtins__")
+        self.g, self.name = g, name
+        self.builtins = b if isinstance(b, dict) else getattr(b, "__dict__", {})
+
+    def get(self):
+        v = self.g.get(self.name, MISSING)
+        return self.builtins.get(self.name, MISSING) if v is MISSING else v
 
 
-def _cell_root(cell):
-    def get():
+class CellRoot:
+    """A closure variable of a function that outlives the call."""
+
+    def __init__(self, cell):
+        self.cell = cell
+
+    def get(self):
         try:
-            return cell.cell_contents
+            return self.cell.cell_contents
         except ValueError:
             return MISSING
-    return get
 
 
-def _fixed_root(o):
-    return lambda: o
+class FixedRoot:
+    """An object the traced code received (an argument, ``self``): fixed for this trace."""
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def get(self):
+        return self.obj
 
 
 class Watcher:
@@ -348,48 +379,48 @@ class Watcher:
         cells = None
         for (kind, name), steps, line in sources_of(code):
             if kind == "global":
-                key, root = (id(frame.f_globals), name), _global_root(frame.f_globals, name)
-                desc = name
+                key, root, desc = (id(frame.f_globals), name), GlobalRoot(frame.f_globals, name), name
             elif kind == "cell":
                 if cells is None:
                     cells = _closure_cells(frame, self.fn)
                 cell = cells.get(name)
                 if cell is None:
-                    root = _fixed_root(frame.f_locals.get(name, MISSING))
-                    key = ("fixed", id(root()))
+                    root = FixedRoot(frame.f_locals.get(name, MISSING))
+                    key = ("fixed", id(root.obj))
                 else:
-                    key, root = ("cell", id(cell)), _cell_root(cell)
-                    self.keep.append(cell)
+                    key, root = ("cell", id(cell)), CellRoot(cell)
                 desc = name
             else:
                 value = frame.f_locals.get(name, MISSING)
                 if value is MISSING or _is_tensor(value):
                     continue
-                key, root = ("fixed", id(value)), _fixed_root(value)
+                key, root = ("fixed", id(value)), FixedRoot(value)
                 desc = f"{name} (a {type(value).__name__} argument of {code.co_name})"
-            where = _where(frame, line)
-            value = root()
-            for n in range(len(steps) + 1):
-                if n:
-                    value = walk(value, steps[n - 1:n])
-                # an argument itself needs no guard (the caller's read of it has one); its
-                # state is still watched for side effects
-                self._add(key, root, steps[:n], value, desc + _path(steps[:n]), where,
-                          guard=n > 0 or kind != "local")
-                if _stops(value):
-                    break
+            self._chain(key, root, kind, desc, steps, _where(frame, line))
 
-    def _add(self, key, root, steps, value, name, where, guard):
-        k = (key, steps)
-        if k not in self.sources and guard:
-            self.sources[k] = Source(name, where, root, steps, value_key(value),
-                                     value_key(value, tensors=False))
-            self.keep.append(value)
+    def _chain(self, key, root, kind, desc, steps, where):
+        # an argument itself needs no guard (the caller's read of it has one); its state is
+        # still watched for side effects
+        parent = self._add((key, ()), desc, where, root, None, None, "root", root.get(),
+                           guarded=kind != "local")
+        for n, step in enumerate(steps, 1):
+            if _stops(parent.value):
+                return
+            o = parent.value
+            how, value = resolve_attr(o, step[1]) if step[0] == "attr" else ("item", read_item(o, step[1]))
+            parent = self._add((key, steps[:n]), desc + _path(steps[:n]), where, root, parent,
+                               step, how, value, guarded=True)
+
+    def _add(self, k, name, where, root, parent, step, how, value, guarded):
+        s = self.sources.get(k)
+        if s is None:
+            s = self.sources[k] = Source(name, where, root, parent, step, how, value, guarded)
         if id(value) not in self.objects:
             state = object_state(value)
             if state is not None:
                 self.objects[id(value)] = (value, state, name, where)
                 self.keep.append(value)
+        return s
 
     def _builtin(self, frame, fn):
         reason = _impure_call(fn)
@@ -405,7 +436,7 @@ class Watcher:
             found.append(("Python's or numpy's global random generator was used (its numbers "
                           "would be frozen in the graph)", _where_fn(self.fn)))
         for s in self.sources.values():
-            if value_key(s.value(), tensors=False) != s.state:
+            if value_key(s.read(), tensors=False) != s.state:
                 found.append((f"{s.name} changed during the call (a Python side effect the "
                               "compiled graph would not repeat)", s.where))
         for o, state, name, where in self.objects.values():
@@ -418,17 +449,14 @@ class Watcher:
                           "would not repeat)", where))
         return found
 
-    def guards(self):
-        """(name, getter, expected) for each source, with where the trace read it.  A source
-        holding another tensor after the call than before (a buffer or gradient the graph
-        assigns) is guarded by kind: the replay assigns it again."""
+    def guarded_sources(self):
+        """The sources to guard, each with how to compare it: by identity ('id'), or only by
+        kind for a source holding another tensor after the call than before (a buffer or
+        gradient the graph assigns: the replay assigns it again)."""
         out = []
         for s in self.sources.values():
-            if value_key(s.value()) == s.want:
-                get, want = (lambda s=s: value_key(s.value())), s.want
-            else:
-                get, want = (lambda s=s: value_key(s.value(), tensors=False)), s.state
-            out.append((f"{s.name} (read at {s.where})", get, want))
+            if s.guarded:
+                out.append((s, "value" if value_key(s.read()) == s.want else "kind"))
         return out
 
 

@@ -1,0 +1,138 @@
+"""The source guards of one trace, compiled into one Python function.
+
+A training step reads a hundred or more Python values (every module's hooks, its flags, its
+parameters, the optimizer...).  Checking them one by one through generic readers costs
+hundreds of microseconds per call; this module writes one straight-line function instead:
+each source's value is computed from its parent's by the lookup that found it during the
+trace (``o.__dict__.get(name)``, a module's ``_parameters``), and compared in the cheapest
+way its recorded value allows (``is`` for identity, ``==`` plus type for scalars).  A lookup
+that would now go elsewhere (an attribute moved from the instance to the class) yields
+MISSING, which fails its guard: at worst a retrace, never a stale replay.
+
+``check()`` returns -1 when every guard holds, else the index of the first failing source.
+"""
+import math
+
+from .watch import MISSING, CellRoot, GlobalRoot, read_attr, read_item, value_key
+
+
+class _Names:
+    """Constants of the generated code, bound by name."""
+
+    def __init__(self):
+        self.env = {"M": MISSING, "_attr": read_attr, "_item": read_item, "_key": value_key,
+                    "_copysign": math.copysign, "_cell": _cell_value}
+        self.ids = {}
+
+    def __call__(self, obj):
+        name = self.ids.get(id(obj))
+        if name is None:
+            name = self.ids[id(obj)] = f"c{len(self.ids)}"
+            self.env[name] = obj
+        return name
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return MISSING
+
+
+def _root_code(root, bind):
+    if isinstance(root, GlobalRoot):
+        return f"{bind(root.g)}.get({bind(root.name)}, M)" if root.name in root.g else \
+            f"{bind(root.g)}.get({bind(root.name)}, {bind(root.builtins)}.get({bind(root.name)}, M))"
+    if isinstance(root, CellRoot):
+        return f"_cell({bind(root.cell)})"
+    return bind(root.obj)
+
+
+def _step_code(parent, source, bind):
+    kind, name = source.step
+    if source.how == "dict":
+        return f"{parent}.__dict__.get({bind(name)}, M)"
+    if source.how in ("_parameters", "_buffers", "_modules"):
+        return f"{parent}.__dict__[{bind(source.how)}].get({bind(name)}, M)"
+    if kind == "attr" and source.how == "class":
+        # found on a class: absent from the instance and from the classes before it
+        owner = source.parent.value
+        klasses = owner.__mro__ if isinstance(owner, type) else type(owner).__mro__
+        found = next(i for i, k in enumerate(klasses) if name in k.__dict__)
+        before = [f"{bind(name)} in {bind(k)}.__dict__" for k in klasses[:found]]
+        if not isinstance(owner, type):
+            before.insert(0, f"{bind(name)} in {parent}.__dict__")
+        shadowed = " or ".join(before) or "False"
+        return (f"(M if {parent}.__class__ is not {bind(type(owner))} or {shadowed} "
+                f"else {bind(klasses[found])}.__dict__.get({bind(name)}, M))")
+    if kind == "attr":
+        return f"_attr({parent}, {bind(name)})"
+    # the parent's own guard checked its type: exact lists, tuples and dicts index directly
+    container = type(source.parent.value)
+    if container is dict:
+        return f"{parent}.get({bind(name)}, M)"
+    if container is list or container is tuple:
+        return f"{parent}[{bind(name)}]"          # out of range: the check fails as a whole
+    return f"_item({parent}, {bind(name)})"
+
+
+def _test_code(v, source, mode, bind):
+    """An expression true when value ``v`` (a variable name) passes the source's guard."""
+    if mode == "kind":
+        return f"_key({v}, False) == {bind(source.state)}"
+    return _same(v, source.value, bind, 0)
+
+
+def _same(v, value, bind, depth):
+    """An expression true when the value of expression ``v`` has the key ``value_key(value)``:
+    written out for scalars, identities and small containers, so no key is built per call."""
+    t = type(value)
+    if value is None or t is bool or value is MISSING:
+        return f"{v} is {bind(value)}"
+    if t is int or t is str or t is bytes:
+        return f"({v}.__class__ is {bind(t)} and {v} == {bind(value)})"
+    if t is float:
+        if value != value:
+            return f"({v}.__class__ is float and {v} != {v})"
+        sign = math.copysign(1.0, value)
+        return f"({v}.__class__ is float and {v} == {bind(value)} and _copysign(1.0, {v}) == {sign!r})"
+    want = value_key(value)
+    if want[0] == "id":
+        return f"{v} is {bind(value)}"
+    small = len(value) <= 16 and depth < 2 if isinstance(value, (tuple, list, dict)) else False
+    if (t is tuple or t is list) and small:
+        items = [_same(f"{v}[{i}]", x, bind, depth + 1) for i, x in enumerate(value)]
+        return f"({v}.__class__ is {bind(t)} and len({v}) == {len(value)}" + \
+            "".join(f" and {x}" for x in items) + ")"
+    if isinstance(value, dict) and small and all(type(k) is str for k in value):
+        items = [_same(f"{v}[{bind(k)}]", x, bind, depth + 1) for k, x in value.items()]
+        return f"({v}.__class__ is {bind(t)} and tuple({v}) == {bind(tuple(value))}" + \
+            "".join(f" and {x}" for x in items) + ")"
+    return f"_key({v}) == {bind(want)}"
+
+
+def compile_checks(guarded):
+    """``guarded``: [(Source, mode)] as ``Watcher.guarded_sources()`` gives them.  Returns
+    the check function."""
+    bind = _Names()
+    var = {}                    # id(source) -> variable holding its value
+    lines = ["def check():", "    try:"]
+    index = {id(s): i for i, (s, _) in enumerate(guarded)}
+
+    def value_of(s):
+        name = var.get(id(s))
+        if name is None:
+            code = _root_code(s.root, bind) if s.parent is None else _step_code(value_of(s.parent), s, bind)
+            name = var[id(s)] = f"v{len(var)}"
+            lines.append(f"        {name} = {code}")
+        return name
+
+    for s, mode in guarded:
+        v = value_of(s)
+        lines.append(f"        if not {_test_code(v, s, mode, bind)}: return {index[id(s)]}")
+    lines += ["        pass", "    except Exception:", "        return -2", "    return -1"]
+    env = bind.env
+    exec(compile("\n".join(lines), "<dynograph guards>", "exec"), env)
+    check = env["check"]
+    check.source = "\n".join(lines)
+    return check
