@@ -7,7 +7,9 @@ positionally, as ``torch.softmax(input, dim, dtype=None)`` does."""
 from ._tensor import Tensor
 from .nn import functional as F
 from .nn.functional import (  # noqa: F401
-    adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, bilinear, celu, channel_shuffle, conv1d,
+    adaptive_avg_pool1d, adaptive_max_pool1d, alpha_dropout, avg_pool1d, bilinear, celu, celu_,
+    channel_shuffle, conv1d, dropout, feature_alpha_dropout, pdist, rrelu, rrelu_, selu_, threshold,
+    threshold_,
     conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, cosine_similarity, hardshrink,
     max_pool1d, max_pool2d, max_pool3d, pairwise_distance, pixel_shuffle, pixel_unshuffle, prelu,
     selu)
@@ -16,7 +18,9 @@ __all__ = ["softmax", "log_softmax", "conv1d", "conv2d", "conv3d", "conv_transpo
            "conv_transpose2d", "conv_transpose3d", "prelu", "selu", "celu", "pixel_shuffle",
            "pixel_unshuffle", "channel_shuffle", "cosine_similarity", "pairwise_distance",
            "bilinear", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
-           "adaptive_avg_pool1d", "adaptive_max_pool1d", "hardshrink"]
+           "adaptive_avg_pool1d", "adaptive_max_pool1d", "hardshrink", "alpha_dropout", "celu_",
+           "dropout", "feature_alpha_dropout", "pdist", "rrelu", "rrelu_", "selu_", "threshold",
+           "threshold_"]
 
 
 def softmax(input, dim, dtype=None):

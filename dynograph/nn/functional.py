@@ -16,7 +16,8 @@ __all__ = [
     "hardtanh_", "sigmoid", "tanh", "logsigmoid", "tanhshrink", "hardshrink", "softshrink",
     "threshold", "threshold_", "glu",
     "softmax", "log_softmax", "softmin", "linear", "bilinear", "dropout", "dropout1d", "dropout2d",
-    "dropout3d", "alpha_dropout", "one_hot", "normalize", "cosine_similarity", "pairwise_distance",
+    "dropout3d", "alpha_dropout", "feature_alpha_dropout", "rrelu", "rrelu_", "gumbel_softmax", "pdist",
+    "one_hot", "normalize", "cosine_similarity", "pairwise_distance",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
 ]
@@ -350,6 +351,19 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout that keeps the self-normalizing mean and variance (for selu networks)."""
+    return _alpha_dropout(input, p, training, inplace, input.shape)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout of whole channels: one draw per (N, C) of (N, C, *) input."""
+    _check_p(p)
+    if training and p != 0.0 and input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+    return _alpha_dropout(input, p, training, inplace, shape)
+
+
+def _alpha_dropout(input, p, training, inplace, mask_shape):
     _check_p(p)
     if not training or p == 0.0:
         return input
@@ -357,10 +371,58 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
         return input.mul_(0) if inplace else input * 0
     alpha = 1.7580993408473766
     a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
-    keep = _keep_mask(input, input.shape, p)
+    keep = _keep_mask(input, mask_shape, p)
     b = (keep - 1) * (alpha * a) + alpha * a * p
     out = input * (keep * a) + b
     return _inplace_result(input, out, inplace)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """leaky_relu with a slope drawn from U(lower, upper) per element while training, and the
+    mean slope (lower + upper) / 2 otherwise."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not input.is_floating_point():
+        raise NotImplementedError(
+            f'"rrelu_with_noise_out_cpu" not implemented for \'{type_name(input.dtype)}\'')
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slope = _d.empty_like(input).uniform_(lower, upper)
+    return _inplace_result(input, _d.where(input > 0, input, input * slope), inplace)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In-place rrelu."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + Gumbel noise) / tau); with hard=True the one-hot of its argmax forward
+    and the soft sample's gradient backward (straight-through)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -_d.empty_like(logits).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim, keepdim=True)
+    y_hard = _d.zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
+def pdist(input, p=2):
+    """The p-norm distance between each pair of rows i < j of (N, M) input, in row-major order."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.is_floating_point():
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    # the pairs depend on the size only: constants, not a data-dependent mask
+    i = _d.tensor([i for i in range(n) for _ in range(i + 1, n)], dtype=_d.int64)
+    j = _d.tensor([j for i in range(n) for j in range(i + 1, n)], dtype=_d.int64)
+    return (input.index_select(0, i) - input.index_select(0, j)).norm(p, -1)
 
 
 # ----------------------------------------------------------------------------- misc

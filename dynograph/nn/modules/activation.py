@@ -3,7 +3,7 @@ from .. import functional as F
 from .module import Module
 
 __all__ = [
-    "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Softplus",
+    "ReLU", "ReLU6", "LeakyReLU", "RReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Softplus",
     "Softsign", "Hardswish", "Hardsigmoid", "Hardtanh", "Sigmoid", "Tanh", "LogSigmoid",
     "Tanhshrink", "Hardshrink", "Softshrink", "Threshold", "GLU", "Softmax", "LogSoftmax", "Softmin",
 ]
@@ -70,6 +70,24 @@ class LeakyReLU(Module):
     def extra_repr(self):
         inplace = ", inplace=True" if self.inplace else ""
         return f"negative_slope={self.negative_slope}{inplace}"
+
+
+class RReLU(Module):
+    """LeakyReLU with a random slope in [lower, upper] per element while training, their mean
+    in eval mode."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        inplace = ", inplace=True" if self.inplace else ""
+        return f"lower={self.lower}, upper={self.upper}{inplace}"
 
 
 class ELU(Module):

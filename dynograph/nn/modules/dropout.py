@@ -2,7 +2,7 @@
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -50,3 +50,10 @@ class AlphaDropout(_DropoutNd):
 
     def forward(self, input):
         return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """AlphaDropout of whole channels of (N, C, *) input."""
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -4,7 +4,7 @@ from .module import Module
 from .distance import PairwiseDistance
 
 __all__ = [
-    "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
+    "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "NLLLoss2d", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MarginRankingLoss",
     "HingeEmbeddingLoss", "CosineEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
     "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
@@ -73,6 +73,10 @@ class NLLLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """Deprecated alias of NLLLoss, which takes (N, C, H, W) input itself."""
 
 
 class CrossEntropyLoss(_WeightedLoss):
