@@ -18,7 +18,7 @@ from dynograph.runtime import dtypes as D
 from . import logs
 from .guards import Guards
 from .aot import make_function, split, trace_backward
-from .symbolic import generalize
+from .symbolic import generalize, plain, size_guards
 from .tracer import TRACE, GraphBreak, Tracer, storage_root
 from .watch import Watcher
 
@@ -286,6 +286,13 @@ class CompiledFunction:
             if found is None:
                 continue
             s1, s2, dims = found
+            sizes = size_guards(old.guards.size_uses, new.guards.size_uses, s1, s2)
+            if sizes is None:
+                uses = [u for u in old.guards.size_uses if u[0] == s1] or old.guards.size_uses
+                where = uses[0][3] if uses else "?"
+                self._event("dynamic", f"batch sizes {s1} and {s2}: the code uses the batch size "
+                                       f"as a number (at {where}): one graph per batch size")
+                return
             graph = generalize(old.graph, new.graph, s1, s2)
             backward = None
             if graph is not None and old.backward_graph is not None:
@@ -297,7 +304,7 @@ class CompiledFunction:
                                        "one graph per batch size")
                 return
             old.graph, old.backward_graph = graph, backward or old.backward_graph
-            old.guards.make_dynamic(dims)
+            old.guards.make_dynamic(dims, sizes)
             self.entries.pop()
             self._event("dynamic", f"batch sizes {s1} and {s2}: the batch dimension is symbolic "
                                    f"(s0); one graph serves every batch size >= 2")
@@ -395,6 +402,7 @@ class CompiledFunction:
         if tracer.breaks:
             return self._fall_back(tracer, result)
         guards.capture_world(tracer)
+        guards.size_uses = tracer.size_uses
         guards.add_sources(watcher.guarded_sources())
         out_kinds = []
         k = 0
@@ -403,7 +411,7 @@ class CompiledFunction:
                 out_kinds.append(("tensor", k, x.dtype, x.requires_grad))
                 k += 1
             else:
-                out_kinds.append(("const", x))
+                out_kinds.append(("const", plain(x)))
         captured = tracer.graph
         binding_of = {id(inp): b for inp, b in zip(captured.inputs, tracer.bindings)}
         backward = None

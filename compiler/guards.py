@@ -14,6 +14,7 @@ import numbers
 from dynograph.runtime import dtypes as D
 from .tracer import storage_root
 from .guard_code import compile_checks
+from .symbolic import sizes_hold
 from .watch import value_key
 
 
@@ -57,6 +58,8 @@ class Guards:
         self.dynamic = []               # (argument, dim) pairs that are the batch size
         self.sources = []
         self.source_check = lambda: -1
+        self.size_uses = []             # how the code used sizes (set after the trace)
+        self.size_checks = []           # comparisons of the symbolic batch size to recheck
 
     def overlapping_arguments(self, flat):
         """Whether two tensor arguments share memory without being the same array."""
@@ -98,6 +101,9 @@ class Guards:
                     if ok:
                         continue
                 return (f"argument {i}", _show(want), _show(got))
+        if batch is not None and self.size_checks and not sizes_hold(self.size_checks, batch):
+            return ("comparisons the code made of the batch size", _show_sizes(self.size_checks),
+                    f"batch size {batch}")
         sharing = _sharing(flat)
         if sharing != self.sharing:
             return ("which tensor arguments share memory", self.sharing, sharing)
@@ -130,9 +136,11 @@ class Guards:
                     dims.append((i, d))
         return None if pair is None else (*pair, dims)
 
-    def make_dynamic(self, dims):
-        """Let these dims of the arguments take any size >= 2 (the same one)."""
+    def make_dynamic(self, dims, sizes=()):
+        """Let these dims of the arguments take any size >= 2 (the same one) for which the
+        comparisons ``sizes`` the code made of it (``symbolic.size_guards``) still hold."""
         self.dynamic = list(dims)
+        self.size_checks = list(sizes)
         for i, d in dims:
             kind, shape, *rest = self.args[i]
             shape = tuple(None if k == d else n for k, n in enumerate(shape))
@@ -147,7 +155,14 @@ class Guards:
         lines += [f"  {name} == {want!r}" for name, _, want in self.checks]
         lines += [f"  {_source_name(s)} " + ("is " + _show_value(s.value) if mode == "value" else
                                              "holds a tensor") for s, mode in self.sources]
+        if self.size_checks:
+            lines.append(f"  batch size s0: {_show_sizes(self.size_checks)}")
         return "\n".join(lines)
+
+
+def _show_sizes(checks):
+    ops = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+    return " and ".join(f"(s0 {ops[op]} {other}) is {result}" for op, other, result in checks)
 
 
 def _source_name(s):

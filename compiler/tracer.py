@@ -27,6 +27,7 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .ir import RNG, Graph, Input, Node, TensorType, Value
+from .symbolic import SizeInt
 from .watch import value_key
 
 
@@ -124,6 +125,24 @@ class Tracer:
         # guard facts, recorded when first seen (before the call changes them):
         # (name, getter, value then)
         self.facts = []
+        self.watcher = None         # the watch.Watcher of this trace, when there is one
+        self.size_uses = []         # (size, kind, detail, "file:line") by the user's code
+
+    # ------------------------------------------------------------ sizes
+
+    def sizes(self, shape, frame):
+        """A tensor's shape as the code in ``frame`` sees it while tracing: for the user's
+        code, SizeInts that report how the code uses them (``symbolic.SizeInt``); dynograph's
+        own code gets plain ints."""
+        if self.watcher is None or not self.watcher.user_code(frame):
+            return shape
+        return tuple(SizeInt(n) for n in shape)
+
+    def size_used(self, value, kind, detail, frame):
+        watcher = self.watcher
+        if watcher is not None and watcher.user_code(frame):
+            where = f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+            self.size_uses.append((value, kind, detail, where))
 
     # ------------------------------------------------------------ inputs
 

@@ -345,7 +345,12 @@ class Watcher:
         self.effects = []               # (reason, where): calls that are side effects
         self._old = None
 
+    def user_code(self, frame):
+        """Whether ``frame`` runs the user's code (watched, and not dynograph's own)."""
+        return self.files.watched(frame) and not self.files.inside_package(frame.f_code.co_filename)
+
     def __enter__(self):
+        self.tracer.watcher = self
         self._random_states = _global_random_states()
         self._old = sys.getprofile()
         sys.setprofile(self._profile)
@@ -353,6 +358,7 @@ class Watcher:
 
     def __exit__(self, *exc):
         sys.setprofile(self._old)
+        self.tracer.watcher = None
         return False
 
     # ------------------------------------------------------------ events

@@ -86,6 +86,8 @@ def _as_int(x):
         return x
     if isinstance(x, builtins.bool):
         return None
+    if isinstance(x, builtins.int):         # a size traced for the user's code (SizeInt)
+        return builtins.int.__int__(x)
     if isinstance(x, np.integer):
         return builtins.int(x)
     if isinstance(x, Tensor) and x._data.ndim == 0 and x._data.dtype.kind in "iu":

@@ -12,6 +12,7 @@ import numpy as np
 
 from dynograph.compiler.ops.core import TensorSpec
 from dynograph.compiler.ops.indexing import DATA_DEPENDENT_OPS
+from dynograph.compiler.symbolic import plain
 from dynograph.runtime import dtypes as D
 from ._tensor import Tensor
 from .autograd.grad_mode import STATE
@@ -51,6 +52,9 @@ def call(op, *args, **attrs):
     """Run ``op`` on ``args`` (tensors, Python scalars, other attributes) eagerly."""
     if RECORDER.active is not None:
         return RECORDER.active.run(op.name, _call_profiled, op, args, attrs)
+    if TRACE.tracer is not None:            # sizes the user's code handed over become ints
+        args = tuple(plain(a) for a in args)
+        attrs = {k: plain(v) for k, v in attrs.items()}
     if op.kind == "elementwise":
         result = _run_elementwise(op, args, attrs)
     else:

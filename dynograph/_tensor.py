@@ -5,6 +5,8 @@ protocols).  Each op module attaches its functions as methods with ``tensor_meth
 so the math of every op stays in one place (the op set) and its Python signature in
 one other (the module that declares the public function).
 """
+import sys
+
 import numpy as np
 
 from dynograph.compiler.tracer import TRACE
@@ -18,13 +20,16 @@ class Size(tuple):
     """The shape of a tensor: a tuple that prints as ``dynograph.Size([2, 3])``."""
 
     def __repr__(self):
-        return f"dynograph.Size([{', '.join(str(int(n)) for n in self)}])"
+        if TRACE.tracer is not None:        # the user's code turns the sizes into text
+            for n in self:
+                TRACE.tracer.size_used(int.__int__(n), "value", None, sys._getframe(1))
+        return f"dynograph.Size([{', '.join(str(int.__int__(n)) for n in self)}])"
 
     def numel(self):
         n = 1
         for s in self:
-            n *= s
-        return n
+            n *= int.__int__(s)
+        return _traced_size(n)
 
     def __getitem__(self, i):
         r = tuple.__getitem__(self, i)
@@ -35,6 +40,13 @@ class Size(tuple):
 
     def __radd__(self, other):
         return Size(tuple(other) + tuple(self))
+
+
+def _traced_size(n):
+    """A size computed for the user's code: a SizeInt while tracing, to see how it is used."""
+    if TRACE.tracer is None:
+        return n
+    return TRACE.tracer.sizes((n,), sys._getframe(2))[0]
 
 
 class Tensor:
@@ -76,13 +88,18 @@ class Tensor:
 
     @property
     def shape(self):
+        if TRACE.tracer is not None:
+            return TRACE.tracer.sizes(self._data.shape, sys._getframe(1))
         return Size(self._data.shape)
 
     def size(self, dim=None):
+        shape = self._data.shape
+        if TRACE.tracer is not None:
+            shape = TRACE.tracer.sizes(shape, sys._getframe(1))
         if dim is None:
-            return Size(self._data.shape)
+            return Size(shape)
         from dynograph.compiler.ops.core import wrap_dim
-        return self._data.shape[wrap_dim(dim, self._data.ndim)]
+        return shape[wrap_dim(dim, self._data.ndim)]
 
     @property
     def ndim(self):
@@ -94,7 +111,7 @@ class Tensor:
     ndimension = dim
 
     def numel(self):
-        return self._data.size
+        return _traced_size(self._data.size)
 
     nelement = numel
 
@@ -258,6 +275,8 @@ class Tensor:
     def __len__(self):
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
+        if TRACE.tracer is not None:          # len() makes it a plain int: a use of the size
+            TRACE.tracer.size_used(self._data.shape[0], "value", None, sys._getframe(1))
         return self._data.shape[0]
 
     def __iter__(self):

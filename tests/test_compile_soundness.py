@@ -638,3 +638,50 @@ def test_guards_name_their_source_and_line():
     step(dynograph.ones(2))
     text = str(step.explain())
     assert "CFG.scale" in text and "cfg_case.py:" in text and "in helper" in text, text
+
+
+# ---------------------------------------------------------------- 6. symbolic sizes
+
+SIZES = [4, 3, 2, 5, 8, 1]
+
+
+def _sized(body):
+    return case(body[0], calls=len(SIZES))(f"""
+def step(x):
+{textwrap.indent(textwrap.dedent(body[1]), '    ')}
+def make_args(i):
+    return (torch.arange(float({SIZES}[i] * 3)).reshape({SIZES}[i], 3),)
+""")
+
+
+for _body in [
+    ("branch on the batch size", "return x * 2 if x.shape[0] > 2 else x - 1"),
+    ("branch on len()", "return x * 2 if len(x) >= 4 else x - 1"),
+    ("slice by half the batch", "return x[: x.shape[0] // 2] * 2"),
+    ("return the batch size", "return x.sum(), x.shape[0]"),
+    ("divide by the batch size", "return x.sum() / x.size(0)"),
+    ("non-linear use of the size", "return x * (x.shape[0] * x.shape[0])"),
+    ("loop over the batch", "return sum(x[i] * i for i in range(x.shape[0]))"),
+    ("size compared with a float", "return x * 2 if x.shape[0] > 2.5 else x - 1"),
+    ("numel", "return x * x.numel()"),
+    ("reshape with the batch size", "return x.reshape(x.size(0), 3, 1).sum(-1) * 2"),
+    ("last index of the batch written", "t = x * 3\nt[-1] = 0.5\nreturn t"),
+]:
+    _sized(_body)
+
+
+def test_a_batch_size_read_only_as_an_op_size_keeps_one_graph():
+    step = dynograph.compile(lambda x: x.view(x.size(0), -1) * 2)
+    for n in (4, 3, 6, 2):
+        out = step(dynograph.ones(n, 2, 3))
+        assert tuple(out.shape) == (n, 6)
+    assert len(step.entries) == 1, step.explain()
+
+
+def test_a_comparison_on_the_batch_size_is_rechecked_for_each_size():
+    def f(x):
+        return x * 2 if x.shape[0] > 3 else x - 1
+    step = dynograph.compile(f)
+    for n in (5, 6, 7, 2, 3, 8):
+        np.testing.assert_array_equal(step(dynograph.ones(n)).numpy(), f(dynograph.ones(n)).numpy())
+    assert "batch size s0: (s0 > 3) is True" in str(step.explain())
