@@ -71,6 +71,25 @@ def storage_root(a):
     return root
 
 
+def _extent(a):
+    """The first and one-past-last byte addresses of array ``a``'s elements."""
+    lo = hi = a.__array_interface__["data"][0]
+    for n, st in zip(a.shape, a.strides):
+        if n == 0:
+            return lo, lo
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + a.itemsize
+
+
+def _inside(a, b):
+    """Whether every element of array ``a`` lies in the memory span of array ``b``."""
+    (alo, ahi), (blo, bhi) = _extent(a), _extent(b)
+    return blo <= alo and ahi <= bhi
+
+
 def _geometry(a, root):
     off = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
     return (a.shape, a.strides, off)
@@ -120,6 +139,7 @@ class Tracer:
         self.scalars = {}           # slot name -> 0-d tensor handed to the program
         self.n_const = 0
         self.arg_storages = {}      # id(argument array) -> _Storage
+        self.arg_roots = {}         # id(buffer of an argument) -> [its arguments' _Storage]
         self.arg_tensors = {}       # argument position -> Tensor
         self.arg_grads = {}         # argument position -> (Tensor, slot name, .grad before)
         # guard facts, recorded when first seen (before the call changes them):
@@ -161,6 +181,8 @@ class Tracer:
         v = self.add_input("input", name, TensorType(a.shape, D.from_numpy_dtype(a.dtype)),
                            ("arg", index))
         self.arg_storages[id(a)] = _Storage(a, v, (a.shape, a.strides, 0), slot=name)
+        # views of the argument made during the call are found through its buffer
+        self.arg_roots.setdefault(id(storage_root(a)), []).append(self.arg_storages[id(a)])
         self.arg_tensors[index] = tensor
         self.keep.extend((tensor, a))
         if tensor.requires_grad:
@@ -328,11 +350,9 @@ class Tracer:
         hit = self.cache.get(id(t))
         if hit is not None and hit[0] is t and hit[1] is a and hit[4] == hit[3].version:
             return hit[2]
-        s = self.arg_storages.get(id(a))
+        s = self._known_storage(a)
         if s is None:
-            s = self.storages.get(id(storage_root(a)))
-            if s is None:
-                s = self._classify(t)
+            s = self._classify(t)
         geom = _geometry(a, s.root)
         if geom == s.geom:
             v = s.value
@@ -379,10 +399,25 @@ class Tracer:
         for t, v in zip(outs, values):
             self._bind(t, v)
 
+    def _known_storage(self, a):
+        """The storage the trace knows for array ``a``: an argument's own array, a buffer, or,
+        for a view of an argument, the argument whose memory holds it."""
+        s = self.arg_storages.get(id(a))
+        if s is not None:
+            return s
+        root = storage_root(a)
+        s = self.storages.get(id(root))
+        if s is not None:
+            return s
+        for s in self.arg_roots.get(id(root), ()):
+            if _inside(a, s.root):
+                return s
+        return None
+
     def _bind(self, t, v):
         a = t._data
         root = storage_root(a)
-        s = self.storages.get(id(root))
+        s = self._known_storage(a)
         if s is None:
             s = _Storage(root, v, _geometry(a, root))
             self.storages[id(root)] = s
@@ -441,7 +476,7 @@ class Tracer:
             if v.type.shape != a.shape:
                 v = self.emit("expand", (v,), dict(shape=tuple(a.shape)),
                               [TensorType(a.shape, dtype)])[0]
-            s = self.arg_storages.get(id(a)) or self.storages.get(id(storage_root(a)))
+            s = self._known_storage(a)
             if s is None:
                 s = self._classify(dst)
             geom = _geometry(a, s.root)

@@ -137,7 +137,8 @@ def refresh_view(view, root, ids=None):
         if ids is None:
             ids = view_positions(view._data, root._data)
         v = call(indexing.take, alias_of(root), Tensor._wrap(ids))
-    set_history(view, v.grad_fn, 0)
+    if v.grad_fn is not None:           # a base without history (an integer tensor) has none to give
+        set_history(view, v.grad_fn, 0)
 
 
 def alias_of(t):

@@ -685,3 +685,40 @@ def test_a_comparison_on_the_batch_size_is_rechecked_for_each_size():
     for n in (5, 6, 7, 2, 3, 8):
         np.testing.assert_array_equal(step(dynograph.ones(n)).numpy(), f(dynograph.ones(n)).numpy())
     assert "batch size s0: (s0 > 3) is True" in str(step.explain())
+
+
+# ---------------------------------------------------------------- writes through views of arguments
+
+case("a write through a view of an argument")("""
+A = torch.zeros(2, 3)
+def step(a):
+    a[0].add_(0.5)
+    return a * 1
+def make_args(i):
+    return (A,)
+def state():
+    return {"A": A}
+""")
+
+case("a view taken before the argument is written")("""
+A = torch.arange(6.).reshape(2, 3)
+def step(a):
+    t = a.transpose(0, 1)
+    a.neg_()
+    return t * 1
+def make_args(i):
+    return (A,)
+def state():
+    return {"A": A}
+""")
+
+case("a write through a view of a batch sliced from a dataset")("""
+DATA = torch.zeros(8, 3)
+def step(a):
+    a[:, 1].add_(1.0)
+    return a.sum()
+def make_args(i):
+    return (DATA[2 * i:2 * i + 2],)
+def state():
+    return {"DATA": DATA}
+""")
