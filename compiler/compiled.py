@@ -88,6 +88,7 @@ class Entry:
         self.out_kinds = out_kinds          # per flat output: ('tensor', i) or ('const', value)
         self.stats = stats
         self.calls = 0
+        self.aliases = []                   # per flat output: how it aliases the caller's tensors
         self.aot = None                     # AotPlan when the outputs need gradients
         self.aot_saved = 0
         self.backward_graph = None
@@ -157,6 +158,79 @@ def _write_binding(b, flat_args, array):
 def _same_memory(a, b):
     return a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and \
         a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
+
+
+# ---------------------------------------------------------------- outputs that alias
+
+def output_aliases(tracer, flat, out_flat):
+    """How each output of the traced call aliases what the caller holds, so a replay returns
+    the same objects and views eager execution does: None (a new tensor), ("arg", i) (argument
+    i itself), ("same", j) (the object of output j), ("slot", slot) (a parameter or buffer
+    itself), ("view", i, shape, strides, offset) (a view of argument i).  Other aliasing (a
+    view of module state, a view of an argument that requires grad) is a graph break."""
+    from dynograph._tensor import Tensor
+    from .tracer import _inside
+    args = {id(x): i for i, x in enumerate(flat) if isinstance(x, Tensor)}
+    seen, out = {}, []
+    for j, x in enumerate(out_flat):
+        if not isinstance(x, Tensor):
+            out.append(None)
+            continue
+        slot = tracer.known.get(id(x))
+        if id(x) in seen:
+            out.append(("same", seen[id(x)]))
+        elif id(x) in args:
+            out.append(("arg", args[id(x)]))
+        elif slot is not None and getattr(slot, "get", None) is not None and slot.get() is x:
+            out.append(("slot", slot))
+        else:
+            out.append(_view_of_argument(tracer, flat, x, _inside))
+        seen.setdefault(id(x), j)
+    return out
+
+
+def _view_of_argument(tracer, flat, x, inside):
+    from dynograph._tensor import Tensor
+    a = x._data
+    root = storage_root(a)
+    for i, arg in enumerate(flat):
+        if isinstance(arg, Tensor) and storage_root(arg._data) is root and inside(a, arg._data):
+            if x.requires_grad:
+                tracer.graph_break("the function returns a view of an argument that requires grad")
+                return None
+            offset = a.__array_interface__["data"][0] - arg._data.__array_interface__["data"][0]
+            return ("view", i, a.shape, a.strides, offset)
+    if root is not None and id(root) in tracer.storages and tracer.storages[id(root)].slot:
+        tracer.graph_break("the function returns a view of a parameter, buffer or other state")
+    return None
+
+
+def restore_aliases(aliases, outs, flat):
+    """The replay's outputs with each alias the traced call had put back."""
+    if not any(aliases):
+        return outs
+    from dynograph._tensor import Tensor
+    from dynograph._dispatch import _mark_view
+    outs = list(outs)
+    for j, alias in enumerate(aliases):
+        if alias is None:
+            continue
+        kind = alias[0]
+        if kind == "arg":
+            outs[j] = flat[alias[1]]
+        elif kind == "same":
+            outs[j] = outs[alias[1]]
+        elif kind == "slot":
+            outs[j] = alias[1].get()
+        else:
+            _, i, shape, strides, offset = alias
+            base = flat[i]
+            root = storage_root(base._data)
+            start = base._data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+            view = Tensor._wrap(np.ndarray(shape, base._data.dtype, root, start + offset, strides))
+            _mark_view(view, base)
+            outs[j] = view
+    return outs
 
 
 # ---------------------------------------------------------------- verify=True
@@ -326,8 +400,10 @@ class CompiledFunction:
         if self.verify:
             return self._run_verified(entry, flat, args, kwargs)
         if entry.aot is not None:
-            return unflatten(entry.out_spec, self._run_differentiable(entry, flat))
-        return unflatten(entry.out_spec, run_entry(self.backend, entry, flat))
+            outs = self._run_differentiable(entry, flat)
+        else:
+            outs = run_entry(self.backend, entry, flat)
+        return unflatten(entry.out_spec, restore_aliases(entry.aliases, outs, flat))
 
     def _run_differentiable(self, entry, flat):
         """Outputs that carry a grad_fn running the compiled backward graph."""
@@ -387,6 +463,7 @@ class CompiledFunction:
             out_flat = []
             out_spec = flatten(result, out_flat)
             out_tensors = [x for x in out_flat if isinstance(x, Tensor)]
+            aliases = output_aliases(tracer, flat, out_flat)
             plan = None if tracer.breaks else trace_backward(tracer, out_tensors)
             effects, clears = tracer.finish(out_tensors) if not tracer.breaks else ([], [])
         except GraphBreak as e:
@@ -437,6 +514,7 @@ class CompiledFunction:
         entry = Entry(graph, captured, bindings, effect_map, clears, guards, out_spec, out_kinds,
                       stats)
         entry.captured_bindings = tracer.bindings
+        entry.aliases = aliases
         if plan is not None:
             entry.aot, entry.aot_saved, entry.backward_graph = plan, n_saved, backward
             entry.backward_feeds = backward_feeds

@@ -722,3 +722,54 @@ def make_args(i):
 def state():
     return {"DATA": DATA}
 """)
+
+
+# ---------------------------------------------------------------- 9. outputs and aliasing
+
+case("a returned input after an in-place op")("""
+A = torch.zeros(3)
+def step(x):
+    x.add_(1)
+    return x
+def make_args(i):
+    return (A,)
+def between(i):
+    OUT.append(None)
+OUT = []
+def state():
+    return {"A": A}
+""")
+
+
+def test_outputs_alias_as_in_eager():
+    a = dynograph.zeros(2, 3)
+
+    def f(x):
+        x.add_(1)
+        y = x * 2
+        return x, x[0], x.t(), y, y
+    step = dynograph.compile(f)
+    for _ in range(3):
+        x_out, row, xt, y1, y2 = step(a)
+        assert x_out is a and y1 is y2
+        row.fill_(7.0)                  # a write through the returned view reaches the input
+        assert float(a[0, 0]) == 7.0
+        xt[1, 1] = -1.0
+        assert float(a[1, 1]) == -1.0
+    assert not step.eager_reason, step.explain()
+
+
+def test_returning_a_parameter_returns_the_parameter():
+    model = dynograph.nn.Linear(2, 2)
+    step = dynograph.compile(lambda x: (model(x), model.weight))
+    for _ in range(3):
+        out, w = step(dynograph.ones(1, 2))
+        assert w is model.weight
+
+
+def test_returned_argument_that_requires_grad_is_the_argument():
+    a = dynograph.ones(3, requires_grad=True)
+    step = dynograph.compile(lambda x: (x, (x * 2).sum()))
+    for _ in range(3):
+        x, s = step(a)
+        assert x is a and x.requires_grad
