@@ -360,6 +360,10 @@ class CompiledFunction:
             if found is None:
                 continue
             s1, s2, dims = found
+            if any(a is not None and a[0] == "view" for a in old.aliases):
+                self._event("dynamic", f"batch sizes {s1} and {s2}: the function returns a view of "
+                                       "an argument, whose layout is fixed: one graph per batch size")
+                return
             sizes = size_guards(old.guards.size_uses, new.guards.size_uses, s1, s2)
             if sizes is None:
                 uses = [u for u in old.guards.size_uses if u[0] == s1] or old.guards.size_uses
