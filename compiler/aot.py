@@ -29,9 +29,8 @@ def trace_backward(tracer, out_tensors):
     """Record the backward of ``out_tensors`` into the tracer's graph; None if none needs it."""
     from dynograph._tensor import Tensor
     from dynograph.autograd import grad as autograd_grad
-    from dynograph.autograd.grad_mode import STATE
-    if not STATE.grad_enabled:
-        return None
+    # (outputs that need gradients can come from an enable_grad() block inside a function
+    # called under no_grad(): grad mode now says nothing about them)
     # outputs whose graph was already used, even in part, by a backward() inside the function
     # (a training step returning its loss) are returned as plain values
     diff = [i for i, t in enumerate(out_tensors) if t.requires_grad and t.grad_fn is not None
@@ -115,6 +114,38 @@ def split(graph, plan):
     return forward, backward, len(saved)
 
 
+def eager_replay(graph, inputs, batch=None):
+    """Run ``graph`` with eager dynograph ops on ``inputs`` (tensors; numpy Generators for
+    rng inputs): the outputs carry autograd history."""
+    from dynograph._dispatch import call
+    from .interpreter import _resolve
+    from .ops import REGISTRY
+    from .symbolic import Sym
+    env = {inp.value: x for inp, x in zip(graph.inputs, inputs)}
+    env[Sym] = batch
+    for node in graph.nodes:
+        out = call(REGISTRY[node.op], *_resolve(node.args, env),
+                   **{k: _resolve(v, env) for k, v in node.attrs.items()})
+        for v, t in zip(node.outs, out if isinstance(out, tuple) else (out,)):
+            env[v] = t
+    return [env[v] for v in graph.outputs]
+
+
+def differentiable_grads(entry, replay, grad_outputs):
+    """The gradients of the leaves, with autograd history (for create_graph=True)."""
+    from dynograph.autograd import grad as autograd_grad
+    flat, leaves, rng_states = replay
+    inputs = entry.forward_inputs(flat, leaves, rng_states)
+    batch = entry.guards.batch_size(flat) if entry.guards.dynamic else None
+    outs = eager_replay(entry.aot_forward, inputs, batch)
+    plan = entry.aot
+    diff = [outs[k] for k in plan.diff_outputs]
+    grads = [grad_outputs[k] for k in plan.diff_outputs]
+    found = autograd_grad(diff, list(leaves), grad_outputs=grads, create_graph=True,
+                          allow_unused=True)
+    return tuple(found[i] if v is not None else None for i, v in enumerate(plan.grads))
+
+
 def make_function(entry, run_forward, run_backward):
     """An autograd.Function class that runs ``entry``'s forward and backward graphs."""
     from dynograph._tensor import Tensor
@@ -125,6 +156,7 @@ def make_function(entry, run_forward, run_backward):
     class CompiledFunction(Function):        # grad_fn: CompiledFunctionBackward, as torch
         @staticmethod
         def forward(ctx, flat, *leaf_tensors):
+            ctx.replay = (flat, leaf_tensors, entry.rng_states(flat))     # for create_graph
             tensors, ctx.saved_arrays = run_forward(flat)
             ctx.flat = flat
             ctx.out_meta = [(t._data.shape, t._data.dtype) for t in tensors]
@@ -134,6 +166,11 @@ def make_function(entry, run_forward, run_backward):
 
         @staticmethod
         def backward(ctx, *grad_outputs):
+            from dynograph.autograd.grad_mode import STATE
+            if STATE.grad_enabled:
+                # create_graph=True: gradients that are differentiable themselves come from the
+                # forward graph replayed with eager ops (their autograd history included)
+                return (None, *differentiable_grads(entry, ctx.replay, grad_outputs))
             feeds = list(ctx.saved_arrays)
             for k in plan.diff_outputs:
                 g = grad_outputs[k]

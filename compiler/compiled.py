@@ -7,6 +7,7 @@ it was specialized on.  A call whose guards hold runs the graph on the chosen ba
 traces again (the traced call itself runs eagerly, so it is always exact).  A function that
 cannot be captured (a graph break) runs eagerly from then on, with one warning.
 """
+import copy
 import functools
 import os
 import types
@@ -93,6 +94,30 @@ class Entry:
         self.aot_saved = 0
         self.backward_graph = None
         self.function = None                # the autograd.Function running both graphs
+
+    def rng_states(self, flat_args):
+        """Copies of the generators' states before a call (a create_graph backward replays
+        the forward graph and must draw the same numbers)."""
+        return [(b[1], copy.deepcopy(b[1]._np.bit_generator.state)) for b in self.aot_bindings
+                if isinstance(b, tuple) and b[0] == "rng"]
+
+    def forward_inputs(self, flat_args, leaves, rng_states):
+        """Tensors for the inputs of the unoptimized forward graph: the leaves themselves (so
+        gradients reach them), the other inputs as they are now, generators as they were."""
+        from dynograph._tensor import Tensor
+        leaf_of = {id(b): t for (b, _), t in zip(self.aot.leaves, leaves)}
+        gens = dict((id(g), state) for g, state in rng_states)
+        out = []
+        for b in self.aot_bindings:
+            if id(b) in leaf_of:
+                out.append(leaf_of[id(b)])
+            elif isinstance(b, tuple) and b[0] == "rng":
+                gen = np.random.Generator(type(b[1]._np.bit_generator)())
+                gen.bit_generator.state = gens[id(b[1])]
+                out.append(gen)
+            else:
+                out.append(Tensor._wrap(_read_binding(b, flat_args)))
+        return out
 
     def read_inputs(self, flat_args):
         arrays = []
@@ -346,7 +371,7 @@ class CompiledFunction:
             name, expected, actual = failures[-1]
             self._event("recompile", f"guard failed: {name}: expected {expected!r}, got {actual!r}")
             logs.log("recompiles", f"{self.__name__}: recompiling because {name} changed "
-                                   f"(expected {expected!r}, got {actual!r})")
+                                   f"(expected {expected!r}, got {actual!r})", also=("guards",))
         result = self._trace(args, kwargs, flat, spec)
         if self.dynamic is not False and len(self.entries) > 1 and self.eager_reason is None:
             self._try_dynamic()
@@ -423,7 +448,9 @@ class CompiledFunction:
                 return get_runner(self.backend)(entry.backward_graph, feeds, batch)[0]
             entry.function = make_function(entry, run_forward, run_backward)
         leaves = [_read_leaf(b, flat) for b, _ in entry.aot.leaves]
-        tensors = iter(entry.function.apply(flat, *leaves))
+        from dynograph.autograd.grad_mode import enable_grad
+        with enable_grad():         # the outputs needed gradients when traced (maybe inside enable_grad)
+            tensors = iter(entry.function.apply(flat, *leaves))
         n = len(entry.out_kinds) - entry.aot_saved
         return [next(tensors) if k[0] == "tensor" else k[1] for k in entry.out_kinds[:n]]
 
@@ -522,6 +549,8 @@ class CompiledFunction:
         if plan is not None:
             entry.aot, entry.aot_saved, entry.backward_graph = plan, n_saved, backward
             entry.backward_feeds = backward_feeds
+            entry.aot_forward = forward         # unoptimized: replayed eagerly for create_graph
+            entry.aot_bindings = [binding_of[id(inp)] for inp in forward.inputs]
         self.entries.append(entry)
         self._event("trace", f"graph {len(self.entries) - 1}: {stats['captured_nodes']} nodes "
                              f"captured, {stats['optimized_nodes']} after optimization")

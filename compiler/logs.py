@@ -9,7 +9,10 @@ def enabled():
     return {k.strip() for k in os.environ.get("DYNOGRAPH_LOGS", "").split(",") if k.strip()}
 
 
-def log(kind, text):
+def log(kind, text, also=()):
+    """Print ``text`` when ``kind`` (or one of ``also``, or 'all') is enabled."""
     on = enabled()
-    if kind in on or "all" in on:
-        print(f"[dynograph {kind}] {text}", file=sys.stderr)
+    for k in (kind, *also):
+        if k in on or "all" in on:
+            print(f"[dynograph {k}] {text}", file=sys.stderr)
+            return

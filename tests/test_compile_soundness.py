@@ -773,3 +773,86 @@ def test_returned_argument_that_requires_grad_is_the_argument():
     for _ in range(3):
         x, s = step(a)
         assert x is a and x.requires_grad
+
+
+# ---------------------------------------------------------------- 10. autograd edges
+
+case("backward into a non-leaf argument")("""
+W = torch.ones(3, requires_grad=True)
+def step(x):
+    (x * x).sum().backward()
+    return x.detach() * 1
+def make_args(i):
+    return (W * (i + 1),)
+def state():
+    return {"W.grad": W.grad}
+""")
+
+case("enable_grad inside a function called under no_grad")("""
+W = torch.ones(3, requires_grad=True)
+def step(x):
+    with torch.enable_grad():
+        y = (W * x).sum()
+    return y, y.requires_grad
+def make_args(i):
+    return (torch.full((3,), float(i)),)
+""")
+
+
+def test_enable_grad_inside_under_no_grad_matches_eager():
+    w = dynograph.ones(3, requires_grad=True)
+
+    def f(x):
+        with dynograph.enable_grad():
+            y = (w * x).sum()
+        return y
+    step = dynograph.compile(f)
+    for i in range(3):
+        with dynograph.no_grad():
+            out, ref = step(dynograph.ones(3) * i), f(dynograph.ones(3) * i)
+        assert out.requires_grad == ref.requires_grad
+        np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy())
+
+
+def test_double_backward_through_a_compiled_module():
+    torch_like = dynograph
+    model = torch_like.nn.Sequential(torch_like.nn.Linear(3, 4), torch_like.nn.Tanh(),
+                                     torch_like.nn.Linear(4, 1))
+    compiled = torch_like.compile(model)
+    for i in range(3):
+        grads = []
+        for m in (model, compiled):
+            x = torch_like.full((2, 3), 0.5 * (i + 1), requires_grad=True)
+            (g,) = torch_like.autograd.grad(m(x).sum(), x, create_graph=True)
+            (gg,) = torch_like.autograd.grad((g * g).sum(), x)
+            grads.append((g.detach().numpy().copy(), gg.numpy().copy()))
+        np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- 12. small semantics
+
+case("x + 0 keeps the sign of zero")("""
+def step(x):
+    return x + 0, x - 0.0, 0 + x, x * 1
+def make_args(i):
+    return (torch.tensor([-0.0, 0.0, 1.5]),)
+""")
+
+case("an out-of-range class index raises as in eager")("""
+def step(x, y):
+    return torch.nn.functional.cross_entropy(x, y)
+def make_args(i):
+    return (torch.zeros(2, 3), torch.tensor([0, 1 if i < 2 else 5]))
+""")
+
+case("state changed before a raise")("""
+A = torch.zeros(3)
+def step(x, i):
+    A.add_(1)
+    return x[i]
+def make_args(i):
+    return (torch.arange(3.), torch.tensor([0, 1, 7, 2][i]))
+def state():
+    return {"A": A}
+""")
