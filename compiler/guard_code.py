@@ -9,7 +9,11 @@ way its recorded value allows (``is`` for identity, ``==`` plus type for scalars
 that would now go elsewhere (an attribute moved from the instance to the class) yields
 MISSING, which fails its guard: at worst a retrace, never a stale replay.
 
-``check()`` returns -1 when every guard holds, else the index of the first failing source.
+Facts the tracer records as getters (a parameter's .grad layout, optimizer hyper-parameters)
+are called from the same function, which saves the interpreter a loop over them.
+
+``check()`` returns -1 when every guard holds, else the index of the first failing source
+(-3 for a failing fact, -2 when a lookup raised).
 """
 import math
 
@@ -48,12 +52,12 @@ def _root_code(root, bind):
     return bind(root.obj)
 
 
-def _step_code(parent, source, bind):
+def _step_code(parent, source, bind, instance_dict):
     kind, name = source.step
     if source.how == "dict":
-        return f"{parent}.__dict__.get({bind(name)}, M)"
+        return f"{instance_dict(parent)}.get({bind(name)}, M)"
     if source.how in ("_parameters", "_buffers", "_modules"):
-        return f"{parent}.__dict__[{bind(source.how)}].get({bind(name)}, M)"
+        return f"{instance_dict(parent)}[{bind(source.how)}].get({bind(name)}, M)"
     if kind == "attr" and source.how == "class":
         # found on a class: absent from the instance and from the classes before it
         owner = source.parent.value
@@ -111,18 +115,31 @@ def _same(v, value, bind, depth):
     return f"_key({v}) == {bind(want)}"
 
 
-def compile_checks(guarded):
-    """``guarded``: [(Source, mode)] as ``Watcher.guarded_sources()`` gives them.  Returns
-    the check function."""
+def compile_checks(facts, guarded):
+    """``facts``: [(name, getter, expected)] (the tracer's, grad mode...); ``guarded``:
+    [(Source, mode)] as ``Watcher.guarded_sources()`` gives them.  Returns the check function:
+    -1 when all hold, else the index of a failing source, or -3 for a failing fact."""
     bind = _Names()
     var = {}                    # id(source) -> variable holding its value
     lines = ["def check():", "    try:"]
+    for _, get, want in facts:
+        lines.append(f"        if {bind(get)}() != {bind(want)}: return -3")
     index = {id(s): i for i, (s, _) in enumerate(guarded)}
+
+    dicts = {}                  # variable -> variable holding its instance dictionary
+
+    def instance_dict(v):       # read once per object, not once per attribute
+        d = dicts.get(v)
+        if d is None:
+            d = dicts[v] = f"d{v[1:]}"
+            lines.append(f"        {d} = {v}.__dict__")
+        return d
 
     def value_of(s):
         name = var.get(id(s))
         if name is None:
-            code = _root_code(s.root, bind) if s.parent is None else _step_code(value_of(s.parent), s, bind)
+            code = _root_code(s.root, bind) if s.parent is None else \
+                _step_code(value_of(s.parent), s, bind, instance_dict)
             name = var[id(s)] = f"v{len(var)}"
             lines.append(f"        {name} = {code}")
         return name

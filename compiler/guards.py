@@ -57,7 +57,7 @@ class Guards:
         ]
         self.dynamic = []               # (argument, dim) pairs that are the batch size
         self.sources = []
-        self.source_check = lambda: -1
+        self.world_check = lambda: -1   # every fact and source at once (guard_code.py)
         self.size_uses = []             # how the code used sizes (set after the trace)
         self.size_checks = []           # comparisons of the symbolic batch size to recheck
 
@@ -71,10 +71,14 @@ class Guards:
         """Guards on the Python values the traced code read: [(Source, mode)] as
         ``Watcher.guarded_sources()`` gives them, checked by one generated function."""
         self.sources = guarded
-        self.source_check = compile_checks(guarded)
+        self.world_check = compile_checks(self.checks, guarded)
 
-    def _failed_source(self):
-        """(name, expected, actual) of the first source guard that fails."""
+    def _failed_world(self):
+        """(name, expected, actual) of the first fact or source guard that fails."""
+        for name, get, want in self.checks:
+            got = get()
+            if got != want:
+                return (name, want, got)
         for s, mode in self.sources:
             got = value_key(s.read(), tensors=mode == "value")
             want = s.want if mode == "value" else s.state
@@ -107,12 +111,8 @@ class Guards:
         sharing = _sharing(flat)
         if sharing != self.sharing:
             return ("which tensor arguments share memory", self.sharing, sharing)
-        for name, get, want in self.checks:
-            got = get()
-            if got != want:
-                return (name, want, got)
-        if self.source_check() != -1:
-            return self._failed_source()
+        if self.world_check() != -1:
+            return self._failed_world()
         return None
 
     def dynamic_batch(self, other):

@@ -140,6 +140,7 @@ class Tracer:
         self.n_const = 0
         self.arg_storages = {}      # id(argument array) -> _Storage
         self.arg_roots = {}         # id(buffer of an argument) -> [its arguments' _Storage]
+        self.param_slots = set()    # slot names whose layout a parameter's fact guards
         self.arg_tensors = {}       # argument position -> Tensor
         self.arg_grads = {}         # argument position -> (Tensor, slot name, .grad before)
         # guard facts, recorded when first seen (before the call changes them):
@@ -216,7 +217,7 @@ class Tracer:
         if id(root) in self.storages:
             return self.storages[id(root)]
         v = self.add_input(kind, name, TensorType(root.shape, D.from_numpy_dtype(root.dtype)), binding)
-        if hasattr(binding, "get"):
+        if hasattr(binding, "get") and name not in self.param_slots:   # (else its parameter's fact)
             self.fact(name, lambda: _slot_key(binding.get()))
         s = _Storage(root, v, (root.shape, root.strides, 0), slot=name)
         self.storages[id(root)] = s
@@ -295,10 +296,10 @@ class Tracer:
     def announce_param(self, p, name):
         if id(p) in self.params:
             return
-        # whether it has a .grad (and its layout), requires_grad, and tensor hooks (they run
-        # Python during backward, which the graph does not replay)
-        self.fact(f"{name}: .grad, requires_grad, hooks",
-                  lambda: (_grad_key(p._grad), p.requires_grad, bool(p._hooks)))
+        # its layout, its .grad's (or None), requires_grad, and tensor hooks (they run Python
+        # during backward, which the graph does not replay): one fact, checked on every call
+        self.fact(f"{name}: layout, .grad, requires_grad, hooks",
+                  lambda: (_slot_key(p), _slot_key(p._grad), p.requires_grad, bool(p._hooks)))
         if p._hooks:
             self.graph_break(f"parameter {name} has a tensor hook (register_hook): it runs "
                              "Python code during backward")
@@ -306,6 +307,7 @@ class Tracer:
 
     def _register_param(self, p, name, grad_before):
         self.params[id(p)] = (p, name, grad_before)
+        self.param_slots.update((name, f"{name}.grad"))     # announce_param's fact guards them
         self.keep.append(p)
         if id(p) not in self.known:
             self.known[id(p)] = Slot(name, "param", lambda: p)
@@ -331,10 +333,9 @@ class Tracer:
         self.opt_before[id(opt)] = before
         self.opt_names[id(opt)] = oname
         for i, group in enumerate(opt.param_groups):
-            for k in group:
-                if k not in ("params", "lr", "initial_lr"):
-                    self.fact(f"{oname}.param_groups[{i}][{k!r}]",
-                              lambda g=group, k=k: value_key(g.get(k)))
+            keys = tuple(k for k in group if k not in ("params", "lr", "initial_lr"))
+            self.fact(f"{oname}.param_groups[{i}] {', '.join(keys)}",
+                      lambda g=group, keys=keys: tuple(value_key(g.get(k)) for k in keys))
         self.fact(f"{oname}.state keys", lambda: _state_keys(opt))
         # which tensors each group updates (add_param_group, a group's list edited)
         self.fact(f"{oname}.param_groups members", lambda: _group_members(opt))
@@ -576,10 +577,6 @@ class Tracer:
                     effects.append((slot, "assign"))
 
 
-def _grad_key(g):
-    return None if g is None else (g._data.shape, g.dtype)
-
-
 def _slot_key(t):
     """The layout of the tensor a slot holds: shape, dtype and where it lies in its buffer."""
     if t is None:
@@ -592,7 +589,7 @@ def _slot_key(t):
 
 
 def _state_keys(opt):
-    return tuple(tuple(sorted(st)) for st in opt.state.values())
+    return tuple(map(tuple, opt.state.values()))
 
 
 def _group_members(opt):
@@ -602,12 +599,14 @@ def _group_members(opt):
 @contextlib.contextmanager
 def _unwatched():
     """Hide the tracer's own calls into module code from the watcher (compiler/watch.py)."""
-    hook = sys.getprofile()
+    hooks = sys.getprofile(), sys.gettrace()
     sys.setprofile(None)
+    sys.settrace(None)
     try:
         yield
     finally:
-        sys.setprofile(hook)
+        sys.setprofile(hooks[0])
+        sys.settrace(hooks[1])
 
 
 class _Abandon(Exception):

@@ -97,6 +97,20 @@ def sources_of(code):
     return found
 
 
+_BY_LINE = {}
+
+
+def sources_by_line(code):
+    """``sources_of(code)`` grouped by the line that reads them."""
+    found = _BY_LINE.get(code)
+    if found is None:
+        found = {}
+        for source in sources_of(code):
+            found.setdefault(source[2], []).append(source)
+        _BY_LINE[code] = found
+    return found
+
+
 def _arguments(code):
     n = code.co_argcount + code.co_kwonlyargcount
     n += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)     # *args, **kwargs
@@ -352,29 +366,42 @@ class Watcher:
     def __enter__(self):
         self.tracer.watcher = self
         self._random_states = _global_random_states()
-        self._old = sys.getprofile()
+        self._old = sys.getprofile(), sys.gettrace()
         sys.setprofile(self._profile)
+        sys.settrace(self._trace)
         return self
 
     def __exit__(self, *exc):
-        sys.setprofile(self._old)
+        sys.setprofile(self._old[0])
+        sys.settrace(self._old[1])
         self.tracer.watcher = None
         return False
 
     # ------------------------------------------------------------ events
 
     def _profile(self, frame, event, arg):
-        try:
-            if event == "call":
-                if frame.f_code.co_name not in _ACCESSORS and self.files.watched(frame):
-                    self._frame(frame)
-            elif event == "c_call":
+        if event == "c_call":
+            try:
                 self._builtin(frame, arg)
-        except Exception as e:          # a watcher bug must not change the user's program
-            self.effects.append((f"the compiler could not follow the Python code ({e!r})",
-                                 _where(frame, frame.f_lineno)))
+            except Exception as e:      # a watcher bug must not change the user's program
+                self._failed(frame, e)
+
+    def _trace(self, frame, event, arg):
+        """The trace hook's 'call' event: a frame starts; watched frames get line events."""
+        try:
+            if frame.f_code.co_name not in _ACCESSORS and self.files.watched(frame):
+                return self._frame(frame)
+        except Exception as e:
+            self._failed(frame, e)
+        return None
+
+    def _failed(self, frame, e):
+        self.effects.append((f"the compiler could not follow the Python code ({e!r})",
+                             _where(frame, frame.f_lineno)))
 
     def _frame(self, frame):
+        """Note a starting frame; its sources are read as the lines that hold them run (a
+        read in a branch that does not run needs no guard)."""
         code = frame.f_code
         if code.co_name in _CONSTRUCTORS and code.co_argcount:
             # an object being built during the call: its attributes are no side effect
@@ -382,14 +409,32 @@ class Watcher:
             if id(this) not in self.objects:
                 self.objects[id(this)] = (this, None, None, None)
                 self.keep.append(this)
-        cells = None
-        for (kind, name), steps, line in sources_of(code):
+        by_line = sources_by_line(code)
+        if not by_line:
+            return None
+        pending = dict(by_line)
+        state = {"cells": None, "locals": dict(frame.f_locals)}
+
+        def on_line(frame, event, arg):
+            if event == "line":
+                found = pending.pop(frame.f_lineno, None)
+                if found:
+                    try:
+                        self._read(frame, found, state)
+                    except Exception as e:
+                        self._failed(frame, e)
+            return on_line
+        return on_line
+
+    def _read(self, frame, sources, state):
+        code = frame.f_code
+        for (kind, name), steps, line in sources:
             if kind == "global":
                 key, root, desc = (id(frame.f_globals), name), GlobalRoot(frame.f_globals, name), name
             elif kind == "cell":
-                if cells is None:
-                    cells = _closure_cells(frame, self.fn)
-                cell = cells.get(name)
+                if state["cells"] is None:
+                    state["cells"] = _closure_cells(frame, self.fn)
+                cell = state["cells"].get(name)
                 if cell is None:
                     root = FixedRoot(frame.f_locals.get(name, MISSING))
                     key = ("fixed", id(root.obj))
@@ -397,7 +442,7 @@ class Watcher:
                     key, root = ("cell", id(cell)), CellRoot(cell)
                 desc = name
             else:
-                value = frame.f_locals.get(name, MISSING)
+                value = state["locals"].get(name, MISSING)
                 if value is MISSING or _is_tensor(value):
                     continue
                 key, root = ("fixed", id(value)), FixedRoot(value)
