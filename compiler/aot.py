@@ -40,7 +40,9 @@ def trace_backward(tracer, out_tensors):
     leaves = []
     for inp, b in zip(tracer.graph.inputs, tracer.bindings):
         t = _leaf_tensor(b, tracer)
-        if t is not None and t.requires_grad and t.grad_fn is None:
+        # parameters are leaves; an argument may be the result of earlier operations, whose
+        # gradient then flows on into the caller's graph
+        if t is not None and t.requires_grad and (t.grad_fn is None or isinstance(b, tuple)):
             leaves.append((b, t))
     if not leaves:
         return None

@@ -19,7 +19,7 @@ from dynograph.runtime import dtypes as D
 from . import logs
 from .guards import Guards
 from .aot import make_function, split, trace_backward
-from .symbolic import generalize, plain, size_guards
+from .symbolic import SizeInt, generalize, plain, size_guards
 from .tracer import TRACE, GraphBreak, Tracer, storage_root
 from .watch import Watcher
 
@@ -428,10 +428,18 @@ class CompiledFunction:
         from .backends import run_entry
         if self.verify:
             return self._run_verified(entry, flat, args, kwargs)
-        if entry.aot is not None:
-            outs = self._run_differentiable(entry, flat)
-        else:
-            outs = run_entry(self.backend, entry, flat)
+        try:
+            if entry.aot is not None:
+                outs = self._run_differentiable(entry, flat)
+            else:
+                outs = run_entry(self.backend, entry, flat)
+        except Exception as e:
+            if entry.writable and self.backend != "interpreter":
+                raise       # kernels may have updated state in place already: no clean rerun
+            # nothing was written back yet: running the call eagerly gives eager's exception
+            # (type and message) and leaves eager's state
+            self._event("raised", f"a replay raised {type(e).__name__}: {e}; the call ran eagerly")
+            return self.fn(*args, **kwargs)
         return unflatten(entry.out_spec, restore_aliases(entry.aliases, outs, flat))
 
     def _run_differentiable(self, entry, flat):
@@ -491,6 +499,11 @@ class CompiledFunction:
                 result = self.fn(*args, **kwargs)
             for reason, where in watcher.side_effects():
                 tracer.graph_break(reason, where)
+            if tracer.ran_backward and any(isinstance(x, Tensor) and x.requires_grad and
+                                           x.grad_fn is not None for x in flat):
+                # its gradient flows on into a graph built outside the call
+                tracer.graph_break("backward() inside the function reaches an argument that is "
+                                   "the result of earlier operations (not a leaf)")
             out_flat = []
             out_spec = flatten(result, out_flat)
             out_tensors = [x for x in out_flat if isinstance(x, Tensor)]
@@ -519,6 +532,8 @@ class CompiledFunction:
                 out_kinds.append(("tensor", k, x.dtype, x.requires_grad))
                 k += 1
             else:
+                if type(x) is SizeInt:      # a size returned to the caller: its value counts
+                    tracer.size_uses.append((int.__int__(x), "value", "returned", "the return value"))
                 out_kinds.append(("const", plain(x)))
         captured = tracer.graph
         binding_of = {id(inp): b for inp, b in zip(captured.inputs, tracer.bindings)}
@@ -558,6 +573,8 @@ class CompiledFunction:
                            + guards.describe())
         from . import dump
         dump.maybe_dump(self, entry)
+        if any(type(x) is SizeInt for x in out_flat):   # the caller gets plain ints, as eagerly
+            return unflatten(out_spec, [plain(x) for x in out_flat])
         return result
 
     def _fall_back(self, tracer, result):

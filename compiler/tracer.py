@@ -148,6 +148,7 @@ class Tracer:
         self.facts = []
         self.watcher = None         # the watch.Watcher of this trace, when there is one
         self.size_uses = []         # (size, kind, detail, "file:line") by the user's code
+        self.ran_backward = False   # a backward pass ran during the call (the engine says so)
 
     # ------------------------------------------------------------ sizes
 
@@ -158,6 +159,11 @@ class Tracer:
         if self.watcher is None or not self.watcher.user_code(frame):
             return shape
         return tuple(SizeInt(n) for n in shape)
+
+    def size_consumed(self, value, what):
+        """An op received a size of the user's code as a number to compute with (not as a
+        size): a use of its value."""
+        self.size_uses.append((value, "value", what, user_frame(3)[0]))
 
     def size_used(self, value, kind, detail, frame):
         watcher = self.watcher

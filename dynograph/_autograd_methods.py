@@ -1,6 +1,7 @@
 """Tensor methods of autograd: backward, grad, detach, requires_grad_, hooks."""
 import warnings
 
+from dynograph.compiler.tracer import TRACE
 from . import autograd
 from ._tensor import Tensor, tensor_method
 from .autograd.graph import retain_at_grad_fn
@@ -62,6 +63,8 @@ def _get_data(self):
 
 
 def _set_data(self, value):
+    if TRACE.tracer is not None:        # the tensor's memory changes under the graph's feet
+        TRACE.tracer.graph_break("assigning .data inside the compiled function")
     self._data = value._data
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from dynograph.compiler.ops.core import TensorSpec
 from dynograph.compiler.ops.indexing import DATA_DEPENDENT_OPS
-from dynograph.compiler.symbolic import plain
+from dynograph.compiler.symbolic import SizeInt, plain
 from dynograph.runtime import dtypes as D
 from ._tensor import Tensor
 from .autograd.grad_mode import STATE
@@ -53,6 +53,9 @@ def call(op, *args, **attrs):
     if RECORDER.active is not None:
         return RECORDER.active.run(op.name, _call_profiled, op, args, attrs)
     if TRACE.tracer is not None:            # sizes the user's code handed over become ints
+        for a in args:
+            if type(a) is SizeInt:          # an operand (x / n), not a size: its value counts
+                TRACE.tracer.size_consumed(int.__int__(a), f"an operand of {op.name}")
         args = tuple(plain(a) for a in args)
         attrs = {k: plain(v) for k, v in attrs.items()}
     if op.kind == "elementwise":

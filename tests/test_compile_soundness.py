@@ -616,10 +616,6 @@ def test_eager_work_in_another_thread_is_not_recorded():
     np.testing.assert_allclose(out.numpy(), [1.001 ** 300] * 2, rtol=1e-4)
 
 
-@pytest.mark.parametrize("backend", ["interpreter", "llvm"])
-@pytest.mark.parametrize("name", list(CASES))
-def test_compiled_equals_eager(name, backend):
-    agree(name, backend)
 
 
 def test_guards_name_their_source_and_line():
@@ -856,3 +852,54 @@ def make_args(i):
 def state():
     return {"A": A}
 """)
+
+
+# ---------------------------------------------------------------- more hooks and writes
+
+case("a full backward hook that scales gradients")("""
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def step(x):
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+def make_args(i):
+    return (torch.ones(2, 3),)
+def between(i):
+    if i == 0:
+        model.register_full_backward_hook(lambda m, gin, gout: (gin[0] * 0.5,))
+def state():
+    return {"w": model.weight, "b": model.bias}
+""")
+
+case("a tensor hook on an intermediate registered inside")("""
+W = torch.ones(3, requires_grad=True)
+def step(x):
+    y = W * x
+    y.register_hook(lambda g: g * 3)
+    y.sum().backward()
+    return W.grad.clone()
+def make_args(i):
+    W.grad = None
+    return (torch.full((3,), float(i + 1)),)
+""")
+
+case(".data assigned inside the function")("""
+P = nn.Parameter(torch.ones(3))
+def step(x):
+    P.data = P.data * 0.5
+    return (P * x).sum()
+def make_args(i):
+    return (torch.ones(3),)
+def state():
+    return {"P": P}
+""")
+
+
+# ---------------------------------------------------------------- every case above, on both backends
+# (last in the file: the list of cases must be complete when the test is parametrized)
+
+@pytest.mark.parametrize("backend", ["interpreter", "llvm"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_compiled_equals_eager(name, backend):
+    agree(name, backend)

@@ -34,6 +34,8 @@ def run_backward(roots, grads, *, retain_graph=False, create_graph=False, captur
     With ``capture`` (a dict node-edge -> None) gradients for those edges are returned
     instead of accumulated into ``.grad`` (autograd.grad).
     """
+    if TRACE.tracer is not None:
+        TRACE.tracer.ran_backward = True
     prev = STATE.grad_enabled
     STATE.grad_enabled = bool(create_graph)
     try:
