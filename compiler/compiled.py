@@ -19,7 +19,7 @@ from dynograph.runtime import dtypes as D
 from . import logs
 from .guards import Guards
 from .aot import make_function, split, trace_backward
-from .symbolic import SizeInt, generalize, plain, size_guards
+from .symbolic import SizeInt, generalize, holds_at_other_sizes, plain, size_guards
 from .tracer import TRACE, GraphBreak, Tracer, storage_root
 from .watch import Watcher
 
@@ -402,6 +402,10 @@ class CompiledFunction:
                 backward = generalize(old.backward_graph, new.backward_graph, s1, s2)
                 if backward is None:
                     graph = None
+            if graph is not None and not holds_at_other_sizes(old.captured, new.captured, s1, s2):
+                self._event("dynamic", f"batch sizes {s1} and {s2}: a size in the program is not "
+                                       "a linear function of the batch size: one graph per size")
+                return
             if graph is None:
                 self._event("dynamic", f"batch sizes {s1} and {s2} trace to different programs: "
                                        "one graph per batch size")
@@ -493,10 +497,15 @@ class CompiledFunction:
             # the graph takes each argument as its own buffer: a write through one would not
             # reach the other
             tracer.graph_break("two tensor arguments are different views of the same memory")
+        histories = [(x, x.requires_grad, x.grad_fn) for x in flat if isinstance(x, Tensor)]
         TRACE.tracer = tracer
         try:
             with Watcher(tracer, self.fn) as watcher:
                 result = self.fn(*args, **kwargs)
+            if any(x.requires_grad != rg or x.grad_fn is not fn for x, rg, fn in histories):
+                # (a1.copy_(a0) with a0 requiring grad): the graph writes values back, not
+                # autograd history
+                tracer.graph_break("an in-place op gives a tensor argument a new gradient history")
             for reason, where in watcher.side_effects():
                 tracer.graph_break(reason, where)
             if tracer.ran_backward and any(isinstance(x, Tensor) and x.requires_grad and

@@ -159,6 +159,23 @@ def generalize(g1, g2, s1, s2):
         return None
 
 
+def holds_at_other_sizes(g1, g2, s1, s2):
+    """Whether the general form of two traced graphs is consistent at batch sizes other than
+    the two it was found from: every node's type must agree with its op's meta rule there.
+    Two points fit a line through anything: a size such as ceil(s0 / 2) (a slice with a step)
+    equals 2 at both 3 and 4, and only a third size shows that it is not constant."""
+    from .verify import VerifyError, verify
+    general = generalize(g1, g2, s1, s2)
+    if general is None:
+        return False
+    for s in sorted({s1 + s2 + 1, 2 * max(s1, s2) + 3, 7, 2, 3} - {s1, s2}):
+        try:
+            verify(instantiate(general, s), f"the graph at batch size {s}")
+        except (VerifyError, ValueError, TypeError, IndexError, RuntimeError):
+            return False
+    return True
+
+
 def concrete(x, s):
     """``x`` with every Sym evaluated at batch size ``s`` (for attributes and shapes)."""
     if isinstance(x, Sym):

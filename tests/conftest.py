@@ -6,6 +6,8 @@ import pytest
 
 # every op's meta rule is checked against eager execution throughout the suite
 os.environ["DYNOGRAPH_CHECK_META"] = "1"
+# and every graph the compiler optimizes is verified after each pass (SSA, types, order)
+os.environ["DYNOGRAPH_VERIFY"] = "1"
 
 import dynograph  # noqa: E402
 

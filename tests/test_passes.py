@@ -383,6 +383,23 @@ def test_fusion_sgd_update_is_one_kernel_with_two_outputs():
         }""")
 
 
+def test_fusion_gives_a_copied_value_that_is_written_back_one_producer():
+    # a one-element value computed from inputs is copied into each kernel that reads it; as
+    # it is also an update, exactly one kernel returns it (a second definition ran the
+    # in-place update twice on the llvm backend)
+    out = check_pass(fusion, """
+        graph {
+          input %0: f32[1] a0
+          input %1: f32[1] a2
+          %2: f32[1] = mul(%1, 2)
+          %3: f32[1] = mul(%2, %0)
+          return %3
+          update a2 <- %2
+        }""")
+    producers = [n for n in out.nodes for v in n.outs if v is out.updates[0][1]]
+    assert len(producers) == 1
+
+
 def test_fusion_never_makes_a_cycle_through_a_barrier():
     out = check_pass(fusion, """
         graph {

@@ -16,12 +16,17 @@ Program ``i`` of a run uses seed ``S + i``: ``--n 1 --seed S+i`` generates it ag
 """
 import argparse
 import collections
+import os
 import random
 import sys
 import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
+
+# every graph the compiler optimizes is verified after each pass (SSA, types, order): a pass
+# that breaks the IR is found here even where the results happen to agree
+os.environ.setdefault("DYNOGRAPH_VERIFY", "1")
 
 # what each category adds to a program; every category is on by default
 CATEGORIES = {

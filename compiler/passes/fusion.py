@@ -232,15 +232,18 @@ class _Builder:
                 node = self._kernel(g.members, self.member_of)
                 if node is not None:
                     emitted.append((g.members[0], node))
-            else:
-                emitted.extend((i, nodes[i]) for i in g.members)
+        for g in self.groups:           # after the kernels: a value a kernel claimed is theirs
+            if not self._fused(g):
+                emitted.extend((i, nodes[i]) for i in g.members if i not in self.claimed)
         for i in sorted(self.claimable - self.claimed):
             self._need(i, needed)
-        for i in sorted(needed):
-            node = nodes[i]
+        for i in sorted(needed):        # kernels first: they may claim a needed value
             if planner.roles[i] == "compute":
                 node = self._kernel([i], {})
-            emitted.append((i, node))
+                if node is not None:
+                    emitted.append((i, node))
+        emitted.extend((i, nodes[i]) for i in sorted(needed)
+                       if planner.roles[i] != "compute" and i not in self.claimed)
         ordered = _schedule(emitted)
         made = {id(n) for n in self.kernels}
         for k, node in enumerate(n for n in ordered if id(n) in made):
@@ -276,9 +279,11 @@ class _Builder:
         for i in members:
             for v in nodes[i].input_values():
                 copy_in(v)
-        outs = [v for i in members for v in nodes[i].outs
+        # a copied value that escapes is the output of one kernel only: the one that claimed it
+        outs = [v for i in members if i not in self.claimed for v in nodes[i].outs
                 if v in self.escaping or group is None
                 or any(member_of.get(j) is not group for j in planner.readers.get(v, ()))]
+        self.claimed.update(i for i in members if i in self.claimable)
         for p in sorted(copied & (self.claimable - self.claimed)):
             self.claimed.add(p)
             outs.extend(nodes[p].outs)
