@@ -21,7 +21,7 @@ from ._inplace import check_inplace_leaf, check_no_internal_overlap, commit, wri
 from ._tensor import Tensor, tensor_method
 from .autograd.grad_mode import STATE
 
-__all__ = ["memory_format", "contiguous_format", "preserve_format", "channels_last",
+__all__ = ["layout", "strided", "memory_format", "contiguous_format", "preserve_format", "channels_last",
            "channels_last_3d", "result_type", "promote_types", "can_cast", "is_tensor",
            "is_floating_point", "is_nonzero", "numel", "get_default_dtype", "set_default_dtype"]
 
@@ -29,7 +29,26 @@ _PY_TYPES = {builtins.float: D.float64, builtins.int: D.int64, builtins.bool: D.
 _NUMBER = (builtins.int, builtins.float, builtins.bool, np.number, np.bool_)
 
 
-# ---------------------------------------------------------------- memory formats
+# ---------------------------------------------------------------- layouts and memory formats
+
+class layout:
+    """A tensor layout; dynograph has only dense ``dynograph.strided`` tensors (the layout=
+    argument of the factories accepts it and ignores it)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"dynograph.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+
+strided = layout("strided")
+
 
 class memory_format:
     """A tensor memory layout (``dynograph.contiguous_format``, ``channels_last`` ...)."""

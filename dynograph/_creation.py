@@ -663,7 +663,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     return t
 
 
-def from_numpy(ndarray):
+def from_numpy(ndarray, /):
     """A tensor that shares memory with ``ndarray``."""
     if not isinstance(ndarray, np.ndarray):
         kind = type(ndarray)

@@ -199,33 +199,65 @@ def _int_arg(x, fn, name, pos):
     return n
 
 
+_RANDINT_OPTIONS = ("*, dynograph.Generator generator, Tensor out = None, dynograph.dtype dtype = None, "
+                    "dynograph.layout layout = None, dynograph.device device = None, "
+                    "bool pin_memory = False, bool requires_grad = False")
+_RANDINT_SIGNATURES = "".join(
+    f" * ({params}, {options})\n"
+    for params in ("int high, tuple of ints size", "int low, int high, tuple of ints size")
+    for options in (_RANDINT_OPTIONS, _RANDINT_OPTIONS.replace("generator, ", "generator = None, ")))
+
+
+def _bind(names, args, kwargs):
+    """``args`` and ``kwargs`` bound to the parameters ``names``; None when they do not fit."""
+    if len(args) > len(names) or any(k not in names[len(args):] for k in kwargs):
+        return None
+    bound = dict(zip(names, args), **kwargs)
+    return bound if len(bound) == len(names) else None
+
+
+def _fits_randint(bound):
+    return (bound is not None and isinstance(bound["size"], (tuple, list))
+            and all(_as_int(bound[n]) is not None for n in ("low", "high") if n in bound))
+
+
+def _randint_args(args, kwargs, n_options):
+    """(low, high, size) by torch's overloads ``randint(high, size)`` and
+    ``randint(low, high, size)``; ``n_options`` counts the other keywords given."""
+    for names in (("high", "size"), ("low", "high", "size")):
+        bound = _bind(names, args, kwargs)
+        if _fits_randint(bound):
+            return _as_int(bound.get("low", 0)), _as_int(bound["high"]), bound["size"]
+    if len(args) + len(kwargs) + n_options == 2:
+        _randint_high_size_error(args, kwargs)   # only (high, size) takes two: torch names the fault
+    got = ", ".join([_tname(a) for a in args] + [f"{k}={_tname(v)}" for k, v in kwargs.items()])
+    raise TypeError(f"randint() received an invalid combination of arguments - got ({got}), "
+                    "but expected one of:\n" + _RANDINT_SIGNATURES)
+
+
+def _randint_high_size_error(args, kwargs):
+    """torch's error for two arguments that do not fit ``randint(high, size)``."""
+    bound = dict(zip(("high", "size"), args), **kwargs)
+    if "high" not in bound:      # torch lists every required parameter from the first one missing
+        raise TypeError('randint() missing 2 required positional argument: "high", "size"')
+    if "size" not in bound:
+        raise TypeError('randint() missing 1 required positional arguments: "size"')
+    where = {n: "" if n in kwargs else f" (position {i})" for i, n in enumerate(("high", "size"), 1)}
+    if _as_int(bound["high"]) is None:
+        raise TypeError(f"randint(): argument 'high'{where['high']} must be int, not {_tname(bound['high'])}")
+    raise TypeError(f"randint(): argument 'size'{where['size']} must be tuple of ints, "
+                    f"not {_tname(bound['size'])}")
+
+
 def randint(*args, low=None, high=None, size=None, generator=None, out=None, dtype=None,
             layout=None, device=None, pin_memory=False, requires_grad=False):
-    """Integers uniform in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
-    if len(args) == 3 and low is None and high is None and size is None \
-            and type(args[0]) is builtins.int and type(args[1]) is builtins.int \
-            and type(args[2]) is builtins.tuple:                      # the common call
-        return _create(C.randint, parse_size((args[2],), None, "randint"),
-                       _out_dtype(dtype, out) or D.int64, out, device, requires_grad, generator,
-                       low=args[0], high=args[1])
-    names = {0: (), 1: ("high",), 2: ("high", "size"), 3: ("low", "high", "size")}.get(len(args))
-    if names is None:
-        raise TypeError(f"randint() takes from 2 to 3 positional arguments but {len(args)} were given")
-    given = dict(zip(names, args))
-    for k, v in (("low", low), ("high", high), ("size", size)):
-        if v is not None:
-            if k in given:
-                raise TypeError(f"randint() got multiple values for argument '{k}'")
-            given[k] = v
-    if "high" not in given or "size" not in given:
-        raise TypeError("randint() missing required arguments: 'high' and 'size'")
-    pos = {n: i + 1 for i, n in enumerate(names)}
-    lo = _int_arg(given.get("low", 0), "randint", "low", pos.get("low", 1))
-    hi = _int_arg(given["high"], "randint", "high", pos.get("high", 1))
-    if not isinstance(given["size"], (tuple, list)):
-        raise TypeError(f"randint(): argument 'size' (position {pos.get('size', 2)}) must be "
-                        f"tuple of ints, not {_tname(given['size'])}")
-    shape = parse_size((given["size"],), None, "randint")
+    """Integers uniform in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``,
+    each argument positional or keyword."""
+    kwargs = {k: v for k, v in (("low", low), ("high", high), ("size", size)) if v is not None}
+    n_options = (sum(v is not None for v in (generator, out, dtype, layout, device))
+                 + pin_memory + requires_grad)
+    lo, hi, size = _randint_args(args, kwargs, n_options)
+    shape = parse_size((size,), None, "randint")
     dtype = _out_dtype(dtype, out) or D.int64
     return _create(C.randint, shape, dtype, out, device, requires_grad, generator, low=lo, high=hi)
 
@@ -406,12 +438,12 @@ _RANDOM_SIGNATURES = (" * (*, dynograph.Generator generator = None)\n"
 def random_(self, *args, generator=None, **kwargs):
     """Fill with integers: ``random_()`` (all the dtype holds exactly), ``random_(to)``,
     ``random_(from, to)`` (``to=None``: up to the dtype's maximum)."""
-    v = _bounds(args, kwargs, "random_", ("from", "to") if len(args) != 1 else ("to",))
-    for x in v.values():
-        if x is not None and _as_int(x) is None:
-            got = ", ".join(_tname(a) for a in args)
-            raise TypeError("random_() received an invalid combination of arguments - got "
-                            f"({got}), but expected one of:\n" + _RANDOM_SIGNATURES)
+    one_bound = len(args) == 1 and "to" not in kwargs          # random_(to)
+    v = _bounds(args, kwargs, "random_", ("to",) if one_bound else ("from", "to"))
+    if ("from" in v and "to" not in v) or any(x is not None and _as_int(x) is None for x in v.values()):
+        got = ", ".join([_tname(a) for a in args] + [f"{k}={_tname(x)}" for k, x in kwargs.items()])
+        raise TypeError("random_() received an invalid combination of arguments - got "
+                        f"({got}), but expected one of:\n" + _RANDOM_SIGNATURES)
     low = _as_int(v.get("from", 0))
     high = v.get("to")
     high = _random_range(self.dtype) if high is None else _as_int(high)
