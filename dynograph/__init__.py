@@ -14,10 +14,12 @@ from . import _autograd_methods  # noqa: F401
 from . import autograd  # noqa: F401
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  # noqa: F401
                                  inference_mode, is_grad_enabled, is_inference_mode_enabled)
+from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled  # noqa: F401
 from ._creation import *  # noqa: F401,F403
 from ._math import *  # noqa: F401,F403
 
-from . import cuda  # noqa: F401
+from . import cuda, backends, version  # noqa: F401
+from ._threads import get_num_threads, set_num_threads  # noqa: F401
 from ._printing import *  # noqa: F401,F403
 from ._reduce import *  # noqa: F401,F403
 from ._shape import *  # noqa: F401,F403
@@ -40,4 +42,4 @@ long = int64
 int = int32       # noqa: A001
 short = int16
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401,E402

@@ -7,6 +7,7 @@ creation primitive (``full``, ``empty``, ``arange`` ...), so a traced program re
 as a constant node.
 """
 import builtins
+import math
 import warnings
 
 import numpy as np
@@ -21,7 +22,7 @@ from ._tensor import Size, Tensor, tensor_method
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "full", "empty",
            "scalar_tensor",
-           "empty_strided", "zeros_like", "ones_like", "full_like", "empty_like", "arange",
+           "empty_strided", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "range",
            "linspace", "logspace", "eye", "FloatTensor", "DoubleTensor", "HalfTensor",
            "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
            "ByteTensor", "BoolTensor"]
@@ -221,7 +222,7 @@ def _memory_perm(memory_format, ndim):
         rank = 4 if name == "channels_last" else 5
         if ndim != rank:
             raise RuntimeError(f"required rank {rank} tensor to use {name} format")
-        return (0,) + tuple(range(2, rank)) + (1,)
+        return (0,) + tuple(builtins.range(2, rank)) + (1,)
     return None
 
 
@@ -269,7 +270,7 @@ def _like_perm(input, memory_format):
             return None
         # outermost dimension first: larger strides outside
         # size-1 dimensions go inside their equal-stride neighbour, so they keep its stride
-        return tuple(sorted(range(a.ndim), key=lambda d: (-a.strides[d], a.shape[d] == 1, d)))
+        return tuple(sorted(builtins.range(a.ndim), key=lambda d: (-a.strides[d], a.shape[d] == 1, d)))
     if name == "contiguous_format":
         return None
     return _memory_perm(memory_format, a.ndim)
@@ -355,6 +356,31 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
     if dtype is D.bool:
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     t = call(C.arange, start=start, end=end, step=step, dtype=dtype)
+    return _finish(t, requires_grad, out)
+
+
+_RANGE_DEPRECATED = ("dynograph.range is deprecated and will be removed in a future release because its "
+                     "behavior is inconsistent with Python's range builtin. Instead, use dynograph.arange, "
+                     "which produces values in [start, end).")
+
+
+def range(start, end, step=1, *, out=None, dtype=None, layout=None, device=None,  # noqa: A001
+          requires_grad=False):
+    """Deprecated (use ``arange``): ``start, start + step, ...`` up to ``end`` *inclusive*, in the
+    default dtype even for integer arguments."""
+    warnings.warn(_RANGE_DEPRECATED, UserWarning, stacklevel=2)
+    start, end, step = (_number(v, "range", n, i) for i, (n, v) in
+                        enumerate((("start", start), ("end", end), ("step", step)), 1))
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+    count = math.floor((end - start) / step) + 1     # torch's size: a true division, floored
+    if device is not None:
+        as_device(device)
+    # computed in float64 so that start + i * step rounds once, into the target dtype
+    t = call(C.arange, start=0, end=count, step=1, dtype=D.float64).mul(step).add(start).to(dtype)
     return _finish(t, requires_grad, out)
 
 

@@ -6,7 +6,7 @@ put a tensor on a CUDA device raises one clear error (see runtime/device.py).
 from dynograph.runtime.device import as_device
 
 __all__ = ["is_available", "device_count", "current_device", "manual_seed", "manual_seed_all",
-           "synchronize", "empty_cache"]
+           "synchronize", "empty_cache", "get_device_name"]
 
 
 def is_available():
@@ -19,6 +19,11 @@ def device_count():
 
 def current_device():
     as_device("cuda")
+
+
+def get_device_name(device=None):
+    """The name of a CUDA device; without one, the error of any CUDA use."""
+    as_device("cuda" if device is None else device)
 
 
 def manual_seed(seed):

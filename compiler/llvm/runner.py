@@ -41,6 +41,13 @@ _pool = []
 os.register_at_fork(after_in_child=_pool.clear)
 
 
+def set_threads(n):
+    """Split kernels over ``n`` threads from now on (dynograph.set_num_threads)."""
+    if _pool and _pool[0][1] is not None:
+        _pool[0][1].shutdown(wait=False)
+    _pool[:] = [(n, ThreadPoolExecutor(n, thread_name_prefix="dynograph-kernel") if n > 1 else None)]
+
+
 def _threads():
     if not _pool:
         n = os.cpu_count() or 1

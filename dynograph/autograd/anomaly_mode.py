@@ -66,15 +66,21 @@ def forward_trace():
     return "".join(traceback.StackSummary.extract(reversed(frames)).format())
 
 
+def _where(node):
+    trace = getattr(node, "_forward_trace", None)
+    return f" Traceback of forward call that caused the error:\n{trace}" if trace else ""
+
+
+def warn_forward_trace(node):
+    """torch's warning when ``node``'s backward fails under anomaly mode: where its forward ran."""
+    warnings.warn(f"Error detected in {node.name()}.{_where(node)}", stacklevel=3)
+
+
 def check_node(node, grads):
     """Raise if ``node`` returned NaN, naming it and where its forward op was called."""
     for i, g in enumerate(grads):
         if g is None or g._data.dtype.kind != "f":
             continue
         if (g._data != g._data).any():
-            trace = getattr(node, "_forward_trace", None)
-            where = (f"\nTraceback of forward call that caused the error:\n{trace}" if trace
-                     else "")
-            warnings.warn(f"Error detected in {node.name()}.{where}", stacklevel=2)
-            raise RuntimeError(
-                f"Function '{node.name()}' returned nan values in its {i}th output.{where}")
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output."
+                               + _where(node).replace(" Traceback", "\nTraceback"))

@@ -4,7 +4,7 @@ from .._tensor import Tensor
 from .graph import AccumulateGrad, OpNode
 from dynograph.compiler.tracer import TRACE
 from .grad_mode import STATE, no_grad
-from .anomaly_mode import ANOMALY, check_node
+from .anomaly_mode import ANOMALY, check_node, warn_forward_trace
 from .profiler import RECORDER
 
 
@@ -75,14 +75,19 @@ def _run(roots, grads, retain_graph, create_graph, capture):
             node_grads = _node_pre_hooks(node, node_grads)
         if capture is not None and node in capture:
             results[node] = node_grads
-        if prof is None:
-            in_grads = _apply(node, node_grads)
-        else:
-            in_grads = prof.run(node.name(), _apply, node, node_grads)
-        if "_post_hooks" in node.__dict__:
-            in_grads = _node_post_hooks(node, in_grads, node_grads)
-        if ANOMALY.enabled and ANOMALY.check_nan:
-            check_node(node, in_grads)
+        try:
+            if prof is None:
+                in_grads = _apply(node, node_grads)
+            else:
+                in_grads = prof.run(node.name(), _apply, node, node_grads)
+            if "_post_hooks" in node.__dict__:
+                in_grads = _node_post_hooks(node, in_grads, node_grads)
+            if ANOMALY.enabled and ANOMALY.check_nan:
+                check_node(node, in_grads)
+        except Exception:
+            if ANOMALY.enabled:
+                warn_forward_trace(node)
+            raise
         if not retain_graph:
             node.release()
         for i, edge in enumerate(node.next_functions):

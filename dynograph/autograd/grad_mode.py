@@ -32,7 +32,16 @@ class _DecoratorContextManager:
     _args = ()
 
 
-class no_grad(_DecoratorContextManager):
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """Also a decorator without parentheses: ``@no_grad`` as well as ``@no_grad()``."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
     def __enter__(self):
         self.prev = STATE.grad_enabled
         STATE.grad_enabled = False
@@ -41,7 +50,7 @@ class no_grad(_DecoratorContextManager):
         STATE.grad_enabled = self.prev
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_NoParamDecoratorContextManager):
     def __enter__(self):
         self.prev = STATE.grad_enabled
         STATE.grad_enabled = True
@@ -75,6 +84,11 @@ class set_grad_enabled(_DecoratorContextManager):
 
 
 class inference_mode(_DecoratorContextManager):
+    def __new__(cls, mode=True):
+        if callable(mode):                  # bare @inference_mode
+            return cls()(mode)
+        return super().__new__(cls)
+
     def __init__(self, mode=True):
         self.mode = bool(mode)
         self._args = (mode,)

@@ -6,6 +6,7 @@ from the op set (``op.vjp``), so eager autograd and traced autodiff share one so
 import weakref
 
 from .._tensor import Tensor
+from .anomaly_mode import ANOMALY
 
 
 class Node:
@@ -211,9 +212,12 @@ def modified_error(array, producer, output_nr, version, expected):
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [dynograph.{from_numpy_dtype(array.dtype).tensor_type} [{shape}]]{which} "
-        f"is at version {version}; expected version {expected} instead. Hint: enable anomaly "
-        "detection to find the operation that failed to compute its gradient, with "
-        "dynograph.autograd.set_detect_anomaly(True, check_nan=False).")
+        f"is at version {version}; expected version {expected} instead. Hint: " + (
+            "the backtrace further above shows the operation that failed to compute its gradient. "
+            "The variable in question was changed in there or anywhere later. Good luck!"
+            if ANOMALY.enabled else
+            "enable anomaly detection to find the operation that failed to compute its gradient, "
+            "with dynograph.autograd.set_detect_anomaly(True, check_nan=False)."))
 
 
 Tensor._output_nr = 0
