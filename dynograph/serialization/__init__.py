@@ -28,6 +28,15 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
     devices and (ordered) dicts, lists, tuples and sets of them are stored without pickle; any
     other object is pickled with ``pickle_module`` (loading it then needs ``weights_only=False``).
     ``format="torch"``: PyTorch's checkpoint format, readable by ``torch.load(weights_only=True)``.
+
+    A file for PyTorch must be written with ``format="torch"``::
+
+        dynograph.save(model.state_dict(), "model.pt", format="torch")
+        torch.nn.Linear(2, 2).load_state_dict(torch.load("model.pt"))   # in a torch program
+
+    ``torch.load`` cannot read the default format: it fails with
+    ``RuntimeError: Expected hasRecord("version") to be true, but got false``.
+    ``dynograph.load`` reads both formats.
     """
     if format not in FORMATS:
         raise ValueError(f"unknown checkpoint format {format!r}; expected one of {FORMATS}")
