@@ -3,7 +3,6 @@
 Everything is built from dynograph's own ops (F.interpolate, F.pad, F.grid_sample, F.conv2d),
 so the same code runs on any device.  Integer images are computed in float32 and rounded back.
 """
-import math
 
 import numpy as np
 
@@ -105,14 +104,15 @@ def resize(img, size, interpolation, antialias):
 # ---------------------------------------------------------------- affine warps
 
 def affine_output_size(matrix, w, h):
-    """Bounding box (w, h) of the warped image, as PIL computes it for rotate(expand=True)."""
-    corners = [(-0.5 * w, -0.5 * h), (-0.5 * w, 0.5 * h), (0.5 * w, 0.5 * h), (0.5 * w, -0.5 * h)]
-    xs = [matrix[0] * x + matrix[1] * y + matrix[2] + 0.5 * w for x, y in corners]
-    ys = [matrix[3] * x + matrix[4] * y + matrix[5] + 0.5 * h for x, y in corners]
-    tol = 1e-4      # so that 1e-15 above an integer does not ceil to the next one
-    size = [math.ceil(math.trunc(max(v) / tol) * tol) - math.floor(math.trunc(min(v) / tol) * tol)
-            for v in (xs, ys)]
-    return size[0], size[1]
+    """Bounding box (w, h) of the warped image, as PIL computes it for rotate(expand=True).
+
+    In float32 like torchvision: float64 leaves 2 - 2e-16 where float32 rounds to 2."""
+    corners = np.array([[-0.5 * w, -0.5 * h, 1.0], [-0.5 * w, 0.5 * h, 1.0], [0.5 * w, 0.5 * h, 1.0],
+                        [0.5 * w, -0.5 * h, 1.0]], np.float32)
+    pts = corners @ np.array(matrix, np.float32).reshape(2, 3).T + np.array([0.5 * w, 0.5 * h], np.float32)
+    tol = np.float32(1e-4)      # so that 1e-7 above an integer does not ceil to the next one
+    size = np.ceil(np.trunc(pts.max(0) / tol) * tol) - np.floor(np.trunc(pts.min(0) / tol) * tol)
+    return int(size[0]), int(size[1])
 
 
 def warp(img, matrix, interpolation, fill, out_size=None):
