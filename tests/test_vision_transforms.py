@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import dynograph
+import dynograph.utils.data
 import dynograph.vision.transforms as T
 import dynograph.vision.transforms.functional as F
 
@@ -333,3 +334,27 @@ def test_transforms_import_without_pillow_loaded():
     code = "import sys, dynograph.vision.transforms, dynograph.vision.utils; print('PIL' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
+
+
+class _Noise(dynograph.utils.data.Dataset):
+    """Four copies of one image, randomly cropped and flipped."""
+
+    def __init__(self):
+        self.image = _image(8, 8)
+        self.transform = T.Compose([T.RandomCrop(4), T.RandomHorizontalFlip()])
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return self.transform(self.image)
+
+
+def test_dataloader_workers_make_random_transforms_reproducible():
+    def run():
+        dynograph.manual_seed(11)
+        loader = dynograph.utils.data.DataLoader(_Noise(), batch_size=1, num_workers=2)
+        return np.stack([b.numpy() for b in loader])
+    first, second = run(), run()
+    np.testing.assert_array_equal(first, second)
+    assert not np.array_equal(first[0], first[1])       # the two workers are seeded apart
