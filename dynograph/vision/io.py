@@ -54,8 +54,8 @@ def decode_image(input, mode=ImageReadMode.UNCHANGED, apply_exif_orientation=Fal
         arr = np.array(img)
     if arr.ndim == 2:
         arr = arr[:, :, None]
-    if arr.dtype not in (np.uint8,):
-        arr = arr.astype(np.uint16 if img.mode == "I;16" else np.int32)
+    if arr.dtype != np.uint8:       # 16- and 32-bit images: dynograph has no uint16, int32 holds both
+        arr = arr.astype(np.int32)
     return torch.from_numpy(np.ascontiguousarray(arr.transpose(2, 0, 1)))
 
 

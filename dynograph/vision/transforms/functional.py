@@ -95,7 +95,10 @@ def pil_to_tensor(pic):
     """PIL image -> CHW tensor of the image's own dtype (no scaling)."""
     if not F_pil.is_pil_image(pic):
         raise TypeError(f"pic should be PIL Image. Got {type(pic)}")
-    return torch.from_numpy(np.ascontiguousarray(_pil_array(pic).transpose(2, 0, 1)))
+    arr = _pil_array(pic)
+    if arr.dtype == np.uint16:      # 16-bit images ("I;16"): dynograph has no uint16, int32 holds them
+        arr = arr.astype(np.int32)
+    return torch.from_numpy(np.ascontiguousarray(arr.transpose(2, 0, 1)))
 
 
 _MODES_BY_CHANNELS = {2: ("LA",), 3: ("RGB", "YCbCr", "HSV"), 4: ("RGBA", "CMYK", "RGBX")}
