@@ -1,10 +1,10 @@
-"""dynograph.vision: torchvision's counterpart (transforms, datasets, io, utils).
+"""dynograph.vision: torchvision's counterpart (transforms, datasets, models, io, utils).
 
 Submodules load on first use, so a missing optional piece (or Pillow) never breaks the others.
 """
 import importlib
 
-_SUBMODULES = ("transforms", "utils", "io", "datasets")
+_SUBMODULES = ("transforms", "utils", "io", "datasets", "models")
 _image_backend = "PIL"
 
 
