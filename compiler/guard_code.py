@@ -123,7 +123,9 @@ def compile_checks(facts, guarded):
     var = {}                    # id(source) -> variable holding its value
     lines = ["def check():", "    try:"]
     for _, get, want in facts:
-        lines.append(f"        if {bind(get)}() != {bind(want)}: return -3")
+        inline = get.code(want, bind) if hasattr(get, "code") else None
+        test = f"not {inline}" if inline is not None else f"{bind(get)}() != {bind(want)}"
+        lines.append(f"        if {test}: return -3")
     index = {id(s): i for i, (s, _) in enumerate(guarded)}
 
     dicts = {}                  # variable -> variable holding its instance dictionary

@@ -304,8 +304,7 @@ class Tracer:
             return
         # its layout, its .grad's (or None), requires_grad, and tensor hooks (they run Python
         # during backward, which the graph does not replay): one fact, checked on every call
-        self.fact(f"{name}: layout, .grad, requires_grad, hooks",
-                  lambda: (_slot_key(p), _slot_key(p._grad), p.requires_grad, bool(p._hooks)))
+        self.fact(f"{name}: layout, .grad, requires_grad, hooks", ParamFact(p))
         if p._hooks:
             self.graph_break(f"parameter {name} has a tensor hook (register_hook): it runs "
                              "Python code during backward")
@@ -583,6 +582,38 @@ class Tracer:
                     effects.append((slot, "assign"))
 
 
+class ParamFact:
+    """A parameter's layout, its .grad's layout (or None), requires_grad and whether it has
+    hooks.  Callable like any fact; ``code`` writes the same test out inline for the generated
+    guard function (guard_code.py), which saves a call per parameter on every replay."""
+    __slots__ = ("p",)
+
+    def __init__(self, p):
+        self.p = p
+
+    def __call__(self):
+        p = self.p
+        return (_slot_key(p), _slot_key(p._grad), p.requires_grad, bool(p._hooks))
+
+    def code(self, want, bind):
+        """An expression true when this fact still equals ``want``; None when it cannot be
+        written out (a parameter that is a view of a larger buffer)."""
+        layout, grad, requires_grad, hooks = want
+        p = bind(self.p)
+        if len(layout) != 3 or (grad is not None and len(grad) != 3):
+            return None
+        parts = [_layout_code(f"{p}._data", layout, bind),
+                 f"{p}._grad is None" if grad is None else _layout_code(f"{p}._grad._data", grad, bind),
+                 f"{p}._rg is {requires_grad}", f"not {p}._hooks" if not hooks else f"bool({p}._hooks)"]
+        return "(" + " and ".join(parts) + ")"
+
+
+def _layout_code(a, key, bind):
+    shape, dtype, strides = key
+    return (f"({a}.base is None and {a}.shape == {shape!r} and {a}.dtype == {bind(dtype)} "
+            f"and {a}.strides == {strides!r})")
+
+
 def _slot_key(t):
     """The layout of the tensor a slot holds: shape, dtype and where it lies in its buffer."""
     if t is None:
@@ -591,7 +622,7 @@ def _slot_key(t):
     if a.base is None:                  # the common case, and the cheap one
         return (a.shape, a.dtype, a.strides)
     root = storage_root(a)
-    return (root.shape, root.dtype, _geometry(a, root))
+    return ("view of", root.shape, root.dtype, _geometry(a, root))
 
 
 def _state_keys(opt):

@@ -896,6 +896,21 @@ def state():
 """)
 
 
+def test_a_parameter_that_is_a_view_replays_without_retracing():
+    base = dynograph.randn(4, 3)
+    w = dynograph.nn.Parameter(base[1:3])       # a window of a larger buffer
+    opt = dynograph.optim.SGD([w], lr=0.1)
+
+    @dynograph.compile
+    def step(x):
+        opt.zero_grad()
+        (w * x).sum().backward()
+        opt.step()
+    for _ in range(6):
+        step(dynograph.ones(2, 3))
+    assert step.misses == 2 and step.hits == 4 and step.eager_reason is None, step.explain()
+
+
 # ---------------------------------------------------------------- every case above, on both backends
 # (last in the file: the list of cases must be complete when the test is parametrized)
 
