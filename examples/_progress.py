@@ -54,18 +54,20 @@ class Progress:
             print()
 
 
-def timed_first_call(fn, what="the training step"):
-    """Call ``fn`` normally, but say once if its first call (the compilation) took over a second."""
-    state = {"first": True}
+def timed_first_call(compiled, what="the training step"):
+    """Call the compiled function ``compiled`` as usual, but say once when a call that compiled
+    a graph took over a second (dynograph runs a step eagerly a few times before compiling it)."""
+    state = {"graphs": 0, "said": False}
 
     def call(*args, **kwargs):
-        if not state["first"]:
-            return fn(*args, **kwargs)
-        state["first"] = False
         start = time.perf_counter()
-        result = fn(*args, **kwargs)
+        result = compiled(*args, **kwargs)
         seconds = time.perf_counter() - start
-        if seconds > 1.0:
-            print(f"compiling {what} took {seconds:.1f} s (later calls reuse it)")
+        if seconds > 1.0 and not state["said"]:
+            graphs = len(compiled.graphs())
+            if graphs > state["graphs"]:
+                state["said"] = True
+                print(f"compiling {what} took {seconds:.1f} s (later calls reuse it)")
+            state["graphs"] = graphs
         return result
     return call
