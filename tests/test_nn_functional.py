@@ -519,3 +519,14 @@ def test_hardshrink_top_level_and_method(torch):
     assert_same(dynograph.hardshrink(from_torch(t), 0.6), torch.hardshrink(t, 0.6))
     assert_same(from_torch(t).hardshrink(), t.hardshrink())
     assert not hasattr(dynograph.Tensor, "softshrink") and not hasattr(torch.Tensor, "softshrink")
+
+
+def test_linear_grad_fn_is_addmm_for_a_batch(torch):
+    """A tutorial prints ``grad_fn=<AddmmBackward0>`` for nn.Linear on a batch of vectors."""
+    w, b = dynograph.randn(4, 3, requires_grad=True), dynograph.randn(4, requires_grad=True)
+    out = F.linear(dynograph.ones(2, 3), w, b)
+    expected = torch.nn.functional.linear(torch.ones(2, 3), torch.randn(4, 3, requires_grad=True),
+                                          torch.randn(4))
+    assert out.grad_fn.name() == expected.grad_fn.name() == "AddmmBackward0"
+    out.sum().backward()
+    assert w.grad.tolist() == [[2.0] * 3] * 4 and b.grad.tolist() == [2.0] * 4

@@ -280,7 +280,9 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 # ----------------------------------------------------------------------------- linear layers
 
 def linear(input, weight, bias=None):
-    """input @ weight.T + bias."""
+    """input @ weight.T + bias (one addmm for a batch of vectors, so grad_fn is AddmmBackward0)."""
+    if bias is not None and input.dim() == 2 and weight.dim() == 2 and bias.dim() == 1:
+        return _d.addmm(bias, input, weight.t())
     out = _d.matmul(input, weight.t())
     return out if bias is None else out + bias
 
