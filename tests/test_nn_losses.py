@@ -484,3 +484,35 @@ def test_functions_exported():
         assert getattr(dynograph.nn.functional, name) is getattr(F, name)
     for name in ("CTCLoss", "GaussianNLLLoss", "TripletMarginWithDistanceLoss", "MultiLabelMarginLoss"):
         assert isinstance(getattr(nn, name), type)
+
+
+LOSS_GRAD_FN_CASES = {
+    "cross_entropy": lambda f, x, t, y, p: f.cross_entropy(x, y),
+    "cross_entropy_none": lambda f, x, t, y, p: f.cross_entropy(x, y, reduction="none"),
+    "nll_loss": lambda f, x, t, y, p: f.nll_loss(x, y),
+    "nll_loss_sum": lambda f, x, t, y, p: f.nll_loss(x, y, reduction="sum"),
+    "mse_loss": lambda f, x, t, y, p: f.mse_loss(x, t),
+    "mse_loss_none": lambda f, x, t, y, p: f.mse_loss(x, t, reduction="none"),
+    "mse_loss_sum": lambda f, x, t, y, p: f.mse_loss(x, t, reduction="sum"),
+    "l1_loss": lambda f, x, t, y, p: f.l1_loss(x, t),
+    "smooth_l1_loss": lambda f, x, t, y, p: f.smooth_l1_loss(x, t),
+    "huber_loss": lambda f, x, t, y, p: f.huber_loss(x, t),
+    "binary_cross_entropy_with_logits": lambda f, x, t, y, p: f.binary_cross_entropy_with_logits(x, p),
+    "binary_cross_entropy": lambda f, x, t, y, p: f.binary_cross_entropy(x.sigmoid(), p),
+    "soft_margin_loss": lambda f, x, t, y, p: f.soft_margin_loss(x, t.sign()),
+    "multi_margin_loss": lambda f, x, t, y, p: f.multi_margin_loss(x, y),
+    "kl_div": lambda f, x, t, y, p: f.kl_div(x.log_softmax(1), p, reduction="batchmean"),
+}
+
+
+@pytest.mark.parametrize("name", list(LOSS_GRAD_FN_CASES))
+def test_loss_grad_fn_names_print_as_in_torch(torch, name):
+    """Tutorials print loss.grad_fn: a composite loss shows the node PyTorch records."""
+    g = torch.Generator().manual_seed(0)
+    x, t, p = torch.randn(4, 3, generator=g), torch.randn(4, 3, generator=g), torch.rand(4, 3, generator=g)
+    y = torch.tensor([0, 2, 1, 0])
+    fn = LOSS_GRAD_FN_CASES[name]
+    theirs = fn(torch.nn.functional, x.requires_grad_(), t, y, p).grad_fn.name()
+    ours = fn(dynograph.nn.functional, from_torch(x, requires_grad=True), from_torch(t), from_torch(y),
+              from_torch(p)).grad_fn.name()
+    assert ours == theirs

@@ -52,6 +52,16 @@ class AccumulateGrad(Node):
         return f"<AccumulateGrad object at {hex(id(self))}>"
 
 
+def shown_as(t, name):
+    """``t``, the result of a composite (a loss written with primitives), whose grad_fn prints
+    as the single node PyTorch records for it (``NllLossBackward0``): what users print.  The
+    gradient itself is the composite's."""
+    fn = t.grad_fn
+    if isinstance(fn, OpNode):
+        fn._shown_as = name
+    return t
+
+
 def accumulator(leaf):
     """The one AccumulateGrad node of a leaf (created on first use, like torch)."""
     acc = leaf.__dict__.get("_accumulator")
@@ -105,7 +115,11 @@ class OpNode(Node):
         self.next_functions = tuple(edges)
         self._freed = False
 
+    _shown_as = None         # the name of the PyTorch primitive a composite stands for
+
     def name(self):
+        if self._shown_as is not None:
+            return self._shown_as
         n = self.op.grad_name
         if type(n) is str:
             return n

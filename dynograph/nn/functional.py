@@ -9,6 +9,7 @@ import warnings
 import dynograph as _d
 from dynograph.compiler.ops.core import type_name
 from dynograph.compiler.tracer import is_tracing as _tracing
+from dynograph.autograd.graph import shown_as
 
 __all__ = [
     "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_", "celu",
@@ -501,7 +502,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     loss = (input - target).square()
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, red)
+    return shown_as(_reduce(loss, red), "MseLossBackward0")
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -522,9 +523,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     diff = (input - target).abs()
     if beta == 0.0:
-        return _reduce(diff, red)
+        return shown_as(_reduce(diff, red), "SmoothL1LossBackward0")
     loss = _d.where(diff < beta, diff.square() * (0.5 / beta), diff - 0.5 * beta)
-    return _reduce(loss, red)
+    return shown_as(_reduce(loss, red), "SmoothL1LossBackward0")
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -536,7 +537,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     loss = _d.where(diff < delta, diff.square() * 0.5, (diff - 0.5 * delta) * delta)
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction)
+    return shown_as(_reduce(loss, reduction), "HuberLossBackward0")
 
 
 def _check_nll_shapes(input, target):
@@ -570,10 +571,12 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         w = w * weight[safe]
     loss = -picked * w
     if red == "none":
-        return loss.squeeze(0) if unbatched else loss
-    if red == "sum":
-        return loss.sum()
-    return _weighted_mean(loss.sum(), w.sum())
+        loss = loss.squeeze(0) if unbatched else loss
+    elif red == "sum":
+        loss = loss.sum()
+    else:
+        loss = _weighted_mean(loss.sum(), w.sum())
+    return shown_as(loss, "NllLossBackward0")
 
 
 def _weighted_mean(total, wsum):
@@ -648,7 +651,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log().clamp_min(-100))
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, red)
+    return shown_as(_reduce(loss, red), "BinaryCrossEntropyBackward0")
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
@@ -665,7 +668,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         loss = (1 - target) * input + ((pos_weight - 1) * target + 1) * log1p_exp_neg
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, red)
+    return shown_as(_reduce(loss, red), "BinaryCrossEntropyWithLogitsBackward0")
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):

@@ -7,6 +7,7 @@ Where PyTorch's kernels would overflow (soft margin on logits of +-1000) these f
 import math
 
 import dynograph as _d
+from dynograph.autograd.graph import shown_as
 from dynograph.compiler.ops.core import type_name as _type_name
 
 from .. import functional as _F
@@ -130,7 +131,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)), finite for any input."""
     red = _legacy_reduction(size_average, reduce, reduction)
-    return _F._reduce(_F._softplus(-input * target), red)
+    return shown_as(_F._reduce(_F._softplus(-input * target), red), "SoftMarginLossBackward0")
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -194,8 +195,10 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     h = _d.where(_d.arange(dim) != y.unsqueeze(1), h, 0.0)
     loss = h.sum(1) / dim
     if red == "none":
-        return loss if target.dim() > 0 else loss.reshape(())
-    return _F._reduce(loss, red)
+        loss = loss if target.dim() > 0 else loss.reshape(())
+    else:
+        loss = _F._reduce(loss, red)
+    return shown_as(loss, "MultiMarginLossBackward0")
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
