@@ -15,7 +15,7 @@ from .symbolic import Sym
 def evaluate(op, args, attrs):
     """Apply one primitive to numpy arrays and Python literals (as eager execution does)."""
     if op.kind != "elementwise":
-        return op.impl(*args, **attrs)
+        return _arrays(op.impl(*args, **attrs))
     ct, odt = op.dtype_rule(*[_spec(a) for a in args], **attrs)
     if op.cast_inputs:
         args = [a.astype(ct.np) if isinstance(a, np.ndarray) and a.dtype != ct.np else a
@@ -28,6 +28,15 @@ def evaluate(op, args, attrs):
         r = op.impl(*args, **attrs)
     r = np.asarray(r)
     return r if r.dtype == odt.np else r.astype(odt.np)
+
+
+def _arrays(r):
+    """numpy returns scalars for 0-d results of some functions: arrays, as every value is."""
+    if isinstance(r, np.generic):
+        return np.asarray(r)
+    if type(r) is tuple:
+        return tuple(np.asarray(x) if isinstance(x, np.generic) else x for x in r)
+    return r
 
 
 def _spec(a):

@@ -443,3 +443,21 @@ def test_max_pool_indices_match_torch():
     tv, ti = torch.nn.functional.max_pool2d(torch.from_numpy(x), 2, return_indices=True)
     np.testing.assert_array_equal(values, tv.numpy())
     np.testing.assert_array_equal(indices, ti.numpy())
+
+
+def test_zero_dim_values_of_ops_run_by_numpy_stay_arrays():
+    # numpy gives scalars for some 0-d results (a dropout mask of a 0-d tensor); the next op's
+    # dtype rule wants arrays
+    import dynograph.nn.functional as F
+
+    def step(a):
+        t = (a.sum(-1) > 0).float()[..., 0]
+        return (F.dropout(t, p=0.5) > 0).float()
+    compiled = dg.compile(step)
+    for n in (4, 5, 3, 3):
+        dg.manual_seed(n)
+        a = dg.randint(-3, 4, (n, 2))
+        dg.manual_seed(n)
+        expected = step(a)
+        dg.manual_seed(n)
+        assert float(compiled(a)) == float(expected)
