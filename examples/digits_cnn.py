@@ -11,13 +11,13 @@ import argparse
 import time
 
 import dynograph as torch
-import dynograph.nn as nn
 import dynograph.nn.functional as F
 import dynograph.vision.transforms as transforms
 from dynograph.utils.data import DataLoader
 from dynograph.vision.datasets import Digits
 
 from _progress import Progress, timed_first_call
+from demo import DigitNet            # the model, defined once in examples/demo.py
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--epochs", type=int, default=12)
@@ -35,23 +35,7 @@ train_loader = DataLoader(train_set, batch_size=64, shuffle=True)
 test_loader = DataLoader(test_set, batch_size=360)
 
 
-# --- The model: two conv + pool blocks, then two linear layers ------------------------------
-class DigitNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 16, kernel_size=3, padding=1)
-        self.conv2 = nn.Conv2d(16, 32, kernel_size=3, padding=1)
-        self.pool = nn.MaxPool2d(2)
-        self.fc1 = nn.Linear(32 * 2 * 2, 64)
-        self.fc2 = nn.Linear(64, 10)
-
-    def forward(self, x):
-        x = self.pool(F.relu(self.conv1(x)))        # 16 x 4 x 4
-        x = self.pool(F.relu(self.conv2(x)))        # 32 x 2 x 2
-        x = torch.flatten(x, 1)
-        return self.fc2(F.relu(self.fc1(x)))
-
-
+# --- The model: DigitNet, two conv + pool blocks then two linear layers (examples/demo.py) --
 model = DigitNet()
 print(model)
 optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
