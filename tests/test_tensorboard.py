@@ -121,7 +121,7 @@ def test_graph_has_module_scopes_ops_and_shapes(tmp_path):
     graph = _read(tmp_path).Graph()
     nodes = {n.name: n for n in graph.node}
     ops = [n.op for n in graph.node]
-    assert {"convolution", "relu", "mm", "IO Node", "Param"} <= set(ops)
+    assert {"convolution", "relu", "addmm", "IO Node", "Param"} <= set(ops)   # Linear: addmm as in torch
     conv = next(n for n in graph.node if n.op == "convolution")
     assert conv.name.startswith("Net/Sequential[features]/Conv2d[0]/")
     assert [d.size for d in conv.attr["_output_shapes"].list.shape[0].dim] == [2, 4, 6, 6]

@@ -447,7 +447,7 @@ def test_autograd_command(tmp_path, monkeypatch, capsys):
     assert cli.main(["autograd", "mlp.py", "--tensor", "out", "-o", "out.json"]) == 0
     data = json.loads((tmp_path / "out.json").read_text())
     labels = {n["label"] for n in data["nodes"]}
-    assert {"model.0.weight", "model.2.bias", "MmBackward0", "ReluBackward0"} <= labels
+    assert {"model.0.weight", "model.2.bias", "AddmmBackward0", "ReluBackward0"} <= labels
     err = _one_line_error(capsys, ["autograd", "mlp.py", "--tensor", "nothing"], 2)
     assert "no global variable 'nothing'" in err
 
