@@ -3,13 +3,15 @@ effects it made.
 
 A trace records tensor operations; the Python around them (``if CFG.flag``, ``x * self.scale``,
 ``self.bn.momentum``) is specialized away.  So every Python value that code read must be a
-guard, however deep in the call stack it was read.  While a function is traced, a profile hook
+guard, however deep in the call stack it was read.  While a function is traced, a trace hook
 sees each Python frame that starts.  For each frame of the user's code (and of the nn modules,
 whose ``forward`` reads attributes such as ``Dropout.p``), the frame's bytecode is scanned once
 for *sources*: a global, a closure variable or an argument, followed by attribute loads and
-constant subscripts (``CFG.scale``, ``LST[0]``, ``self.bn.momentum``).  Each source and each of
-its prefixes is evaluated when the frame starts and becomes a guard: Python scalars by value
-(telling -0.0 from 0.0), containers by their items, everything else by identity.
+constant subscripts (``CFG.scale``, ``LST[0]``, ``self.bn.momentum``).  When a line holding a
+source runs (line events of that frame: a read in a branch not taken needs no guard), the
+source and each of its prefixes are evaluated and become guards: Python scalars by value
+(telling -0.0 from 0.0), containers by their items, everything else by identity.  A profile
+hook sees the builtins the code calls (``print``, random generators, clocks).
 
 Evaluating a source never runs user code: attributes are read from instance and class
 dictionaries (a property is guarded as the class's property object; its getter runs as a frame
@@ -208,14 +210,6 @@ def read_item(o, key):
         except TypeError:
             return MISSING
     return MISSING
-
-
-def walk(o, steps):
-    for kind, name in steps:
-        if o is MISSING:
-            return MISSING
-        o = read_attr(o, name) if kind == "attr" else read_item(o, name)
-    return o
 
 
 def _stops(o):
