@@ -896,6 +896,18 @@ def state():
 """)
 
 
+case("a mean over the batch differentiated at a new batch size", calls=4)("""
+SIZES = [5, 2, 1, 3]
+def step(a0, a1):
+    t = a1.mean(0).clamp(min=0.1)
+    a0.add_(1)
+    t.sum().backward()
+def make_args(i):
+    torch.manual_seed(i)
+    return (torch.randint(-3, 4, (SIZES[i], 1)), torch.randn(SIZES[i], 2, 1, requires_grad=True))
+""")
+
+
 def test_a_parameter_that_is_a_view_replays_without_retracing():
     base = dynograph.randn(4, 3)
     w = dynograph.nn.Parameter(base[1:3])       # a window of a larger buffer

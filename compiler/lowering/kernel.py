@@ -572,11 +572,13 @@ class _Describer:
 
     def emit_elementwise(self, op, node, args, attrs):
         b = self.b
+        # a number that depends on the batch size (a mean's 1/s0) takes this call's value
+        raws = [a if isinstance(a, Value) else concrete(a, self.batch) for a in node.args]
         specs = [TensorSpec(self.shape(a), a.type.dtype) if isinstance(a, Value) else a
-                 for a in node.args]
+                 for a in raws]
         ct, odt = op.dtype_rule(*specs, **attrs)
         scalars = []
-        for raw, h in zip(node.args, args):
+        for raw, h in zip(raws, args):
             if isinstance(raw, Value):
                 scalars.append(b.cast(h, ct) if op.cast_inputs else h)
             elif raw is None:
