@@ -389,6 +389,10 @@ class CompiledFunction:
                 self._event("dynamic", f"batch sizes {s1} and {s2}: the function returns a view of "
                                        "an argument, whose layout is fixed: one graph per batch size")
                 return
+            if not _same_constants(old, new):
+                self._event("dynamic", f"batch sizes {s1} and {s2}: a constant tensor of the program "
+                                       "depends on the batch size: one graph per batch size")
+                return
             sizes = size_guards(old.guards.size_uses, new.guards.size_uses, s1, s2)
             if sizes is None:
                 uses = [u for u in old.guards.size_uses if u[0] == s1] or old.guards.size_uses
@@ -608,6 +612,21 @@ class CompiledFunction:
     def explain(self):
         from .explain import explain_compiled
         return explain_compiled(self)
+
+
+def _same_constants(old, new):
+    """Whether two traces captured constant tensors with the same values: a constant made from
+    a size (the position x[-1] writes to) differs between batch sizes, and a graph serving
+    every batch size would keep the first trace's."""
+    pairs = zip(zip(old.captured.inputs, old.captured_bindings),
+                zip(new.captured.inputs, new.captured_bindings))
+    for (inp1, b1), (inp2, b2) in pairs:
+        if inp1.kind != "const" or not hasattr(b1, "get"):
+            continue
+        a1, a2 = b1.get()._data, b2.get()._data
+        if a1.shape != a2.shape or not np.array_equal(a1, a2, equal_nan=a1.dtype.kind in "fc"):
+            return False
+    return True
 
 
 def _arg_name(fn, i):

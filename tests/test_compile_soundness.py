@@ -908,6 +908,20 @@ def make_args(i):
 """)
 
 
+case("a write at the last index of the batch, differentiated", calls=4)("""
+SIZES = [4, 3, 2, 5]
+def step(a1):
+    t7 = a1 * 1
+    t8 = torch.where(a1 > 0, t7, t7)
+    t8[..., -1] = 0.5
+    torch.maximum(t7, t8).sum().backward()
+    return t7
+def make_args(i):
+    torch.manual_seed(i)
+    return (torch.randn(SIZES[i], dtype=torch.float64, requires_grad=True),)
+""")
+
+
 def test_a_parameter_that_is_a_view_replays_without_retracing():
     base = dynograph.randn(4, 3)
     w = dynograph.nn.Parameter(base[1:3])       # a window of a larger buffer
