@@ -621,8 +621,10 @@ def _same_constants(old, new):
     pairs = zip(zip(old.captured.inputs, old.captured_bindings),
                 zip(new.captured.inputs, new.captured_bindings))
     for (inp1, b1), (inp2, b2) in pairs:
-        if inp1.kind != "const" or not hasattr(b1, "get"):
+        if inp1.kind != "const":
             continue
+        if not (hasattr(b1, "get") and hasattr(b2, "get")):
+            return False            # bound differently in the two traces: not one program
         a1, a2 = b1.get()._data, b2.get()._data
         if a1.shape != a2.shape or not np.array_equal(a1, a2, equal_nan=a1.dtype.kind in "fc"):
             return False

@@ -922,6 +922,46 @@ def make_args(i):
 """)
 
 
+# found by tools/fuzz_compile.py (seed 20124): two traces bind a constant differently
+case("a training step whose traces bind a constant differently", calls=4)('''
+BATCH = [3, 2, 4, 2]
+
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.factor = 1.0
+
+    def forward(self, x):
+        return x * self.factor
+
+
+model = nn.Sequential(nn.Linear(4, 2), nn.Tanh(), nn.Dropout(0.0), nn.Linear(2, 1), Scale())
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+
+def make_args(call):
+    torch.manual_seed(call)
+    a0 = torch.randn(BATCH[call], 4, dtype=torch.float32)
+    a1 = torch.randn(1, dtype=torch.float32)
+    a2 = torch.randn(BATCH[call], dtype=torch.float64)
+    return a0, a1, a2,
+
+
+def step(a0, a1, a2):
+    opt.zero_grad()
+    out = model(a0)
+    out[0].add_(0.5)
+    loss = F.mse_loss(out, a0[:, :1])
+    loss.backward()
+    opt.step()
+    return None
+
+
+def between(call):
+    model[2].p = [1.0, 0.0, 1.0][call - 1]  # p 0 or 1: no randomness
+''')
+
+
 def test_a_parameter_that_is_a_view_replays_without_retracing():
     base = dynograph.randn(4, 3)
     w = dynograph.nn.Parameter(base[1:3])       # a window of a larger buffer
