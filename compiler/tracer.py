@@ -482,6 +482,8 @@ class Tracer:
             if v.type.shape != a.shape:
                 v = self.emit("expand", (v,), dict(shape=tuple(a.shape)),
                               [TensorType(a.shape, dtype)])[0]
+                # the buffer holds its own copy: later views of it (reshape) need real strides
+                v = self.emit("clone", (v,), {}, [TensorType(a.shape, dtype)])[0]
             s = self._known_storage(a)
             if s is None:
                 s = self._classify(dst)

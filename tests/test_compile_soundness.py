@@ -962,6 +962,16 @@ def between(call):
 ''')
 
 
+case("a broadcast copy into an argument, then a view of it")("""
+def step(a0, a1):
+    a1.copy_(a0.unsqueeze(1))
+    return a1.reshape(-1)
+def make_args(i):
+    torch.manual_seed(i)
+    return (torch.randint(-3, 4, (2,)), torch.randint(-3, 4, (2, 5)))
+""")
+
+
 def test_a_parameter_that_is_a_view_replays_without_retracing():
     base = dynograph.randn(4, 3)
     w = dynograph.nn.Parameter(base[1:3])       # a window of a larger buffer
