@@ -257,7 +257,13 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             sentinels = [w.sentinel for i, w in enumerate(self._workers.processes) if self._workers_status[i]]
             ready = connection.wait([reader] + sentinels, timeout=wait)
             if reader in ready or reader.poll(0):
-                return pickle.loads(reader.recv_bytes())
+                try:
+                    return pickle.loads(reader.recv_bytes())
+                except (EOFError, OSError):
+                    # every worker closed its end: they are exiting; report why, not the pipe
+                    connection.wait(sentinels, timeout=5)
+                    self._check_workers()
+                    raise RuntimeError("DataLoader workers closed their result pipe unexpectedly") from None
             self._check_workers()
             if deadline is not None and time.monotonic() >= deadline:
                 raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
