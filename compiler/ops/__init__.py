@@ -9,3 +9,4 @@ from . import indexing  # noqa: F401
 from . import pooling  # noqa: F401
 from . import normalization  # noqa: F401
 from . import conv  # noqa: F401
+from . import special  # noqa: F401
