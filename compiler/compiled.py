@@ -15,12 +15,13 @@ import warnings
 
 import numpy as np
 
+from dynograph._trace_hook import TRACE, SizeInt, plain
 from dynograph.runtime import dtypes as D
 from . import logs
 from .guards import Guards
 from .aot import make_function, split, trace_backward
-from .symbolic import SizeInt, generalize, holds_at_other_sizes, plain, size_guards
-from .tracer import TRACE, GraphBreak, Tracer, storage_root
+from .symbolic import generalize, holds_at_other_sizes, size_guards
+from .tracer import GraphBreak, Tracer, storage_root
 from .watch import Watcher
 
 DEFAULT_CACHE_LIMIT = 8

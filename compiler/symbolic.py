@@ -8,11 +8,10 @@ dimension ``a*s0 + b`` (the batch, a flattened batch ``s0*C*H*W``, ``s0 + 1``) o
 were; the runtime evaluates them from the argument's size before each call.  Anything that does
 not line up keeps one graph per batch size, which is always correct.
 """
-import operator
-import sys
 from dataclasses import dataclass
 from fractions import Fraction
 
+from dynograph._trace_hook import COMPARE, SizeInt, plain  # noqa: F401  (SizeInt, plain: for importers)
 from dynograph.runtime import dtypes as D
 from .ir import Graph, Input, Node, TensorType, Value, remap
 
@@ -231,78 +230,9 @@ def _has_sym(items):
 
 # ---------------------------------------------------------------- sizes seen by Python code
 
-_COMPARE = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
-            "gt": operator.gt, "ge": operator.ge}
-
-
-class SizeInt(int):
-    """A tensor size handed to the user's code during a trace (``x.shape[0]``, ``x.size(1)``).
-
-    It is an int, so everything works as before; but each use the user's code makes of it is
-    recorded on the tracer: comparisons (with their result) and every other use that turns it
-    into a plain number (arithmetic, ``int()``, ``range()``, printing).  Ops that receive it as
-    a size are not a use: the graph holds the number and ``generalize`` finds how it depends on
-    the batch size.  ``size_guards`` then decides whether one graph can serve every batch size.
-    """
-    __slots__ = ()
-
-    def _use(self, kind, detail=None):
-        from .tracer import TRACE
-        tracer = TRACE.tracer
-        if tracer is not None:
-            tracer.size_used(int.__int__(self), kind, detail, sys._getframe(2))
-
-    def __hash__(self):
-        self._use("value")
-        return int.__hash__(self)
-
-    def __bool__(self):
-        result = int.__bool__(self)
-        self._use("compare", ("ne", 0, result))
-        return result
-
-
-def _comparison(name):
-    def compare(self, other):
-        if isinstance(other, SizeInt):
-            other = int.__int__(other)
-        result = _COMPARE[name](int.__int__(self), other)     # floats compare as numbers
-        self._use("compare", (name, other, result))
-        return result
-    compare.__name__ = f"__{name}__"
-    return compare
-
-
-def _plain(name):
-    base = getattr(int, name)
-
-    def use(self, *args):
-        self._use("value")
-        return base(self, *args)
-    use.__name__ = name
-    return use
-
-
-for _name in _COMPARE:
-    setattr(SizeInt, f"__{_name}__", _comparison(_name))
-for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__",
-              "__rfloordiv__", "__truediv__", "__rtruediv__", "__mod__", "__rmod__", "__divmod__",
-              "__rdivmod__", "__pow__", "__rpow__", "__neg__", "__pos__", "__abs__", "__invert__",
-              "__lshift__", "__rlshift__", "__rshift__", "__rrshift__", "__and__", "__rand__",
-              "__or__", "__ror__", "__xor__", "__rxor__", "__index__", "__int__", "__float__",
-              "__round__", "__trunc__", "__floor__", "__ceil__", "__str__", "__repr__",
-              "__format__"):
-    setattr(SizeInt, _name, _plain(_name))
-
-
-def plain(x):
-    """``x`` with SizeInts (in it, or in a tuple or list) as plain ints: what ops receive."""
-    t = type(x)
-    if t is SizeInt:
-        return int.__int__(x)
-    if (t is tuple or t is list) and any(type(a) is SizeInt or type(a) in (tuple, list) for a in x):
-        return t(plain(a) for a in x)
-    return x
+# SizeInt (a size handed to user code while tracing) reports its uses through the eager
+# core's trace hook, so it lives there (dynograph._trace_hook); the size guards below read
+# what it recorded.
 
 
 def size_guards(uses1, uses2, s1, s2):
@@ -333,7 +263,7 @@ def size_guards(uses1, uses2, s1, s2):
 
 def sizes_hold(guards, batch):
     """Whether batch size ``batch`` passes the comparisons ``size_guards`` recorded."""
-    return all(_COMPARE[op](batch, batch if other == "s0" else other) == result
+    return all(COMPARE[op](batch, batch if other == "s0" else other) == result
                for op, other, result in guards)
 
 

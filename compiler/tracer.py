@@ -21,28 +21,14 @@ force a retrace.
 import contextlib
 import os
 import sys
-import threading
 
 import numpy as np
 
+# the eager core's hook: a trace installs its Tracer in TRACE.tracer (compiled.py does)
+from dynograph._trace_hook import TRACE, SizeInt, TraceHook, is_tracing  # noqa: F401
 from dynograph.runtime import dtypes as D
 from .ir import RNG, Graph, Input, Node, TensorType, Value
-from .symbolic import SizeInt
 from .watch import value_key
-
-
-class _Active(threading.local):
-    """The trace in progress on this thread: another thread's eager work is never recorded
-    into it, and its graph breaks are charged to its own function."""
-    tracer = None
-
-
-TRACE = _Active()
-
-
-def is_tracing():
-    """Whether a function is being traced for compilation right now."""
-    return TRACE.tracer is not None
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in (
     __file__, os.path.join(os.path.dirname(__file__), "..", "runtime", "x"),
@@ -120,7 +106,7 @@ class Slot:
         self.set = set            # (Tensor or None) -> None
 
 
-class Tracer:
+class Tracer(TraceHook):
     def __init__(self, fullgraph=False):
         self.graph = Graph()
         self.fullgraph = fullgraph

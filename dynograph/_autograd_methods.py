@@ -1,7 +1,7 @@
 """Tensor methods of autograd: backward, grad, detach, requires_grad_, hooks."""
 import warnings
 
-from dynograph.compiler.tracer import TRACE
+from dynograph._trace_hook import TRACE
 from . import autograd
 from ._tensor import Tensor, tensor_method
 from .autograd.graph import retain_at_grad_fn

@@ -13,7 +13,7 @@ import numpy as np
 
 from dynograph.compiler.ops import core
 from dynograph.compiler.ops import creation as C
-from dynograph.compiler.tracer import TRACE
+from dynograph._trace_hook import TRACE
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import CPU, as_device, device as _device
 from ._dispatch import call

@@ -12,14 +12,13 @@ import numpy as np
 
 from dynograph.compiler.ops.core import TensorSpec
 from dynograph.compiler.ops.indexing import DATA_DEPENDENT_OPS
-from dynograph.compiler.symbolic import SizeInt, plain
 from dynograph.runtime import dtypes as D
 from ._tensor import Tensor
+from ._trace_hook import TRACE, SizeInt, plain
 from .autograd.grad_mode import STATE
 from .autograd.anomaly_mode import ANOMALY, forward_trace
 from .autograd.graph import OpNode
 from .autograd.profiler import RECORDER
-from dynograph.compiler.tracer import TRACE
 
 _ndarray = np.ndarray
 _wrap = Tensor._wrap

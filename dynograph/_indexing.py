@@ -22,7 +22,7 @@ from dynograph.compiler.ops import indexing as I
 from dynograph.compiler.ops import movement as M
 from dynograph.compiler.ops.core import TensorSpec, check_broadcast, type_name, wrap_dim
 from dynograph.runtime import dtypes as D
-from dynograph.compiler.tracer import TRACE
+from dynograph._trace_hook import TRACE
 from ._dispatch import call
 from ._inplace import (alias_of, assign, check_inplace_leaf, check_no_internal_overlap, commit,
                        refresh_view, write, write_out, writable)

@@ -2,7 +2,7 @@
 import numpy as np
 
 from dynograph.compiler.ops.core import can_cast, type_name
-from dynograph.compiler.tracer import TRACE
+from dynograph._trace_hook import TRACE
 from .autograd.grad_mode import STATE
 from .autograd.graph import drop_retained, retain_at_grad_fn
 

@@ -17,7 +17,7 @@ import numpy as np
 from dynograph.compiler.ops import creation as C
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import as_device
-from dynograph.compiler.tracer import TRACE
+from dynograph._trace_hook import TRACE
 from ._convert import _copy_recorded, _records
 from ._creation import (parse_size, _finish, _out_dtype, _as_int, _tname, _check_input, _sequence_size,
                         _dt)

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from dynograph.compiler.tracer import TRACE
+from dynograph._trace_hook import TRACE
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import CPU, as_device
 

@@ -2,7 +2,7 @@
 from dynograph.compiler.ops.movement import sum_to_shape
 from .._tensor import Tensor
 from .graph import AccumulateGrad, OpNode
-from dynograph.compiler.tracer import TRACE
+from dynograph._trace_hook import TRACE
 from .grad_mode import STATE, no_grad
 from .anomaly_mode import ANOMALY, check_node, warn_forward_trace
 from .profiler import RECORDER

@@ -8,7 +8,7 @@ import warnings
 
 import dynograph as _d
 from dynograph.compiler.ops.core import type_name
-from dynograph.compiler.tracer import is_tracing as _tracing
+from dynograph._trace_hook import is_tracing as _tracing
 from dynograph.autograd.graph import shown_as
 
 __all__ = [

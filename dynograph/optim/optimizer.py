@@ -3,7 +3,7 @@ from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
 
-from dynograph.compiler.tracer import TRACE
+from dynograph._trace_hook import TRACE
 from .._tensor import Tensor
 
 __all__ = ["Optimizer", "required"]

@@ -11,7 +11,7 @@ from dynograph.autograd.grad_mode import no_grad
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import as_device
 
-from dynograph.compiler.tracer import TRACE
+from dynograph._trace_hook import TRACE
 from ..parameter import Buffer, Parameter
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",

@@ -7,7 +7,7 @@ import copy
 import warnings
 
 import dynograph as _d
-from dynograph.compiler.tracer import is_tracing as _tracing
+from dynograph._trace_hook import is_tracing as _tracing
 from .. import functional as F
 from .. import init
 from .._functional.attention import _canonical_mask, _none_or_dtype

@@ -54,7 +54,7 @@ def _eval_mode(model):
 @contextlib.contextmanager
 def _recording_scopes(model, scopes):
     """Fill a list with the scope of each node the tracer appends, by hooks around every module."""
-    from dynograph.compiler.tracer import TRACE
+    from dynograph._trace_hook import TRACE
     node_scopes, stack = [], [scopes[""]]
 
     def claim():      # the nodes appended since the last hook ran inside the innermost module
