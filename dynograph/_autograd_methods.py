@@ -105,6 +105,23 @@ def register_hook(self, hook):
     return RemovableHandle(hooks, hook)
 
 
+Tensor._post_accumulate_grad_hooks = None
+
+
+@tensor_method
+def register_post_accumulate_grad_hook(self, hook):
+    """Call ``hook(tensor)`` after a gradient has been accumulated into this leaf's ``.grad``
+    (torch's hook for optimizers and gradient all-reduce that read the finished ``.grad``)."""
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if self._post_accumulate_grad_hooks is None:
+        self._post_accumulate_grad_hooks = []
+    self._post_accumulate_grad_hooks.append(hook)
+    return RemovableHandle(self._post_accumulate_grad_hooks, hook)
+
+
 @tensor_method
 def retain_grad(self):
     """Keep ``.grad`` for a non-leaf tensor after backward (a no-op on leaves)."""

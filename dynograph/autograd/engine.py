@@ -70,6 +70,8 @@ def _run(roots, grads, retain_graph, create_graph, capture):
                     results[node] = g
             else:
                 _accumulate(node.variable, g, create_graph)
+                if node.variable._post_accumulate_grad_hooks:
+                    _post_accumulate_hooks(node.variable)
             continue
         if not _PRE_HOOKS.isdisjoint(node.__dict__):
             node_grads = _node_pre_hooks(node, node_grads)
@@ -199,6 +201,14 @@ def _node_post_hooks(node, grad_inputs, grad_outputs):
         if r is not None:
             grad_inputs = list(r)
     return grad_inputs
+
+
+def _post_accumulate_hooks(leaf):
+    for hook in list(leaf._post_accumulate_grad_hooks):
+        hook(leaf)
+    if TRACE.tracer is not None:        # after the hooks, so a hook's own reason is reported first
+        TRACE.tracer.graph_break("a post-accumulate-grad hook (register_post_accumulate_grad_hook) "
+                                 "runs Python code during backward, which the graph does not replay")
 
 
 def _accumulate(leaf, g, create_graph):

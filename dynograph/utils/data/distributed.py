@@ -11,13 +11,17 @@ class DistributedSampler(Sampler):
     """Indices ``rank, rank + num_replicas, ...`` of one (optionally shuffled, per-epoch) order,
     padded by repetition to a multiple of ``num_replicas`` or, with ``drop_last``, cut to one.
 
-    dynograph has no process-group package yet, so ``num_replicas`` and ``rank`` must be
-    given (torch reads them from torch.distributed when they are omitted).
+    ``num_replicas`` and ``rank`` default to the world size and rank of dynograph.distributed's
+    default process group.  Every rank must use the same ``seed`` and call ``set_epoch`` alike.
     """
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
         if num_replicas is None or rank is None:
-            raise RuntimeError("Requires distributed package to be available")
+            from dynograph import distributed as dist
+            if not dist.is_available():
+                raise RuntimeError("Requires distributed package to be available")
+            num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
+            rank = dist.get_rank() if rank is None else rank
         if rank >= num_replicas or rank < 0:
             raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
         self.dataset = dataset

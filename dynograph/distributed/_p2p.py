@@ -1,0 +1,103 @@
+"""Point-to-point: send/recv and their non-blocking forms.
+
+Each message is a small header (dtype and shape) followed by the data, on two communicators
+of their own, so the receiver checks the sender's tensor against its own and names both on a
+mismatch instead of reading a wrong-sized message.
+"""
+import time
+
+import numpy as np
+
+from ._collectives import _MAX_DIMS, _array, _describe, _not_member, _not_traced, _shape_text, _written
+from ._group import STATE, resolve
+from ._mpi import DTYPE_CODE, buffer, mpi, wait
+from ._work import Work
+from dynograph.runtime import dtypes
+
+
+def _header(a):
+    h = np.full(2 + _MAX_DIMS, -1, dtype=np.int64)
+    h[0], h[1] = DTYPE_CODE[dtypes.from_numpy_dtype(a.dtype).name], a.ndim
+    h[2:2 + min(a.ndim, _MAX_DIMS)] = a.shape[:_MAX_DIMS]
+    return h
+
+
+def _peer(pg, given, group_given, what, arg):
+    if given is not None and group_given is not None:
+        raise ValueError(f"dynograph.distributed.{what}: pass {arg} or group_{arg}, not both")
+    if group_given is not None:
+        return group_given
+    r = pg.group_rank(given, arg)
+    if r == pg.rank():
+        raise ValueError(f"Invalid {arg} rank: {arg} rank should not be the same as the rank of "
+                         "the current process.")
+    return r
+
+
+def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    """Start sending ``tensor`` to rank ``dst``; returns a Work."""
+    if _not_member(group):
+        return None
+    pg = resolve(group)
+    _not_traced("isend")
+    a = _array(tensor, "isend")
+    peer = _peer(pg, dst, group_dst, "isend", "dst")
+    heads, data = pg.p2p
+    h = _header(a)
+    MPI = mpi()
+    reqs = [heads.Isend([h, MPI.INT64_T], peer, tag), data.Isend(buffer(a), peer, tag)]
+    return Work("send", _describe(pg, "send", a), reqs, time.monotonic() + pg.timeout, tensors=[tensor])
+
+
+def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+    """Send ``tensor`` to rank ``dst`` and wait until the buffer may be reused."""
+    work = isend(tensor, dst, group, tag, group_dst)
+    if work is not None:
+        work.wait()
+
+
+def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Start receiving into ``tensor`` from rank ``src`` (None: any rank); returns a Work whose
+    ``wait()`` checks the sender's dtype and shape."""
+    if _not_member(group):
+        return None
+    pg = resolve(group)
+    _not_traced("irecv")
+    a = _array(tensor, "irecv")
+    MPI = mpi()
+    peer = MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src, "irecv", "src")
+    heads, data = pg.p2p
+    h = np.empty(2 + _MAX_DIMS, dtype=np.int64)
+    status = MPI.Status()
+    describe = _describe(pg, "recv", a)
+    deadline = time.monotonic() + pg.timeout
+    work = Work("recv", describe, [heads.Irecv([h, MPI.INT64_T], peer, tag)], deadline, tensors=[tensor],
+                statuses=[status])
+
+    def finish():
+        sender = status.Get_source()
+        work.source = pg.ranks[sender]
+        theirs = h[2:2 + min(int(h[1]), _MAX_DIMS)]
+        code = DTYPE_CODE[dtypes.from_numpy_dtype(a.dtype).name]
+        same = int(h[0]) == code and tuple(theirs) == a.shape
+        # the data comes anyway (into a scratch buffer when it does not fit), so no stray
+        # message is left behind
+        target = a if same else np.empty(tuple(int(d) for d in theirs), dtypes.ALL_DTYPES[int(h[0])].np)
+        wait(data.Irecv(buffer(target), sender, tag), deadline, "recv", describe)
+        if not same:
+            raise RuntimeError(f"dynograph.distributed.recv: rank {work.source} sent "
+                               f"{_shape_text(int(h[0]), theirs)} but rank {STATE.world.rank()}'s tensor "
+                               f"is {_shape_text(code, a.shape)}")
+        _written(tensor)
+
+    work._finish = finish
+    return work
+
+
+def recv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Receive into ``tensor`` from rank ``src`` (None: any rank); returns the sender's rank."""
+    work = irecv(tensor, src, group, tag, group_src)
+    if work is None:
+        return -1
+    work.wait()
+    return work.source

@@ -1,0 +1,62 @@
+"""Work: the handle a collective returns with ``async_op=True``."""
+import time
+
+from ._mpi import wait
+
+
+class Work:
+    """An MPI operation in flight.  ``wait()`` completes it (raising DistBackendError when the
+    group's timeout passes first) and then runs ``finish`` (copies out of temporary buffers,
+    AVG's division), so the tensors hold the result once ``wait()`` returns."""
+
+    def __init__(self, what, describe, requests, deadline, finish=None, tensors=(), statuses=None):
+        self._what, self._describe = what, describe
+        self._requests, self._deadline = requests, deadline
+        self._finish, self._tensors = finish, list(tensors)
+        self._statuses = statuses
+        self._done = False
+        self._exception = None
+
+    def wait(self, timeout=None):
+        """Block until the operation finished; True, as torch.  ``timeout`` (a timedelta)
+        shortens the group's timeout for this wait."""
+        if self._done:
+            if self._exception is not None:
+                raise self._exception
+            return True
+        deadline = self._deadline
+        if timeout is not None:
+            deadline = min(deadline, time.monotonic() + timeout.total_seconds())
+        try:
+            wait(self._requests, deadline, self._what, self._describe, self._statuses)
+        except Exception as e:
+            self._exception = e
+            self._done = True
+            raise
+        self._done = True
+        if self._finish is not None:
+            self._finish()
+        return True
+
+    def is_completed(self):
+        from ._mpi import mpi
+        if not self._done and mpi().Request.Testall(self._requests, self._statuses):
+            self.wait()
+        return self._done
+
+    def is_success(self):
+        return self._done and self._exception is None
+
+    def exception(self):
+        return self._exception
+
+    def result(self):
+        self.wait()
+        return self._tensors
+
+    def synchronize(self):
+        self.wait()
+
+    def __repr__(self):
+        state = "completed" if self._done else "pending"
+        return f"<dynograph.distributed.Work {self._what} ({state})>"

@@ -1,0 +1,172 @@
+"""The gradient reducer behind DistributedDataParallel.
+
+Parameters are packed, in reverse registration order (roughly the order backward produces
+their gradients), into buckets of at most ``bucket_cap_mb`` (the first one 1 MB, so the first
+all-reduce starts early), one dtype per bucket.  A post-accumulate-grad hook on each parameter
+copies its finished ``.grad`` into its bucket slot; when a bucket is full it is divided by the
+world size and a non-blocking all-reduce starts, while backward goes on computing the rest.
+Buckets start strictly in index order on every rank, as MPI needs.  When the last parameter
+is in, every all-reduce is waited on and the averages go back into ``.grad`` (or ``.grad``
+becomes a view of the bucket, with ``gradient_as_bucket_view``).
+"""
+import time
+
+import numpy as np
+
+from dynograph.compiler.tracer import TRACE
+
+FIRST_BUCKET_BYTES = 1024 * 1024
+
+
+class Bucket:
+    def __init__(self, index, params, dtype):
+        self.index = index
+        self.params = params
+        sizes = [p._data.size for p in params]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
+        self.flat = np.zeros(self.offsets[-1], dtype)
+        self.views = [None] * len(params)     # the .grad tensors that are views of ``flat``
+        self.pending = len(params)
+        self.request = None
+
+    def slot(self, i):
+        return self.flat[self.offsets[i]:self.offsets[i + 1]]
+
+
+def assign_buckets(params, cap_bytes, first_cap_bytes):
+    """Lists of parameters, reverse order, split by dtype and size (torch's assignment)."""
+    buckets, open_ = [], {}
+    for p in reversed(params):
+        key = p._data.dtype
+        cur = open_.get(key)
+        cap = first_cap_bytes if not buckets and cur is None else cap_bytes
+        if cur is None:
+            cur = open_[key] = [[], 0, cap]
+        cur[0].append(p)
+        cur[1] += p._data.nbytes
+        if cur[1] >= cur[2]:
+            buckets.append(cur[0])
+            del open_[key]
+    buckets.extend(v[0] for v in open_.values())
+    return buckets
+
+
+class Reducer:
+    def __init__(self, ddp, params, pg, cap_bytes, first_cap_bytes=FIRST_BUCKET_BYTES):
+        self.ddp = ddp
+        self.pg = pg
+        self.params = params
+        self.buckets = [Bucket(i, ps, ps[0]._data.dtype)
+                        for i, ps in enumerate(assign_buckets(params, cap_bytes, first_cap_bytes))]
+        self.where = {}
+        for b in self.buckets:
+            for i, p in enumerate(b.params):
+                self.where[id(p)] = (b, i)
+        self.handles = [p.register_post_accumulate_grad_hook(self._hook) for p in params]
+        self._reset()
+
+    def _reset(self):
+        self.ready = set()
+        self.next_bucket = 0
+        self.used = None            # find_unused_parameters: 1 per parameter used locally
+        self.deadline = None
+        for b in self.buckets:
+            b.pending = len(b.params)
+            b.request = None
+
+    @property
+    def in_progress(self):
+        return bool(self.ready)
+
+    # ---------------------------------------------------------------- one backward
+
+    def prepare(self, unused):
+        """find_unused_parameters: parameters the forward's graph did not reach count as
+        ready now (their slot holds their .grad, or zeros)."""
+        self.used = np.ones(len(self.params), np.uint8)
+        index = {id(p): k for k, p in enumerate(self.params)}
+        for p in unused:
+            self.used[index[id(p)]] = 0
+            self._mark(p)
+
+    def _hook(self, p):
+        if TRACE.tracer is not None:
+            TRACE.tracer.graph_break(
+                "DistributedDataParallel averages gradients with all-reduces started from "
+                "backward hooks, which the compiled graph does not replay; compile the forward "
+                "(dynograph.compile(ddp_model)) and call loss.backward() and optimizer.step() "
+                "outside, or let this step run eagerly")
+        if not self.ddp.require_backward_grad_sync:
+            return
+        self._mark(p)
+        if len(self.ready) == len(self.params):
+            self._finish()
+
+    def _mark(self, p):
+        if id(p) in self.ready:
+            name = self.ddp._param_names.get(id(p), "?")
+            raise RuntimeError(
+                f"Expected to mark a variable ready only once. This error is caused by a parameter "
+                f"({name}) that received a gradient twice in one reduction: a second backward "
+                "before the first one's reduction finished, or a parameter used by a reentrant "
+                "or checkpointed part of the model. Make sure each forward is followed by one "
+                "backward, or use no_sync() for the passes that only accumulate.")
+        self.ready.add(id(p))
+        if self.deadline is None:
+            self.deadline = time.monotonic() + self.pg.timeout
+        b, i = self.where[id(p)]
+        g = p._grad
+        if g is None:
+            b.slot(i)[...] = 0
+        elif b.views[i] is None or g is not b.views[i]:
+            b.slot(i)[...] = g._data.reshape(-1)
+        b.pending -= 1
+        self._launch_ready()
+
+    def _launch_ready(self):
+        from dynograph.distributed._mpi import buffer, mpi, reduce_op
+        MPI = mpi()
+        n = self.pg.size()
+        while self.next_bucket < len(self.buckets) and self.buckets[self.next_bucket].pending == 0:
+            b = self.buckets[self.next_bucket]
+            b.flat /= n                       # torch divides before summing
+            b.request = self.pg.comm.Iallreduce(MPI.IN_PLACE, buffer(b.flat), reduce_op("sum", b.flat.dtype))
+            self.next_bucket += 1
+        if self.next_bucket == len(self.buckets) and self.used is not None and not hasattr(self, "_used_req"):
+            self._used_req = self.pg.comm.Iallreduce(MPI.IN_PLACE, [self.used, MPI.UINT8_T], MPI.MAX)
+
+    def _finish(self):
+        from dynograph.distributed._mpi import wait
+        from dynograph._tensor import Tensor
+        pg = self.pg
+        for b in self.buckets:
+            wait(b.request, self.deadline, f"all_reduce of DistributedDataParallel bucket {b.index}",
+                 lambda b=b: f"after {pg.timeout:g} s ({b.flat.size} {b.flat.dtype} gradient values)")
+        used = None
+        if self.used is not None:
+            wait(self._used_req, self.deadline, "all_reduce of DistributedDataParallel's used parameters",
+                 lambda: f"after {pg.timeout:g} s")
+            del self._used_req
+            used = {id(p): bool(u) for p, u in zip(self.params, self.used)}
+        as_view = self.ddp.gradient_as_bucket_view
+        for b in self.buckets:
+            for i, p in enumerate(b.params):
+                if used is not None and not used[id(p)]:
+                    continue                        # no rank used it: .grad stays as it was
+                value = b.slot(i).reshape(p._data.shape)
+                if as_view:
+                    if b.views[i] is None:
+                        b.views[i] = Tensor._wrap(value)
+                    if p._grad is not b.views[i]:
+                        p._grad = b.views[i]
+                    p._grad._bump_version()
+                elif p._grad is None:
+                    p._grad = Tensor._wrap(value.copy())
+                else:
+                    np.copyto(p._grad._data, value)
+                    p._grad._bump_version()
+        self._reset()
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
