@@ -36,6 +36,12 @@ from .special import i0, igamma, igammac  # noqa: F401,E402
 from .compiler.compiled import compile, trace  # noqa: F401,E402,A004
 from .serialization import save, load  # noqa: F401,E402
 
+# derivative rules in the op set (a layer below) call these eager functions: compiler/ops/eager.py
+from ._dispatch import call as _call  # noqa: E402
+from .compiler.ops import eager as _rule_functions  # noqa: E402
+_rule_functions.install(call=_call, cat=cat, stack=stack,  # noqa: F405
+                        solve=linalg.solve, svd=linalg.svd, det=linalg.det)
+
 # dtype aliases as torch spells them (defined last: they shadow builtins in this module)
 float = float32   # noqa: A001  torch.float
 double = float64

@@ -38,7 +38,7 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, define, type_name
-from .movement import _call
+from .eager import call as _call
 
 _LOW = (np.dtype(np.float16), D.bfloat16.np)
 _as_strided = np.lib.stride_tricks.as_strided

@@ -23,6 +23,7 @@ from dynograph.runtime import dtypes as D
 from . import elementwise as E
 from . import movement as M
 from .core import TensorSpec, define, type_name, wrap_dim
+from .eager import call as _call
 
 
 class IndexOutOfRange(IndexError):
@@ -60,11 +61,6 @@ SHAPE_ONLY_INPUT = {"select", "slice", "alias", "index", "gather", "index_select
 
 _INDEX_DTYPES = (D.int64, D.int32)
 _NP_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
-
-
-def _call(op, *args, **attrs):
-    from dynograph._dispatch import call
-    return call(op, *args, **attrs)
 
 
 def _key(dim, item):

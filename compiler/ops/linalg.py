@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from dynograph.runtime import dtypes as D
+from . import eager
 from .core import TensorSpec, broadcast_shapes, check_broadcast, define, type_name, wrap_dim
 from .movement import expand_shape, prod
 
@@ -658,15 +659,8 @@ def _eye_like(x):
     return x.new_ones(x.shape[-1]).diag_embed()
 
 
-def _api():
-    """The dynograph package, for derivative rules that need a function (solve, svd, cat) rather
-    than a Tensor method; imported late because the op set is loaded first."""
-    import dynograph
-    return dynograph
-
-
 def _solve(A, B, left=True):
-    return _api().linalg.solve(A, B, left=left)
+    return eager.solve(A, B, left=left)
 
 
 # ---------------------------------------------------------------- inv
@@ -782,11 +776,10 @@ def _det(A):
 def _cofactor(A):
     """The cofactor matrix det(A) A^-T, computed through the SVD so that singular A work:
     A = U S V^T gives cof(A) = det(U) det(V) U diag(prod_{j != i} s_j) V^T."""
-    la = _api().linalg
-    U, S, Vh = la.svd(A, full_matrices=False)
+    U, S, Vh = eager.svd(A, full_matrices=False)
     eye = _eye_like(S)
     others = (S.unsqueeze(-2) * (1 - eye) + eye).prod(-1)
-    sign = la.det(U) * la.det(Vh)
+    sign = eager.det(U) * eager.det(Vh)
     return (U * (others * sign.unsqueeze(-1)).unsqueeze(-2)) @ Vh
 
 
@@ -922,7 +915,7 @@ def _qr_vjp(ctx, gQ, gR):
     X, Y = R.narrow(-1, 0, m), R.narrow(-1, m, n - m)
     gX, gY = gR.narrow(-1, 0, m), gR.narrow(-1, m, n - m)
     gA_x = _qr_square_vjp(gQ + (Q @ Y) @ gY.mT, gX, Q, X)
-    return (_api().cat([gA_x, Q @ gY], -1),)
+    return (eager.cat([gA_x, Q @ gY], -1),)
 
 
 linalg_qr = define("linalg_qr", "linalg", _qr, meta=_qr_meta, vjp=_qr_vjp,

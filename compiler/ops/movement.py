@@ -12,7 +12,9 @@ import builtins
 import numpy as np
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
+from . import eager
 from .core import define, TensorSpec, wrap_dim, wrap_dims, type_name
+from .eager import call as _call
 
 _ndarray = np.ndarray
 _pyslice = builtins.slice      # the name ``slice`` is the op defined below
@@ -529,17 +531,6 @@ as_strided = define("as_strided", "movement", _as_strided, meta=_as_strided_meta
                     doc="A view with arbitrary sizes, strides and storage offset.")
 
 
-def _call(op, *args, **attrs):
-    from dynograph._dispatch import call
-    return call(op, *args, **attrs)
-
-
-def _api(name):
-    """A public dynograph function (for derivative rules that need one without a method)."""
-    import dynograph
-    return getattr(dynograph, name)
-
-
 # ---------------------------------------------------------------- unfold
 
 def unfold_shape(shape, dim, size, step):
@@ -948,7 +939,7 @@ def _join_grads(ctx, grads, sizes, dim):
             shape[dim] = s
             g = x.new_zeros(tuple(shape))
         parts.append(g)
-    return (_api("cat")(parts, dim),)
+    return (eager.cat(parts, dim),)
 
 
 split = define("split", "movement", _split_impl, meta=_split_meta, view=True,
@@ -978,7 +969,7 @@ def _unbind_vjp(ctx, *grads):
     shape = tuple(x.shape)
     shape = shape[:dim] + shape[dim + 1:]
     parts = [x.new_zeros(shape) if g is None else g for g in grads]
-    return (_api("stack")(parts, dim),)
+    return (eager.stack(parts, dim),)
 
 
 unbind = define("unbind", "movement", _unbind, meta=_unbind_meta, vjp=_unbind_vjp, view=True,

@@ -18,7 +18,8 @@ import numpy as np
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, define, type_name
 from .elementwise import _elementwise, promote, promote_float
-from .indexing import IndexOutOfRange, _call, _dt, index_add, index_select
+from .eager import call as _call
+from .indexing import IndexOutOfRange, _dt, index_add, index_select
 
 _INDEX_DTYPES = (D.int64, D.int32)
 

@@ -21,7 +21,8 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, define
-from .movement import _call, prod
+from .eager import call as _call
+from .movement import prod
 
 
 _DIM_NAMES = {2: ("H", "W"), 3: ("T", "H", "W")}
@@ -473,12 +474,11 @@ def _adaptive_avg_meta_for(nd):
 
 def _adaptive_avg_vjp(ctx, g):
     """Adaptive averaging is one matrix per dim: its adjoint multiplies by the transposes."""
-    from dynograph import tensor
     x = ctx.inputs[0]
     nd = len(ctx.attrs["output_size"])
     for i in range(nd):
         ax = x.ndim - nd + i
-        m = tensor(adaptive_matrix(x.shape[ax], g.shape[ax], np.float64), dtype=g.dtype)
+        m = g.new_tensor(adaptive_matrix(x.shape[ax], g.shape[ax], np.float64), dtype=g.dtype)
         g = (g.movedim(ax, -1) @ m).movedim(-1, ax)
     return (g.contiguous(),)
 

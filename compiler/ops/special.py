@@ -14,18 +14,13 @@ import numpy as np
 from scipy import special as _sp
 
 from dynograph.runtime import dtypes as D
+from .eager import call
 from .elementwise import (INTEGRAL, _elementwise, not_implemented, promote,
                           promote_float, rejecting)
 
 _LOW = frozenset({D.float16, D.bfloat16})
 SQRT_2PI = math.sqrt(2 * math.pi)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-
-
-def _api():
-    """The dynograph package, for derivative rules that call a function (late import)."""
-    import dynograph
-    return dynograph
 
 
 def _full_float(kernel):
@@ -66,7 +61,7 @@ def _i1_vjp(ctx, g):
     eps = D.finfo(x.dtype).eps
     big = x.abs() > eps
     safe = x.masked_fill(~big, eps)
-    d = _api().special.i0(safe) - ctx.output / safe
+    d = call(i0, safe) - ctx.output / safe
     return (g * d.masked_fill(~big, 0.5),)
 
 
@@ -75,15 +70,15 @@ def _i1e_vjp(ctx, g):
     eps = D.finfo(x.dtype).eps
     big = x.abs() > eps
     safe = x.masked_fill(~big, eps)
-    d = _api().special.i0e(safe) - ctx.output * (safe.sgn() + 1 / safe)
+    d = call(special_i0e, safe) - ctx.output * (safe.sgn() + 1 / safe)
     return (g * d.masked_fill(~big, 0.5),)
 
 
 i0 = _unary("i0", _sp.i0, promote_float,
-            lambda ctx, g: (g * _api().special.i1(ctx.inputs[0]),))
+            lambda ctx, g: (g * call(special_i1, ctx.inputs[0]),))
 special_i0e = _unary(
     "special_i0e", _sp.i0e, promote_float,
-    lambda ctx, g: (g * (_api().special.i1e(ctx.inputs[0]) - ctx.inputs[0].sgn() * ctx.output),),
+    lambda ctx, g: (g * (call(special_i1e, ctx.inputs[0]) - ctx.inputs[0].sgn() * ctx.output),),
     grad_name="SpecialI0EBackward0")
 special_i1 = _unary("special_i1", _sp.i1, promote_float, _i1_vjp)
 special_i1e = _unary("special_i1e", _sp.i1e, promote_float, _i1e_vjp,
@@ -111,7 +106,7 @@ def _xlog1py(x, y):
 def _xlog1py_vjp(ctx, g):
     x, y = ctx.inputs
     tx, ty = hasattr(x, "dtype"), hasattr(y, "dtype")
-    gx = ctx.needs(0) and tx and g * _api().special.xlog1py(x != 0, y)
+    gx = ctx.needs(0) and tx and g * call(special_xlog1py, x != 0, y)
     gy = ctx.needs(1) and ty and g * x / (y + 1)
     return gx, gy
 
@@ -126,7 +121,7 @@ def _zeta_vjp(ctx, g):
     x, q = ctx.inputs
     if ctx.needs(0):
         raise NotImplementedError("the derivative for 'zeta' is not implemented.")
-    return False, g * -x * _api().special.zeta(x + 1.0, q)
+    return False, g * -x * call(special_zeta, x + 1.0, q)
 
 
 special_zeta = _elementwise("special_zeta", _sp.zeta, _full_float("zeta_cpu"), _zeta_vjp)

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from dynograph.compiler.tracer import TRACE
+from dynograph._trace_hook import TRACE
 from dynograph.runtime import dtypes
 from ._group import NON_GROUP_MEMBER, STATE, resolve
 from ._mpi import DTYPE_CODE, buffer, mpi, reduce_op, wait
@@ -37,19 +37,19 @@ _CALLS = {name: i + 1 for i, name in enumerate((
     "all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "broadcast", "all_gather",
     "all_gather_into_tensor", "gather", "scatter", "all_to_all", "all_to_all_single",
     "broadcast_object_list", "all_gather_object", "DistributedDataParallel"))}
-_MAX_DIMS = 8
+MAX_DIMS = 8
 
 
-def _not_member(group):
+def not_member(group):
     return group is NON_GROUP_MEMBER
 
 
-def _shape_text(dtype_code, dims):
+def shape_text(dtype_code, dims):
     name = dtypes.ALL_DTYPES[dtype_code].name
     return f"{name}[{', '.join(str(d) for d in dims)}]"
 
 
-def _array(t, what, arg="tensor"):
+def array_of(t, what, arg="tensor"):
     from dynograph._tensor import Tensor
     if not isinstance(t, Tensor):
         raise TypeError(f"dynograph.distributed.{what}: {arg} must be a dynograph Tensor, "
@@ -60,13 +60,13 @@ def _array(t, what, arg="tensor"):
     return t._data
 
 
-def _not_traced(what):
+def not_traced(what):
     if TRACE.tracer is not None:
         TRACE.tracer.graph_break(f"dynograph.distributed.{what} communicates with other "
                                  "processes, which the compiled graph does not replay")
 
 
-def _describe(pg, what, array=None):
+def describe_call(pg, what, array=None):
     def text():
         part = "" if array is None else f" with {dtypes.from_numpy_dtype(array.dtype).name}" \
                                         f"{list(array.shape)}"
@@ -75,27 +75,27 @@ def _describe(pg, what, array=None):
     return text
 
 
-def _signature(what, array=None, root=-1, op=None, dtype=None):
-    sig = np.full(6 + _MAX_DIMS, -1, dtype=np.int64)
+def signature(what, array=None, root=-1, op=None, dtype=None):
+    sig = np.full(6 + MAX_DIMS, -1, dtype=np.int64)
     sig[0] = _CALLS[what]
     sig[2] = root
     sig[3] = -1 if op is None else _OP_CODES[op]
     if array is not None:
         sig[1] = DTYPE_CODE[dtypes.from_numpy_dtype(array.dtype).name]
         sig[4], sig[5] = array.ndim, array.size
-        dims = array.shape[:_MAX_DIMS]
+        dims = array.shape[:MAX_DIMS]
         sig[6:6 + len(dims)] = dims
     elif dtype is not None:
         sig[1] = DTYPE_CODE[dtype.name]
     return sig
 
 
-def _agree(pg, what, sig, deadline, roles="tensor"):
+def agree(pg, what, sig, deadline, roles="tensor"):
     """All ranks of ``pg`` called ``what`` with the same signature, or raise naming them."""
     MPI = mpi()
     everyone = np.empty((pg.size(), sig.size), dtype=np.int64)
     req = pg.comm.Iallgather([sig, MPI.INT64_T], [everyone, MPI.INT64_T])
-    wait(req, deadline, what, _describe(pg, what))
+    wait(req, deadline, what, describe_call(pg, what))
     if (everyone == sig).all():
         return
     names = {v: k for k, v in _CALLS.items()}
@@ -106,7 +106,7 @@ def _agree(pg, what, sig, deadline, roles="tensor"):
             per_rank.append(f"rank {r} called {names.get(int(s[0]), 'another collective')}")
             continue
         if s[4] >= 0:
-            text = f"rank {r} has {_shape_text(int(s[1]), s[6:6 + min(int(s[4]), _MAX_DIMS)])}"
+            text = f"rank {r} has {shape_text(int(s[1]), s[6:6 + min(int(s[4]), MAX_DIMS)])}"
         elif s[1] >= 0:
             text = f"rank {r} has {dtypes.ALL_DTYPES[int(s[1])].name}"
         else:
@@ -121,19 +121,19 @@ def _agree(pg, what, sig, deadline, roles="tensor"):
 
 def _run(pg, what, sig, start, finish, async_op, tensors, array=None):
     """Check the signature, start the MPI call, and wait (or hand back a Work)."""
-    _not_traced(what)
+    not_traced(what)
     deadline = time.monotonic() + pg.timeout
     if sig is not None:
-        _agree(pg, what, sig, deadline)
+        agree(pg, what, sig, deadline)
     requests = start()
-    work = Work(what, _describe(pg, what, array), requests, deadline, finish, tensors)
+    work = Work(what, describe_call(pg, what, array), requests, deadline, finish, tensors)
     if async_op:
         return work
     work.wait()
     return None
 
 
-def _written(*tensors):
+def written(*tensors):
     for t in tensors:
         t._bump_version()
 
@@ -154,7 +154,7 @@ def _average(array, n):
     np.divide(array, n, out=array, casting="unsafe")
 
 
-def _root(pg, given, group_given, what, arg):
+def root_rank(pg, given, group_given, what, arg):
     if given is not None and group_given is not None:
         raise ValueError(f"dynograph.distributed.{what}: pass {arg} or group_{arg}, not both")
     if group_given is not None:
@@ -167,31 +167,31 @@ def _root(pg, given, group_given, what, arg):
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce ``tensor`` across the group with ``op``; every rank gets the result in place."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
-    a = _array(tensor, "all_reduce")
+    a = array_of(tensor, "all_reduce")
     _check_op(op, a, "all_reduce")
     MPI = mpi()
 
     def finish():
         if op == "avg":
             _average(a, pg.size())
-        _written(tensor)
+        written(tensor)
 
-    return _run(pg, "all_reduce", _signature("all_reduce", a, op=op),
+    return _run(pg, "all_reduce", signature("all_reduce", a, op=op),
                 lambda: pg.comm.Iallreduce(MPI.IN_PLACE, buffer(a), _mpi_op(op, a)),
                 finish, async_op, [tensor], a)
 
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
     """Reduce ``tensor`` across the group into rank ``dst``'s tensor (others keep theirs)."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
-    a = _array(tensor, "reduce")
+    a = array_of(tensor, "reduce")
     _check_op(op, a, "reduce")
-    root = _root(pg, dst, group_dst, "reduce", "dst")
+    root = root_rank(pg, dst, group_dst, "reduce", "dst")
     MPI = mpi()
     mine = pg.rank() == root
 
@@ -204,17 +204,17 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
         if mine:
             if op == "avg":
                 _average(a, pg.size())
-            _written(tensor)
+            written(tensor)
 
-    return _run(pg, "reduce", _signature("reduce", a, root, op), start, finish, async_op, [tensor], a)
+    return _run(pg, "reduce", signature("reduce", a, root, op), start, finish, async_op, [tensor], a)
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce the i-th tensor of every rank's ``input_list`` into rank i's ``output``."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
-    out = _array(output, "reduce_scatter", "output")
+    out = array_of(output, "reduce_scatter", "output")
     _check_op(op, out, "reduce_scatter")
     pieces = _list_like(input_list, out, pg, "reduce_scatter", "input_list")
     send = np.stack(pieces) if pieces else np.empty((0,) + out.shape, out.dtype)
@@ -223,11 +223,11 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce ``input`` (world size times ``output``'s elements) and scatter it in equal parts."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
-    out = _array(output, "reduce_scatter_tensor", "output")
-    inp = _array(input, "reduce_scatter_tensor", "input")
+    out = array_of(output, "reduce_scatter_tensor", "output")
+    inp = array_of(input, "reduce_scatter_tensor", "input")
     _check_op(op, out, "reduce_scatter_tensor")
     _same_dtype(inp, out, "reduce_scatter_tensor")
     if inp.size != out.size * pg.size():
@@ -241,9 +241,9 @@ def _reduce_scatter(pg, what, output, out, send, op, async_op):
     def finish():
         if op == "avg":
             _average(out, pg.size())
-        _written(output)
+        written(output)
 
-    return _run(pg, what, _signature(what, out, op=op),
+    return _run(pg, what, signature(what, out, op=op),
                 lambda: pg.comm.Ireduce_scatter_block(buffer(send), buffer(out), _mpi_op(op, out)),
                 finish, async_op, [output], out)
 
@@ -253,14 +253,14 @@ def _reduce_scatter(pg, what, output, out, send, op, async_op):
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     """Copy rank ``src``'s ``tensor`` into every other rank's ``tensor``."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
-    a = _array(tensor, "broadcast")
-    root = _root(pg, src, group_src, "broadcast", "src")
-    return _run(pg, "broadcast", _signature("broadcast", a, root),
+    a = array_of(tensor, "broadcast")
+    root = root_rank(pg, src, group_src, "broadcast", "src")
+    return _run(pg, "broadcast", signature("broadcast", a, root),
                 lambda: pg.comm.Ibcast(buffer(a), root),
-                lambda: _written(tensor), async_op, [tensor], a)
+                lambda: written(tensor), async_op, [tensor], a)
 
 
 def _same_dtype(a, b, what):
@@ -295,47 +295,47 @@ def _scatter_into(tensors, stacked):
     def finish():
         for t, part in zip(tensors, stacked):
             np.copyto(t._data, part)
-        _written(*tensors)
+        written(*tensors)
     return finish
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """Every rank's ``tensor`` into each rank's ``tensor_list`` (rank order)."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
-    a = _array(tensor, "all_gather")
+    a = array_of(tensor, "all_gather")
     _list_like(tensor_list, a, pg, "all_gather", "tensor_list")
     recv = np.empty((pg.size(),) + a.shape, a.dtype)
-    return _run(pg, "all_gather", _signature("all_gather", a),
+    return _run(pg, "all_gather", signature("all_gather", a),
                 lambda: pg.comm.Iallgather(buffer(a), buffer(recv)),
                 _scatter_into(list(tensor_list), recv), async_op, list(tensor_list), a)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """Every rank's ``input_tensor`` concatenated (or stacked) into ``output_tensor``."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
-    a = _array(input_tensor, "all_gather_into_tensor", "input_tensor")
-    out = _array(output_tensor, "all_gather_into_tensor", "output_tensor")
+    a = array_of(input_tensor, "all_gather_into_tensor", "input_tensor")
+    out = array_of(output_tensor, "all_gather_into_tensor", "output_tensor")
     _same_dtype(out, a, "all_gather_into_tensor")
     if out.size != a.size * pg.size():
         raise ValueError(f"dynograph.distributed.all_gather_into_tensor: output tensor size must be "
                          f"equal to world_size times input tensor size (output {list(out.shape)}, "
                          f"input {list(a.shape)}, world size {pg.size()})")
-    return _run(pg, "all_gather_into_tensor", _signature("all_gather_into_tensor", a),
+    return _run(pg, "all_gather_into_tensor", signature("all_gather_into_tensor", a),
                 lambda: pg.comm.Iallgather(buffer(a), buffer(out)),
-                lambda: _written(output_tensor), async_op, [output_tensor], a)
+                lambda: written(output_tensor), async_op, [output_tensor], a)
 
 
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
     """Every rank's ``tensor`` into rank ``dst``'s ``gather_list``."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
-    a = _array(tensor, "gather")
-    root = _root(pg, dst, group_dst, "gather", "dst")
+    a = array_of(tensor, "gather")
+    root = root_rank(pg, dst, group_dst, "gather", "dst")
     mine = pg.rank() == root
     if mine:
         _list_like(gather_list, a, pg, "gather", "gather_list")
@@ -344,7 +344,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
     else:
         recv = None
-    return _run(pg, "gather", _signature("gather", a, root),
+    return _run(pg, "gather", signature("gather", a, root),
                 lambda: pg.comm.Igather(buffer(a), buffer(recv) if mine else None, root),
                 _scatter_into(list(gather_list), recv) if mine else None, async_op,
                 list(gather_list or ()), a)
@@ -352,32 +352,32 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
     """The i-th tensor of rank ``src``'s ``scatter_list`` into rank i's ``tensor``."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
-    a = _array(tensor, "scatter")
-    root = _root(pg, src, group_src, "scatter", "src")
+    a = array_of(tensor, "scatter")
+    root = root_rank(pg, src, group_src, "scatter", "src")
     mine = pg.rank() == root
     if mine:
         send = np.stack(_list_like(scatter_list, a, pg, "scatter", "scatter_list"))
     elif scatter_list:
         raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
-    return _run(pg, "scatter", _signature("scatter", a, root),
+    return _run(pg, "scatter", signature("scatter", a, root),
                 lambda: pg.comm.Iscatter(buffer(send) if mine else None, buffer(a), root),
-                lambda: _written(tensor), async_op, [tensor], a)
+                lambda: written(tensor), async_op, [tensor], a)
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
     """Rank i's ``input_tensor_list[j]`` into rank j's ``output_tensor_list[i]``; the pieces
     may differ in size, but each must match the one it meets on the other rank."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
     n = pg.size()
     for arg, lst in (("output_tensor_list", output_tensor_list), ("input_tensor_list", input_tensor_list)):
         if not isinstance(lst, (list, tuple)) or len(lst) != n:
             raise ValueError(f"dynograph.distributed.all_to_all: {arg} must be a list of {n} tensors")
-    ins = [_array(t, "all_to_all", "input_tensor_list") for t in input_tensor_list]
+    ins = [array_of(t, "all_to_all", "input_tensor_list") for t in input_tensor_list]
     outs = [t._data for t in output_tensor_list]
     for a in ins + outs:
         _same_dtype(a, ins[0], "all_to_all")
@@ -392,12 +392,12 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
                       async_op=False):
     """all_to_all on one tensor each, split along dim 0 (evenly, or by the split sizes)."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
     n = pg.size()
-    out = _array(output, "all_to_all_single", "output")
-    inp = _array(input, "all_to_all_single", "input")
+    out = array_of(output, "all_to_all_single", "output")
+    inp = array_of(input, "all_to_all_single", "input")
     _same_dtype(out, inp, "all_to_all_single")
 
     def splits(a, sizes, arg):
@@ -414,7 +414,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 
     sc, rc = splits(inp, input_split_sizes, "input"), splits(out, output_split_sizes, "output")
     return _all_to_all(pg, "all_to_all_single", inp.reshape(-1), sc, out.reshape(-1), rc,
-                       None, lambda: _written(output), async_op, [output])
+                       None, lambda: written(output), async_op, [output])
 
 
 def _split_into(tensors, flat):
@@ -423,19 +423,20 @@ def _split_into(tensors, flat):
         for t in tensors:
             np.copyto(t._data, flat[k:k + t._data.size].reshape(t._data.shape))
             k += t._data.size
-        _written(*tensors)
+        written(*tensors)
     return finish
 
 
 def _all_to_all(pg, what, send, send_counts, recv, recv_counts, recv_shapes, finish, async_op, tensors):
     """Check the counts each pair agrees on, then one MPI_Ialltoallv."""
-    _not_traced(what)
+    not_traced(what)
     MPI = mpi()
     deadline = time.monotonic() + pg.timeout
-    _agree(pg, what, _signature(what, dtype=dtypes.from_numpy_dtype(send.dtype)), deadline)
+    agree(pg, what, signature(what, dtype=dtypes.from_numpy_dtype(send.dtype)), deadline)
     mine = np.array(send_counts, dtype=np.int64)
     theirs = np.empty_like(mine)
-    wait(pg.comm.Ialltoall([mine, MPI.INT64_T], [theirs, MPI.INT64_T]), deadline, what, _describe(pg, what))
+    wait(pg.comm.Ialltoall([mine, MPI.INT64_T], [theirs, MPI.INT64_T]), deadline, what,
+         describe_call(pg, what))
     bad = [i for i in range(pg.size()) if theirs[i] != recv_counts[i]]
     if bad:
         i = bad[0]
@@ -452,7 +453,7 @@ def _all_to_all(pg, what, send, send_counts, recv, recv_counts, recv_shapes, fin
         return pg.comm.Ialltoallv([buffer(send)[0], (list(send_counts), displs(send_counts)), wire],
                                   [buffer(recv)[0], (list(recv_counts), displs(recv_counts)), wire])
 
-    work = Work(what, _describe(pg, what, send), start(), deadline, finish, tensors)
+    work = Work(what, describe_call(pg, what, send), start(), deadline, finish, tensors)
     if async_op:
         return work
     work.wait()
@@ -461,7 +462,7 @@ def _all_to_all(pg, what, send, send_counts, recv, recv_counts, recv_shapes, fin
 
 def barrier(group=None, async_op=False, device_ids=None):
     """Wait until every rank of the group reached the barrier (or the timeout passed)."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
     return _run(pg, "barrier", None, pg.comm.Ibarrier, None, async_op, [])

@@ -8,26 +8,26 @@ import time
 
 import numpy as np
 
-from ._collectives import _agree, _describe, _not_member, _not_traced, _root, _signature
+from ._collectives import agree, describe_call, not_member, not_traced, root_rank, signature
 from ._group import resolve
 from ._mpi import mpi, wait
 
 
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
     """Replace ``object_list``'s items on every rank with rank ``src``'s (lists of equal length)."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
-    _not_traced("broadcast_object_list")
+    not_traced("broadcast_object_list")
     MPI = mpi()
-    root = _root(pg, src, group_src, "broadcast_object_list", "src")
+    root = root_rank(pg, src, group_src, "broadcast_object_list", "src")
     deadline = time.monotonic() + pg.timeout
-    sig = _signature("broadcast_object_list", np.empty(len(object_list), np.uint8), root)
-    _agree(pg, "broadcast_object_list", sig, deadline, roles="list")
+    sig = signature("broadcast_object_list", np.empty(len(object_list), np.uint8), root)
+    agree(pg, "broadcast_object_list", sig, deadline, roles="list")
     mine = pg.rank() == root
     payloads = [pickle.dumps(o) for o in object_list] if mine else []
     sizes = np.array([len(p) for p in payloads] if mine else [0] * len(object_list), np.int64)
-    describe = _describe(pg, "broadcast_object_list")
+    describe = describe_call(pg, "broadcast_object_list")
     wait(pg.comm.Ibcast([sizes, MPI.INT64_T], root), deadline, "broadcast_object_list", describe)
     if mine:
         data = np.frombuffer(b"".join(payloads), np.uint8).copy()
@@ -43,19 +43,19 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
 
 def all_gather_object(object_list, obj, group=None):
     """Every rank's ``obj`` into each rank's ``object_list`` (world size long)."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
-    _not_traced("all_gather_object")
+    not_traced("all_gather_object")
     if len(object_list) != pg.size():
         raise ValueError(f"dynograph.distributed.all_gather_object: object_list must have {pg.size()} "
                          f"items (one per rank), got {len(object_list)}")
     MPI = mpi()
     deadline = time.monotonic() + pg.timeout
-    _agree(pg, "all_gather_object", _signature("all_gather_object"), deadline)
+    agree(pg, "all_gather_object", signature("all_gather_object"), deadline)
     payload = np.frombuffer(pickle.dumps(obj), np.uint8).copy()
     sizes = np.empty(pg.size(), np.int64)
-    describe = _describe(pg, "all_gather_object")
+    describe = describe_call(pg, "all_gather_object")
     wait(pg.comm.Iallgather([np.array([payload.size], np.int64), MPI.INT64_T], [sizes, MPI.INT64_T]),
          deadline, "all_gather_object", describe)
     data = np.empty(int(sizes.sum()), np.uint8)

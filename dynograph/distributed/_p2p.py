@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from ._collectives import _MAX_DIMS, _array, _describe, _not_member, _not_traced, _shape_text, _written
+from ._collectives import MAX_DIMS, array_of, describe_call, not_member, not_traced, shape_text, written
 from ._group import STATE, resolve
 from ._mpi import DTYPE_CODE, buffer, mpi, wait
 from ._work import Work
@@ -16,9 +16,9 @@ from dynograph.runtime import dtypes
 
 
 def _header(a):
-    h = np.full(2 + _MAX_DIMS, -1, dtype=np.int64)
+    h = np.full(2 + MAX_DIMS, -1, dtype=np.int64)
     h[0], h[1] = DTYPE_CODE[dtypes.from_numpy_dtype(a.dtype).name], a.ndim
-    h[2:2 + min(a.ndim, _MAX_DIMS)] = a.shape[:_MAX_DIMS]
+    h[2:2 + min(a.ndim, MAX_DIMS)] = a.shape[:MAX_DIMS]
     return h
 
 
@@ -36,17 +36,17 @@ def _peer(pg, given, group_given, what, arg):
 
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     """Start sending ``tensor`` to rank ``dst``; returns a Work."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
-    _not_traced("isend")
-    a = _array(tensor, "isend")
+    not_traced("isend")
+    a = array_of(tensor, "isend")
     peer = _peer(pg, dst, group_dst, "isend", "dst")
     heads, data = pg.p2p
     h = _header(a)
     MPI = mpi()
     reqs = [heads.Isend([h, MPI.INT64_T], peer, tag), data.Isend(buffer(a), peer, tag)]
-    return Work("send", _describe(pg, "send", a), reqs, time.monotonic() + pg.timeout, tensors=[tensor])
+    return Work("send", describe_call(pg, "send", a), reqs, time.monotonic() + pg.timeout, tensors=[tensor])
 
 
 def send(tensor, dst=None, group=None, tag=0, group_dst=None):
@@ -59,17 +59,17 @@ def send(tensor, dst=None, group=None, tag=0, group_dst=None):
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     """Start receiving into ``tensor`` from rank ``src`` (None: any rank); returns a Work whose
     ``wait()`` checks the sender's dtype and shape."""
-    if _not_member(group):
+    if not_member(group):
         return None
     pg = resolve(group)
-    _not_traced("irecv")
-    a = _array(tensor, "irecv")
+    not_traced("irecv")
+    a = array_of(tensor, "irecv")
     MPI = mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src, "irecv", "src")
     heads, data = pg.p2p
-    h = np.empty(2 + _MAX_DIMS, dtype=np.int64)
+    h = np.empty(2 + MAX_DIMS, dtype=np.int64)
     status = MPI.Status()
-    describe = _describe(pg, "recv", a)
+    describe = describe_call(pg, "recv", a)
     deadline = time.monotonic() + pg.timeout
     work = Work("recv", describe, [heads.Irecv([h, MPI.INT64_T], peer, tag)], deadline, tensors=[tensor],
                 statuses=[status])
@@ -77,7 +77,7 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     def finish():
         sender = status.Get_source()
         work.source = pg.ranks[sender]
-        theirs = h[2:2 + min(int(h[1]), _MAX_DIMS)]
+        theirs = h[2:2 + min(int(h[1]), MAX_DIMS)]
         code = DTYPE_CODE[dtypes.from_numpy_dtype(a.dtype).name]
         same = int(h[0]) == code and tuple(theirs) == a.shape
         # the data comes anyway (into a scratch buffer when it does not fit), so no stray
@@ -86,9 +86,9 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
         wait(data.Irecv(buffer(target), sender, tag), deadline, "recv", describe)
         if not same:
             raise RuntimeError(f"dynograph.distributed.recv: rank {work.source} sent "
-                               f"{_shape_text(int(h[0]), theirs)} but rank {STATE.world.rank()}'s tensor "
-                               f"is {_shape_text(code, a.shape)}")
-        _written(tensor)
+                               f"{shape_text(int(h[0]), theirs)} but rank {STATE.world.rank()}'s tensor "
+                               f"is {shape_text(code, a.shape)}")
+        written(tensor)
 
     work._finish = finish
     return work

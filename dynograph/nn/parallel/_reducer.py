@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from dynograph.compiler.tracer import TRACE
+from dynograph._trace_hook import TRACE
 
 FIRST_BUCKET_BYTES = 1024 * 1024
 

@@ -4,7 +4,7 @@ import contextlib
 import numpy as np
 
 from dynograph import distributed as dist      # no MPI yet: mpi4py loads on first use
-from dynograph.compiler.tracer import TRACE
+from dynograph._trace_hook import TRACE
 from ..modules.module import Module
 from ._reducer import Reducer
 
