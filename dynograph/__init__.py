@@ -33,6 +33,8 @@ from . import nn, optim, utils  # noqa: F401,E402
 from ._functional_exports import *  # noqa: F401,F403,E402
 from . import special  # noqa: F401,E402
 from .special import i0, igamma, igammac  # noqa: F401,E402
+from ._windows import *  # noqa: F401,F403,E402
+from . import signal  # noqa: F401,E402
 from .compiler.compiled import compile, trace  # noqa: F401,E402,A004
 from .serialization import save, load  # noqa: F401,E402
 

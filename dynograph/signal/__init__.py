@@ -1,0 +1,2 @@
+"""``dynograph.signal``: signal-processing helpers (``dynograph.signal.windows``)."""
+from . import windows  # noqa: F401
