@@ -43,12 +43,13 @@ def capture(fn, args, kwargs, dynamic_shapes, training):
     a, k = _pytree.unflatten(in_spec, flat)
     with mode:
         compiled(*a, **k)
+        if training:
+            _settle(compiled, a, k)
         if dims:
             other = _resized(flat, dims)
             a2, k2 = _pytree.unflatten(in_spec, other)
             compiled(*a2, **k2)
-    _check_trace(compiled, dims, names)
-    entry = compiled.entries[0]
+    entry = _pick_entry(compiled, dims, names)
     if entry.aot is not None:
         raise ExportError("the function's outputs require grad: export the forward pass for "
                           "inference (the default; call the model under no_grad semantics), or "
@@ -197,14 +198,34 @@ def _resized(flat, dims):
     return out
 
 
-def _check_trace(compiled, dims, names):
-    if len(compiled.entries) == 1 and sorted(compiled.entries[0].guards.dynamic) == sorted(dims):
-        return
-    reasons = [text for kind, text in compiled.events if kind in ("dynamic", "recompile")]
-    marked = ", ".join(f"{names[i]}.shape[{d}]" for i, d in dims)
-    reason = reasons[-1] if reasons else "the two traces differ"
-    raise ExportError(f"the dimensions dynamic_shapes marks ({marked}) cannot share one symbolic "
-                      f"size: {reason}")
+def _settle(compiled, args, kwargs):
+    """Call a training step until a call replays its last trace: the first step changes what
+    the next one sees (an optimizer creates its state), so only a later trace is the program
+    every step runs."""
+    for _ in range(4):
+        hits = compiled.hits
+        compiled(*args, **kwargs)
+        if compiled.hits > hits:
+            return
+    raise ExportError("the training step traces differently at every call (see "
+                      "dynograph.compile's explain() for the guard that keeps failing)")
+
+
+def _pick_entry(compiled, dims, names):
+    """The traced entry to export: the one generalized over ``dims`` (or the one the calls
+    replay)."""
+    entries = compiled.entries
+    if dims:
+        for e in entries:
+            if sorted(e.guards.dynamic) == sorted(dims):
+                return e
+        reasons = [text for kind, text in compiled.events if kind in ("dynamic", "recompile")]
+        marked = ", ".join(f"{names[i]}.shape[{d}]" for i, d in dims)
+        reason = reasons[-1] if reasons else "the two traces differ"
+        raise ExportError(f"the dimensions dynamic_shapes marks ({marked}) cannot share one "
+                          f"symbolic size: {reason}")
+    used = [e for e in entries if e.calls]
+    return used[-1] if used else entries[-1]
 
 
 def _named_inputs(graph, bindings, names):

@@ -1,0 +1,785 @@
+"""An exported program's graph as an ONNX graph: one rule per primitive.
+
+Each rule receives the node's arguments (ONNX value names for tensors, Python literals for
+the rest, ``Sym`` for sizes that depend on the batch size) and returns the ONNX names of the
+node's results.  Elementwise ops follow the op set's own dtype rule: operands are cast to the
+compute dtype and the result to the result dtype, as the interpreter does.  Sizes that depend
+on the batch size are computed in the ONNX graph from the shape of the input that carries it.
+"""
+import math
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from dynograph.runtime import dtypes as D
+
+ONNX_DTYPE = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE,
+              "float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
+              "int64": TensorProto.INT64, "int32": TensorProto.INT32, "int16": TensorProto.INT16,
+              "int8": TensorProto.INT8, "uint8": TensorProto.UINT8, "bool": TensorProto.BOOL}
+
+
+class UnsupportedOp(RuntimeError):
+    pass
+
+
+class Converter:
+    def __init__(self, opset, s0_source=None):
+        self.opset = opset
+        self.nodes = []
+        self.initializers = []
+        self.counter = 0
+        self.s0_source = s0_source       # (onnx input name, dim) carrying the batch size
+        self._s0 = None
+        self.types = {}                  # onnx name -> dynograph dtype
+
+    # ------------------------------------------------------------ building blocks
+
+    def fresh(self, hint="t"):
+        self.counter += 1
+        return f"{hint}_{self.counter}"
+
+    def node(self, op, inputs, n_out=1, **attrs):
+        outs = [self.fresh(op.lower()) for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op, list(inputs), outs, **attrs))
+        return outs if n_out != 1 else outs[0]
+
+    def const(self, array, hint="const"):
+        name = self.fresh(hint)
+        self.initializers.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def scalar(self, value, dtype):
+        return self.const(np.array(value, dtype=dtype.np), "scalar")
+
+    def s0(self):
+        """The batch size as an int64 tensor of shape [1]."""
+        if self._s0 is None:
+            name, dim = self.s0_source
+            self._s0 = self.node("Shape", [name], start=dim, end=dim + 1)
+        return self._s0
+
+    def ints(self, values):
+        """A 1-d int64 tensor of ``values`` (ints and Syms of the batch size)."""
+        from dynograph.compiler.symbolic import Sym
+        values = list(values)
+        if not any(isinstance(v, Sym) for v in values):
+            return self.const(np.array(values, dtype=np.int64), "ints")
+        parts = []
+        for v in values:
+            if isinstance(v, Sym):
+                parts.append(self.sym(v))
+            else:
+                parts.append(self.const(np.array([v], dtype=np.int64), "ints"))
+        return self.node("Concat", parts, axis=0)
+
+    def sym(self, v):
+        """A Sym of kind 'int' as an int64 [1] tensor."""
+        if v.kind != "int":
+            raise UnsupportedOp(f"a size {v} that is not an integer")
+        out = self.s0()
+        if v.a != 1:
+            out = self.node("Mul", [out, self.const(np.array([v.a], np.int64))])
+        if v.b:
+            out = self.node("Add", [out, self.const(np.array([v.b], np.int64))])
+        return out
+
+    def number(self, value, dtype):
+        """A Python number or a Sym as a 0-d tensor of ``dtype``."""
+        from dynograph.compiler.symbolic import Sym
+        if not isinstance(value, Sym):
+            return self.scalar(value, dtype)
+        s = self.node("Cast", [self.node("Squeeze", [self.s0(), self.ints([0])])],
+                      to=ONNX_DTYPE[dtype.name])
+        if value.kind == "int":
+            return self.sym_scalar(value, s, dtype)
+        if value.kind == "mul":
+            return self.node("Mul", [s, self.scalar(value.a, dtype)])
+        return self.node("Div", [self.scalar(value.a, dtype), s])
+
+    def sym_scalar(self, value, s, dtype):
+        out = self.node("Mul", [s, self.scalar(value.a, dtype)])
+        return self.node("Add", [out, self.scalar(value.b, dtype)]) if value.b else out
+
+    def cast(self, name, src, dst):
+        return name if src is dst else self.node("Cast", [name], to=ONNX_DTYPE[dst.name])
+
+    def axes(self, dims):
+        return self.ints(dims)
+
+    def reduce(self, op, x, dims, keepdim):
+        """Reduce over ``dims`` (None: all) with the axes as an input or attribute by opset."""
+        if dims is None:
+            return self.node(op, [x], keepdims=int(keepdim))
+        dims = list(dims) if isinstance(dims, (tuple, list)) else [dims]
+        if op == "ReduceSum" or self.opset >= 18:
+            return self.node(op, [x, self.axes(dims)], keepdims=int(keepdim))
+        return self.node(op, [x], axes=dims, keepdims=int(keepdim))
+
+
+def value_info(name, type, axis_name="batch"):
+    """An ONNX ValueInfo for a dynograph TensorType (symbolic sizes named)."""
+    from dynograph.compiler.symbolic import Sym
+    dims = []
+    for n in type.shape:
+        if isinstance(n, Sym):
+            dims.append(axis_name if (n.a, n.b) == (1, 0) else str(n).replace("s0", axis_name))
+        else:
+            dims.append(int(n))
+    return helper.make_tensor_value_info(name, ONNX_DTYPE[type.dtype.name], dims)
+
+
+# ---------------------------------------------------------------- the rules
+
+RULES = {}
+
+
+def rule(*names):
+    def register(fn):
+        for n in names:
+            RULES[n] = fn
+        return fn
+    return register
+
+
+def _dtype(node_value):
+    return node_value.type.dtype
+
+
+def _elementwise_operands(cv, node, args, attrs):
+    """The tensor operands cast to the op's compute dtype, numbers as constants of it; and
+    (compute dtype, result dtype)."""
+    from dynograph.compiler.ir import Value
+    from dynograph.compiler.ops import REGISTRY
+    from dynograph.compiler.ops.core import TensorSpec
+    op = REGISTRY[node.op]
+    specs = [TensorSpec(a.type.shape, a.type.dtype) if isinstance(a, Value) else a
+             for a in node.args]
+    ct, odt = op.dtype_rule(*specs, **attrs)
+    out = []
+    for raw, name in zip(node.args, args):
+        if isinstance(raw, Value):
+            out.append(cv.cast(name, raw.type.dtype, ct))
+        elif raw is None:
+            out.append(None)
+        else:
+            out.append(cv.number(raw, ct))
+    return out, ct, odt
+
+
+def _simple(onnx_op):
+    def convert(cv, node, args, attrs):
+        ops, ct, odt = _elementwise_operands(cv, node, args, attrs)
+        return cv.cast(cv.node(onnx_op, ops), ct if onnx_op not in _BOOL_OPS else D.bool, odt)
+    return convert
+
+
+_BOOL_OPS = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Not",
+             "IsNaN", "IsInf"}
+
+for _name, _onnx in {"abs": "Abs", "neg": "Neg", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
+                     "reciprocal": "Reciprocal", "sigmoid": "Sigmoid", "tanh": "Tanh", "relu": "Relu",
+                     "erf": "Erf", "sin": "Sin", "cos": "Cos", "tan": "Tan", "asin": "Asin",
+                     "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
+                     "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "floor": "Floor",
+                     "ceil": "Ceil", "sign": "Sign", "sgn": "Sign", "isnan": "IsNaN",
+                     "logical_not": "Not", "mul": "Mul", "pow": "Pow", "maximum": "Max",
+                     "minimum": "Min", "fmax": "Max", "fmin": "Min", "eq": "Equal", "lt": "Less",
+                     "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual",
+                     "logical_and": "And", "logical_or": "Or", "logical_xor": "Xor"}.items():
+    RULES[_name] = _simple(_onnx)
+
+
+def _unary(fn):
+    def convert(cv, node, args, attrs):
+        (x, *_), ct, odt = _elementwise_operands(cv, node, args, attrs)
+        return cv.cast(fn(cv, x, ct), ct, odt)
+    return convert
+
+
+RULES["rsqrt"] = _unary(lambda cv, x, ct: cv.node("Reciprocal", [cv.node("Sqrt", [x])]))
+RULES["expm1"] = _unary(lambda cv, x, ct: cv.node("Sub", [cv.node("Exp", [x]), cv.scalar(1, ct)]))
+RULES["log1p"] = _unary(lambda cv, x, ct: cv.node("Log", [cv.node("Add", [x, cv.scalar(1, ct)])]))
+RULES["log2"] = _unary(lambda cv, x, ct: cv.node("Div", [cv.node("Log", [x]),
+                                                         cv.scalar(math.log(2), ct)]))
+RULES["log10"] = _unary(lambda cv, x, ct: cv.node("Div", [cv.node("Log", [x]),
+                                                          cv.scalar(math.log(10), ct)]))
+RULES["exp2"] = _unary(lambda cv, x, ct: cv.node("Pow", [cv.scalar(2, ct), x]))
+RULES["erfc"] = _unary(lambda cv, x, ct: cv.node("Sub", [cv.scalar(1, ct), cv.node("Erf", [x])]))
+RULES["trunc"] = _unary(lambda cv, x, ct: cv.node("Mul", [cv.node("Sign", [x]),
+                                                          cv.node("Floor", [cv.node("Abs", [x])])]))
+RULES["isinf"] = _unary(lambda cv, x, ct: cv.node("IsInf", [x]) if ct.is_floating_point else
+                        cv.node("Equal", [x, cv.node("Add", [x, cv.scalar(1, ct)])]))
+
+
+@rule("round")
+def _round(cv, node, args, attrs):
+    (x,), ct, odt = _elementwise_operands(cv, node, args[:1], {})
+    if attrs.get("decimals", 0):
+        k = cv.scalar(10.0 ** attrs["decimals"], ct)
+        return cv.cast(cv.node("Div", [cv.node("Round", [cv.node("Mul", [x, k])]), k]), ct, odt)
+    return cv.cast(cv.node("Round", [x]), ct, odt)
+
+
+@rule("ne")
+def _ne(cv, node, args, attrs):
+    (a, b), _, odt = _elementwise_operands(cv, node, args, attrs)
+    return cv.cast(cv.node("Not", [cv.node("Equal", [a, b])]), D.bool, odt)
+
+
+@rule("add", "sub")
+def _add(cv, node, args, attrs):
+    (a, b), ct, odt = _elementwise_operands(cv, node, args, {})
+    alpha = attrs.get("alpha", 1)
+    if alpha != 1:
+        b = cv.node("Mul", [b, cv.number(alpha, ct)])
+    if ct is D.bool:
+        out = cv.node("Or" if node.op == "add" else "Xor", [a, b])
+    else:
+        out = cv.node("Add" if node.op == "add" else "Sub", [a, b])
+    return cv.cast(out, ct, odt)
+
+
+@rule("div")
+def _div(cv, node, args, attrs):
+    (a, b), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    mode = attrs.get("rounding_mode")
+    if mode is None or not ct.is_floating_point:
+        out = cv.node("Div", [a, b])
+        if mode == "floor" and not ct.is_floating_point:
+            raise UnsupportedOp("integer floor division")
+    else:
+        q = cv.node("Div", [a, b])
+        out = cv.node("Floor", [q]) if mode == "floor" else \
+            cv.node("Mul", [cv.node("Sign", [q]), cv.node("Floor", [cv.node("Abs", [q])])])
+    return cv.cast(out, ct, odt)
+
+
+@rule("remainder", "fmod")
+def _remainder(cv, node, args, attrs):
+    (a, b), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    if ct.is_floating_point:
+        if node.op == "fmod":
+            return cv.cast(cv.node("Mod", [a, b], fmod=1), ct, odt)
+        q = cv.node("Floor", [cv.node("Div", [a, b])])
+        return cv.cast(cv.node("Sub", [a, cv.node("Mul", [q, b])]), ct, odt)
+    return cv.cast(cv.node("Mod", [a, b], fmod=int(node.op == "fmod")), ct, odt)
+
+
+@rule("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not")
+def _bitwise(cv, node, args, attrs):
+    ops, ct, odt = _elementwise_operands(cv, node, args, attrs)
+    name = node.op.split("_")[1]
+    if ct is D.bool:
+        onnx_op = {"and": "And", "or": "Or", "xor": "Xor", "not": "Not"}[name]
+    else:
+        onnx_op = {"and": "BitwiseAnd", "or": "BitwiseOr", "xor": "BitwiseXor",
+                   "not": "BitwiseNot"}[name]
+    return cv.cast(cv.node(onnx_op, ops), ct, odt)
+
+
+@rule("where")
+def _where(cv, node, args, attrs):
+    from dynograph.compiler.ir import Value
+    cond_raw = node.args[0]
+    cond = cv.cast(args[0], cond_raw.type.dtype, D.bool) if isinstance(cond_raw, Value) else \
+        cv.scalar(bool(cond_raw), D.bool)
+    (_, a, b), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    return cv.cast(cv.node("Where", [cond, a, b]), ct, odt)
+
+
+@rule("masked_fill")
+def _masked_fill(cv, node, args, attrs):
+    from dynograph.compiler.ir import Value
+    x_raw, mask_raw, value_raw = node.args
+    dt = x_raw.type.dtype
+    mask = cv.cast(args[1], mask_raw.type.dtype, D.bool)
+    value = cv.cast(args[2], value_raw.type.dtype, dt) if isinstance(value_raw, Value) else \
+        cv.number(value_raw, dt)
+    return cv.node("Where", [mask, value, args[0]])
+
+
+@rule("clamp")
+def _clamp(cv, node, args, attrs):
+    padded = list(args) + [None] * (3 - len(args))
+    raw = list(node.args) + [None] * (3 - len(node.args))
+    (x, lo, hi), ct, odt = _elementwise_operands(cv, _Args(node.op, raw), padded, attrs)
+    if lo is not None:
+        x = cv.node("Max", [x, lo])
+    if hi is not None:
+        x = cv.node("Min", [x, hi])
+    return cv.cast(x, ct, odt)
+
+
+class _Args:
+    def __init__(self, op, args):
+        self.op, self.args = op, tuple(args)
+
+
+@rule("prelu")
+def _prelu(cv, node, args, attrs):
+    (x, w), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    pos = cv.node("Greater", [x, cv.scalar(0, ct)])
+    return cv.cast(cv.node("Where", [pos, x, cv.node("Mul", [w, x])]), ct, odt)
+
+
+@rule("xlogy")
+def _xlogy(cv, node, args, attrs):
+    (x, y), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    zero = cv.scalar(0, ct)
+    prod = cv.node("Mul", [x, cv.node("Log", [y])])
+    out = cv.node("Where", [cv.node("And", [cv.node("Equal", [x, zero]),
+                                            cv.node("Not", [cv.node("IsNaN", [y])])]), zero, prod])
+    return cv.cast(out, ct, odt)
+
+
+@rule("addcmul", "addcdiv")
+def _addc(cv, node, args, attrs):
+    (x, a, b), ct, odt = _elementwise_operands(cv, node, args, {})
+    t = cv.node("Mul" if node.op == "addcmul" else "Div", [a, b])
+    value = attrs.get("value", 1)
+    if value != 1:
+        t = cv.node("Mul", [t, cv.number(value, ct)])
+    return cv.cast(cv.node("Add", [x, t]), ct, odt)
+
+
+@rule("lerp")
+def _lerp(cv, node, args, attrs):
+    (a, b, w), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    return cv.cast(cv.node("Add", [a, cv.node("Mul", [w, cv.node("Sub", [b, a])])]), ct, odt)
+
+
+@rule("affine_normalize")
+def _affine_normalize(cv, node, args, attrs):
+    (x, mean, var, w, b), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    rstd = cv.node("Reciprocal", [cv.node("Sqrt", [cv.node("Add", [var, cv.number(attrs["eps"], ct)])])])
+    out = cv.node("Mul", [cv.node("Sub", [x, mean]), rstd])
+    if not (isinstance(node.args[3], (int, float)) and node.args[3] == 1):
+        out = cv.node("Mul", [out, w])
+    if not (isinstance(node.args[4], (int, float)) and node.args[4] == 0):
+        out = cv.node("Add", [out, b])
+    return cv.cast(out, ct, odt)
+
+
+# ---------------------------------------------------------------- reductions
+
+def _reduction_input(cv, node, x, dtype_attr=None):
+    src = node.args[0].type.dtype
+    out = node.outs[0].type.dtype
+    return cv.cast(x, src, out), out
+
+
+@rule("sum", "mean", "amax", "amin", "prod")
+def _reduce(cv, node, args, attrs):
+    x, dt = _reduction_input(cv, node, args[0])
+    op = {"sum": "ReduceSum", "mean": "ReduceMean", "amax": "ReduceMax", "amin": "ReduceMin",
+          "prod": "ReduceProd"}[node.op]
+    if dt is D.bool and op in ("ReduceMax", "ReduceMin"):
+        x = cv.cast(x, D.bool, D.int32)
+        return cv.cast(cv.reduce(op, x, attrs.get("dim"), attrs.get("keepdim", False)), D.int32, D.bool)
+    return cv.reduce(op, x, attrs.get("dim"), attrs.get("keepdim", False))
+
+
+@rule("max", "min")
+def _max_all(cv, node, args, attrs):
+    return cv.reduce("ReduceMax" if node.op == "max" else "ReduceMin", args[0], None, False)
+
+
+@rule("max_dim", "min_dim")
+def _max_dim(cv, node, args, attrs):
+    dim, keep = attrs["dim"], attrs.get("keepdim", False)
+    values = cv.reduce("ReduceMax" if node.op == "max_dim" else "ReduceMin", args[0], [dim], keep)
+    indices = cv.node("ArgMax" if node.op == "max_dim" else "ArgMin", [args[0]], axis=dim,
+                      keepdims=int(keep))
+    return [values, indices]
+
+
+@rule("argmax", "argmin")
+def _argmax(cv, node, args, attrs):
+    op = "ArgMax" if node.op == "argmax" else "ArgMin"
+    dim, keep = attrs.get("dim"), attrs.get("keepdim", False)
+    x = args[0]
+    if dim is None:
+        x = cv.node("Reshape", [x, cv.ints([-1])])
+        out = cv.node(op, [x], axis=0, keepdims=0)
+        if keep:
+            out = cv.node("Reshape", [out, cv.ints([1] * len(node.args[0].type.shape))])
+        return out
+    return cv.node(op, [x], axis=dim, keepdims=int(keep))
+
+
+@rule("var", "std")
+def _var(cv, node, args, attrs):
+    x = args[0]
+    dims = attrs.get("dim")
+    shape = node.args[0].type.shape
+    dims_list = list(range(len(shape))) if dims is None else \
+        [d % len(shape) for d in (dims if isinstance(dims, (tuple, list)) else [dims])]
+    dt = node.outs[0].type.dtype
+    mean = cv.reduce("ReduceMean", x, dims_list, True)
+    sq = cv.node("Mul", [cv.node("Sub", [x, mean])] * 2)
+    total = cv.reduce("ReduceSum", sq, dims_list, attrs.get("keepdim", False))
+    n = 1
+    for d in dims_list:
+        n = n * shape[d] if not hasattr(shape[d], "kind") and not hasattr(n, "kind") else None
+    correction = attrs.get("correction", 1)
+    if n is None:
+        raise UnsupportedOp("a variance over the symbolic batch dimension")
+    out = cv.node("Div", [total, cv.scalar(max(n - correction, 0), dt)])
+    return cv.node("Sqrt", [out]) if node.op == "std" else out
+
+
+@rule("logsumexp")
+def _logsumexp(cv, node, args, attrs):
+    dims, keep = attrs.get("dim"), attrs.get("keepdim", False)
+    m = cv.reduce("ReduceMax", args[0], dims, True)
+    s = cv.reduce("ReduceSum", cv.node("Exp", [cv.node("Sub", [args[0], m])]), dims, keep)
+    m2 = m if keep else cv.reduce("ReduceMax", args[0], dims, False)
+    return cv.node("Add", [cv.node("Log", [s]), m2])
+
+
+@rule("linalg_vector_norm")
+def _norm(cv, node, args, attrs):
+    x, dt = _reduction_input(cv, node, args[0])
+    dims, keep, ord = attrs.get("dim"), attrs.get("keepdim", False), attrs.get("ord", 2)
+    if ord == 2:
+        return cv.reduce("ReduceL2", x, dims, keep)
+    if ord == 1:
+        return cv.reduce("ReduceL1", x, dims, keep)
+    if ord == math.inf:
+        return cv.reduce("ReduceMax", cv.node("Abs", [x]), dims, keep)
+    p = cv.scalar(ord, dt)
+    s = cv.reduce("ReduceSum", cv.node("Pow", [cv.node("Abs", [x]), p]), dims, keep)
+    return cv.node("Pow", [s, cv.scalar(1.0 / ord, dt)])
+
+
+@rule("all", "any")
+def _all(cv, node, args, attrs):
+    x = cv.cast(args[0], node.args[0].type.dtype, D.bool)
+    x = cv.cast(x, D.bool, D.int32)
+    out = cv.reduce("ReduceMin" if node.op == "all" else "ReduceMax", x, attrs.get("dim"),
+                    attrs.get("keepdim", False))
+    return cv.cast(out, D.int32, node.outs[0].type.dtype)
+
+
+# ---------------------------------------------------------------- shapes and movement
+
+@rule("view", "unsafe_view", "reshape")
+def _view(cv, node, args, attrs):
+    return cv.node("Reshape", [args[0], cv.ints(node.outs[0].type.shape)])
+
+
+@rule("clone", "alias", "copy", "contiguous")
+def _identity(cv, node, args, attrs):
+    src = args[-1] if node.op == "copy" else args[0]
+    raw = node.args[-1] if node.op == "copy" else node.args[0]
+    from dynograph.compiler.ir import Value
+    if not isinstance(raw, Value):
+        return cv.node("Expand", [cv.number(raw, node.outs[0].type.dtype),
+                                  cv.ints(node.outs[0].type.shape)])
+    src = cv.cast(src, raw.type.dtype, node.outs[0].type.dtype)
+    if tuple(raw.type.shape) != tuple(node.outs[0].type.shape):
+        return cv.node("Expand", [src, cv.ints(node.outs[0].type.shape)])
+    return cv.node("Identity", [src])
+
+
+@rule("to_copy")
+def _to_copy(cv, node, args, attrs):
+    return cv.node("Identity", [cv.cast(args[0], node.args[0].type.dtype, node.outs[0].type.dtype)])
+
+
+@rule("t")
+def _t(cv, node, args, attrs):
+    if len(node.args[0].type.shape) < 2:
+        return cv.node("Identity", [args[0]])
+    return cv.node("Transpose", [args[0]], perm=[1, 0])
+
+
+@rule("transpose")
+def _transpose(cv, node, args, attrs):
+    n = len(node.args[0].type.shape)
+    perm = list(range(n))
+    a, b = attrs["dim0"] % max(n, 1), attrs["dim1"] % max(n, 1)
+    perm[a], perm[b] = perm[b], perm[a]
+    return cv.node("Transpose", [args[0]], perm=perm)
+
+
+@rule("permute")
+def _permute(cv, node, args, attrs):
+    n = len(node.args[0].type.shape)
+    return cv.node("Transpose", [args[0]], perm=[d % n for d in attrs["dims"]])
+
+
+@rule("expand")
+def _expand(cv, node, args, attrs):
+    return cv.node("Expand", [args[0], cv.ints(node.outs[0].type.shape)])
+
+
+@rule("unsqueeze")
+def _unsqueeze(cv, node, args, attrs):
+    n = len(node.outs[0].type.shape)
+    return cv.node("Unsqueeze", [args[0], cv.ints([attrs["dim"] % n])])
+
+
+@rule("squeeze", "squeeze_dim", "squeeze_dims")
+def _squeeze(cv, node, args, attrs):
+    # the result's shape says which dims went (a dim of size other than 1 stays)
+    return cv.node("Reshape", [args[0], cv.ints(node.outs[0].type.shape)])
+
+
+@rule("cat", "stack")
+def _cat(cv, node, args, attrs):
+    out_dt = node.outs[0].type.dtype
+    parts = [cv.cast(a, v.type.dtype, out_dt) for a, v in zip(args, node.args)]
+    dim = attrs["dim"]
+    if node.op == "stack":
+        n = len(node.outs[0].type.shape)
+        dim %= n
+        parts = [cv.node("Unsqueeze", [p, cv.ints([dim])]) for p in parts]
+    else:
+        dim %= len(node.outs[0].type.shape)
+    return cv.node("Concat", parts, axis=dim)
+
+
+@rule("split", "split_with_sizes", "unbind")
+def _split(cv, node, args, attrs):
+    n = len(node.args[0].type.shape)
+    dim = attrs.get("dim", 0) % n
+    sizes = [v.type.shape[dim] for v in node.outs] if node.op != "unbind" else [1] * len(node.outs)
+    outs = cv.node("Split", [args[0], cv.ints(sizes)], n_out=len(node.outs), axis=dim)
+    outs = outs if isinstance(outs, list) else [outs]
+    if node.op == "unbind":
+        outs = [cv.node("Squeeze", [o, cv.ints([dim])]) for o in outs]
+    return outs
+
+
+@rule("slice")
+def _slice(cv, node, args, attrs):
+    shape = node.args[0].type.shape
+    dim = attrs["dim"] % len(shape)
+    start, end, step = attrs["start"], attrs["end"], attrs["step"]
+    size = shape[dim]
+    if isinstance(end, int) and end >= 2 ** 62:
+        end = 2 ** 62
+    if isinstance(start, int) and not isinstance(size, int) and start < 0:
+        raise UnsupportedOp("a negative slice start on the symbolic batch dimension")
+    return cv.node("Slice", [args[0], cv.ints([start if start is not None else 0]),
+                             cv.ints([end]), cv.ints([dim]), cv.ints([step])])
+
+
+@rule("narrow_copy")
+def _narrow(cv, node, args, attrs):
+    from dynograph.compiler.symbolic import Sym
+    start, length = attrs["start"], attrs["length"]
+    end = Sym(start.a, start.b + length) if isinstance(start, Sym) else start + length
+    return cv.node("Slice", [args[0], cv.ints([start]), cv.ints([end]), cv.ints([attrs["dim"]])])
+
+
+@rule("select")
+def _select(cv, node, args, attrs):
+    shape = node.args[0].type.shape
+    dim = attrs["dim"] % len(shape)
+    index = attrs["index"]
+    if isinstance(index, int) and index < 0:
+        size = shape[dim]
+        if not isinstance(size, int):
+            from dynograph.compiler.symbolic import Sym
+            index = Sym(1, index)
+        else:
+            index = index + size
+    idx = cv.ints([index])
+    return cv.node("Squeeze", [cv.node("Gather", [args[0], idx], axis=dim), cv.ints([dim])])
+
+
+@rule("index_select")
+def _index_select(cv, node, args, attrs):
+    idx = cv.cast(args[1], node.args[1].type.dtype, D.int64)
+    return cv.node("Gather", [args[0], idx], axis=attrs["dim"] % len(node.args[0].type.shape))
+
+
+@rule("embedding")
+def _embedding(cv, node, args, attrs):
+    idx = cv.cast(args[1], node.args[1].type.dtype, D.int64)
+    return cv.node("Gather", [args[0], idx], axis=0)
+
+
+@rule("gather")
+def _gather(cv, node, args, attrs):
+    idx = cv.cast(args[1], node.args[1].type.dtype, D.int64)
+    return cv.node("GatherElements", [args[0], idx], axis=attrs["dim"] % len(node.args[0].type.shape))
+
+
+@rule("flip")
+def _flip(cv, node, args, attrs):
+    n = len(node.args[0].type.shape)
+    dims = [d % n for d in attrs["dims"]]
+    big = 2 ** 62
+    return cv.node("Slice", [args[0], cv.ints([-1] * len(dims)), cv.ints([-big] * len(dims)),
+                             cv.ints(dims), cv.ints([-1] * len(dims))])
+
+
+@rule("repeat")
+def _repeat(cv, node, args, attrs):
+    reps = list(attrs["repeats"])
+    x = args[0]
+    extra = len(reps) - len(node.args[0].type.shape)
+    if extra:
+        x = cv.node("Reshape", [x, cv.ints([1] * extra + list(node.args[0].type.shape))])
+    return cv.node("Tile", [x, cv.ints(reps)])
+
+
+@rule("strided_view")
+def _strided_view(cv, node, args, attrs):
+    shape = node.args[0].type.shape
+    if not all(isinstance(n, int) for n in shape + tuple(attrs["size"]) + tuple(attrs["stride"])) \
+            or not isinstance(attrs["offset"], int):
+        raise UnsupportedOp("a strided view whose layout depends on the batch size")
+    index = np.full(tuple(attrs["size"]), attrs["offset"], dtype=np.int64)
+    for d, (n, s) in enumerate(zip(attrs["size"], attrs["stride"])):
+        r = [1] * len(attrs["size"])
+        r[d] = n
+        index = index + (np.arange(n, dtype=np.int64) * s).reshape(r)
+    flat = cv.node("Reshape", [args[0], cv.ints([-1])])
+    return cv.node("Gather", [flat, cv.const(index, "index")], axis=0)
+
+
+@rule("full")
+def _full(cv, node, args, attrs):
+    dt = node.outs[0].type.dtype
+    value = cv.number(attrs["fill_value"], dt)
+    return cv.node("Expand", [value, cv.ints(node.outs[0].type.shape)])
+
+
+@rule("arange")
+def _arange(cv, node, args, attrs):
+    dt = node.outs[0].type.dtype
+    return cv.node("Range", [cv.number(attrs["start"], dt), cv.number(attrs["end"], dt),
+                             cv.number(attrs["step"], dt)])
+
+
+@rule("tril", "triu")
+def _tri(cv, node, args, attrs):
+    return cv.node("Trilu", [args[0], cv.const(np.array(attrs.get("diagonal", 0), np.int64))],
+                   upper=int(node.op == "triu"))
+
+
+@rule("cumsum")
+def _cumsum(cv, node, args, attrs):
+    x = cv.cast(args[0], node.args[0].type.dtype, node.outs[0].type.dtype)
+    return cv.node("CumSum", [x, cv.const(np.array(attrs["dim"], np.int64))])
+
+
+# ---------------------------------------------------------------- linear algebra
+
+@rule("mm", "bmm", "matmul", "mv")
+def _matmul(cv, node, args, attrs):
+    return cv.node("MatMul", list(args))
+
+
+@rule("dot", "vdot")
+def _dot(cv, node, args, attrs):
+    return cv.node("ReduceSum", [cv.node("Mul", list(args))], keepdims=0)
+
+
+@rule("addmm", "baddbmm", "addmv")
+def _addmm(cv, node, args, attrs):
+    dt = node.outs[0].type.dtype
+    prod = cv.node("MatMul", [args[1], args[2]])
+    alpha, beta = attrs.get("alpha", 1), attrs.get("beta", 1)
+    if alpha != 1:
+        prod = cv.node("Mul", [prod, cv.scalar(alpha, dt)])
+    if beta == 0:
+        return prod
+    bias = args[0] if beta == 1 else cv.node("Mul", [args[0], cv.scalar(beta, dt)])
+    return cv.node("Add", [bias, prod])
+
+
+@rule("convolution")
+def _convolution(cv, node, args, attrs):
+    x, w, b = args[0], args[1], args[2] if len(args) > 2 else None
+    nd = len(node.args[0].type.shape) - 2
+    stride, padding, dilation = (list(attrs[k]) for k in ("stride", "padding", "dilation"))
+    stride, padding, dilation = (v * nd if len(v) == 1 else v for v in (stride, padding, dilation))
+    inputs = [x, w] + ([b] if b is not None and node.args[2] is not None else [])
+    if attrs["transposed"]:
+        extra = list(attrs["output_padding"])
+        return cv.node("ConvTranspose", inputs, strides=stride, pads=padding + padding,
+                       dilations=dilation, group=attrs["groups"],
+                       output_padding=extra * nd if len(extra) == 1 else extra)
+    return cv.node("Conv", inputs, strides=stride, pads=padding + padding, dilations=dilation,
+                   group=attrs["groups"])
+
+
+# ---------------------------------------------------------------- pooling
+
+def _pool_geometry(attrs, nd):
+    k = list(attrs["kernel_size"])
+    s = list(attrs["stride"]) or k
+    p = list(attrs["padding"])
+    return (k * nd if len(k) == 1 else k), (s * nd if len(s) == 1 else s), \
+        (p * nd if len(p) == 1 else p)
+
+
+@rule("max_pool2d_with_indices", "max_pool3d_with_indices")
+def _max_pool(cv, node, args, attrs):
+    nd = len(node.args[0].type.shape) - 2
+    k, s, p = _pool_geometry(attrs, nd)
+    d = list(attrs.get("dilation", (1,) * nd))
+    values = cv.node("MaxPool", [args[0]], kernel_shape=k, strides=s, pads=p + p,
+                     dilations=d * nd if len(d) == 1 else d, ceil_mode=int(attrs["ceil_mode"]))
+    return [values, None]           # torch's indices have no ONNX counterpart: used -> error
+
+
+@rule("avg_pool2d", "avg_pool3d")
+def _avg_pool(cv, node, args, attrs):
+    if attrs.get("divisor_override"):
+        raise UnsupportedOp("average pooling with divisor_override")
+    nd = len(node.args[0].type.shape) - 2
+    k, s, p = _pool_geometry(attrs, nd)
+    return cv.node("AveragePool", [args[0]], kernel_shape=k, strides=s, pads=p + p,
+                   ceil_mode=int(attrs["ceil_mode"]),
+                   count_include_pad=int(attrs["count_include_pad"]))
+
+
+@rule("adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool2d", "adaptive_max_pool3d")
+def _adaptive(cv, node, args, attrs):
+    shape = node.args[0].type.shape
+    out = node.outs[0].type.shape
+    nd = 2 if node.op.endswith("2d") else 3
+    is_max = "max" in node.op
+    ins, outs = list(shape[-nd:]), list(out[-nd:])
+    if all(o == 1 for o in outs):
+        r = cv.node("GlobalMaxPool" if is_max else "GlobalAveragePool", [args[0]])
+    elif all(isinstance(i, int) and i % o == 0 for i, o in zip(ins, outs)):
+        k = [i // o for i, o in zip(ins, outs)]
+        r = cv.node("MaxPool" if is_max else "AveragePool", [args[0]], kernel_shape=k, strides=k)
+    else:
+        raise UnsupportedOp(f"adaptive pooling from {ins} to {outs} (sizes that do not divide)")
+    return [r, None] if is_max else r
+
+
+@rule("resample")
+def _resample(cv, node, args, attrs):
+    x, index, weight = args
+    dim = attrs["dim"] % len(node.args[0].type.shape)
+    k = node.args[1].type.shape[0]
+    dt = node.outs[0].type.dtype
+    n_out = node.args[1].type.shape[1]
+    bshape = [1] * len(node.args[0].type.shape)
+    bshape[dim] = n_out
+    out = None
+    for i in range(k):
+        row = cv.ints([i])
+        idx = cv.node("Squeeze", [cv.node("Gather", [index, row], axis=0), cv.ints([0])])
+        w = cv.node("Reshape", [cv.node("Gather", [weight, row], axis=0), cv.ints(bshape)])
+        w = cv.cast(w, node.args[2].type.dtype, dt)
+        term = cv.node("Mul", [cv.node("Gather", [x, cv.cast(idx, node.args[1].type.dtype, D.int64)],
+                                       axis=dim), w])
+        out = term if out is None else cv.node("Add", [out, term])
+    return out
+
+
+def model_proto(graph, opset):
+    return onnx.helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                                  producer_name="dynograph")
