@@ -20,7 +20,7 @@ def capture(fn, args, kwargs, dynamic_shapes, training):
     """Trace ``fn(*args, **kwargs)``; returns the pieces of an ExportedProgram (a dict)."""
     from dynograph._tensor import Tensor
     from dynograph.autograd.grad_mode import enable_grad, no_grad
-    from dynograph.compiler.compiled import CompiledFunction, _read_binding
+    from dynograph.compiler.compiled import CompiledFunction
     from dynograph.compiler.pipeline import DEFAULT_PASSES
     from dynograph.nn import Module
 
@@ -70,7 +70,7 @@ def capture(fn, args, kwargs, dynamic_shapes, training):
         elif kind == "scalar":
             state[inp.name] = Tensor._wrap(np.array(b[1](), dtype=np.float64))
         else:
-            state[inp.name] = Tensor._wrap(np.array(_read_binding(b, flat)))
+            state[inp.name] = Tensor._wrap(np.array(_slot_buffer(b)))
     for slot, (b, how) in entry.effects.items():
         if isinstance(b, tuple) and b[0] == "arg_grad":
             raise ExportError(f"the function sets the .grad of input {names[b[1]]}: an exported "
@@ -92,6 +92,13 @@ def capture(fn, args, kwargs, dynamic_shapes, training):
         name=getattr(fn, "__name__", type(fn).__name__) if not isinstance(fn, Module)
         else type(fn).__name__,
         renames=renames)
+
+
+def _slot_buffer(slot):
+    """The whole buffer behind a parameter, buffer or state slot: the graph input is the
+    buffer, and a tensor that views part of it is read through a strided_view."""
+    from dynograph.compiler.tracer import storage_root
+    return storage_root(slot.get()._data)
 
 
 def _own_copy(x):
