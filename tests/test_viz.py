@@ -12,7 +12,6 @@ import sys
 import textwrap
 import time
 import xml.etree.ElementTree as ET
-import zipfile
 
 import pytest
 
@@ -351,12 +350,19 @@ def test_show_renders_a_dumped_file(dumped, tmp_path, fmt, capsys):
 def test_show_reads_json_and_exported_programs(dumped, tmp_path, capsys):
     assert cli.main(["show", str(_graph_file(dumped, "optimized", ".json"))]) == 0
     assert capsys.readouterr().out == _graph_file(dumped, "optimized", ".dg").read_text()
-    archive = tmp_path / "program.zip"
-    with zipfile.ZipFile(archive, "w") as z:
-        z.writestr("program/forward.dg", _graph_file(dumped, "fused", ".dg").read_text())
-        z.writestr("program/weights.bin", b"\x00\x01")
-    assert cli.main(["show", str(archive), "--format", "dot"]) == 0
-    assert capsys.readouterr().out.startswith('digraph "program/forward"')
+    import dynograph.export
+    from dynograph.compiler.text import print_graph
+    model = dynograph.nn.Sequential(dynograph.nn.Linear(3, 4), dynograph.nn.ReLU())
+    program = dynograph.export.export(model, (dynograph.ones(2, 3),))
+    dynograph.export.save(program, tmp_path / "program.dgx")
+    assert cli.main(["show", str(tmp_path / "program.dgx")]) == 0
+    assert capsys.readouterr().out == print_graph(program.graph) + "\n"
+    assert cli.main(["show", str(tmp_path / "program.dgx"), "--format", "dot"]) == 0
+    assert capsys.readouterr().out.startswith('digraph "Sequential"')
+    # a checkpoint that is not an exported program, and a folder, are refused in one line
+    dynograph.save({"w": dynograph.ones(2)}, tmp_path / "state.pt")
+    assert "not an exported program" in _one_line_error(capsys, ["show", str(tmp_path / "state.pt")], 1)
+    assert "is a folder" in _one_line_error(capsys, ["show", str(tmp_path)], 1)
 
 
 def _one_line_error(capsys, argv, code):

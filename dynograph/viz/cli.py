@@ -19,7 +19,7 @@ commands:
   run SCRIPT.py [args...]   run a script with dumping switched on: for each compiled function
                             and each of its specializations write every stage
   show FILE                 render a dumped graph file (.dg IR text or .json written by a dump)
-                            or an exported program (a folder or .zip holding IR text)
+                            or a program saved by dynograph.export.save
   autograd SCRIPT.py --tensor NAME
                             run a script, then draw the dynamic autograd graph behind its global
                             variable NAME (like torchviz's make_dot); leaves are named after the
@@ -80,7 +80,7 @@ def _parser():
     run.add_argument("-o", "--output", default="dynograph-dump",
                      help="folder to write into (default: dynograph-dump)")
     show = sub.add_parser("show", help="render a dumped graph file or an exported program")
-    show.add_argument("file", help="a .dg or .json file, or an exported program (folder or .zip)")
+    show.add_argument("file", help="a .dg or .json file, or a program saved by dynograph.export.save")
     _output_options(show)
     show.add_argument("--collapse", action="store_true",
                       help="draw each fused kernel as one box (default: only for graphs over "
@@ -99,7 +99,7 @@ def _output_options(p):
     p.add_argument("--format", default=None,
                    help=f"one of {', '.join(FORMATS)} (default: from the -o extension, else text)")
     p.add_argument("-o", "--output", default=None,
-                   help="file to write (a folder when FILE holds several graphs); default stdout")
+                   help="file to write; default stdout")
 
 
 def _split(values, allowed, what):
@@ -258,40 +258,34 @@ def _emit(text, output):
 
 
 def load_graphs(path):
-    """[(name, graph)] read from a .dg/.json file or an exported program (folder or .zip)."""
+    """[(name, graph)] read from a .dg/.json file or a program saved by dynograph.export.save."""
     if not os.path.exists(path):
         raise OSError(f"no such file: {path}")
     if os.path.isdir(path):
-        members = []
-        for root, _, files in os.walk(path):
-            for f in sorted(files):
-                full = os.path.join(root, f)
-                with open(full, "rb") as fh:
-                    members.append((os.path.relpath(full, path), fh.read()))
-        return _graphs_in(members, path)
+        raise ValueError(f"{path}: is a folder; show reads one graph file (.dg, .json) or an "
+                         "exported program")
     if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as z:
-            members = [(n, z.read(n)) for n in z.namelist() if not n.endswith("/")]
-        return _graphs_in(members, path)
+        return [_exported_graph(path)]
     with open(path, "rb") as f:
         data = f.read()
     graph = _parse_file(os.path.basename(path), data)
     if graph is None:
         raise ValueError(f"{path}: not a dynograph graph (IR text starting with 'graph {{', "
-                         "or JSON written by dynograph-viz)")
+                         "JSON written by dynograph-viz, or a program saved by "
+                         "dynograph.export.save)")
     return [(os.path.splitext(os.path.basename(path))[0], graph)]
 
 
-def _graphs_in(members, path):
-    found = []
-    for name, data in members:
-        if name.endswith((".dg", ".json", ".txt", ".ir")):
-            g = _parse_file(name, data, quiet=True)
-            if g is not None:
-                found.append((os.path.splitext(name)[0], g))
-    if not found:
-        raise ValueError(f"{path}: holds no dynograph graph")
-    return found
+def _exported_graph(path):
+    """The graph of an exported program file (loaded as dynograph.export.load does: checked,
+    nothing in it executed)."""
+    from dynograph.export import load
+    from dynograph.serialization import CheckpointError
+    try:
+        program = load(path)
+    except CheckpointError as e:
+        raise ValueError(str(e).splitlines()[0]) from None
+    return program.name, program.graph
 
 
 def _parse_file(name, data, quiet=False):
@@ -334,23 +328,9 @@ def _viz_from_json(obj):
 def _show(args):
     from . import render
     fmt = _format(args)
-    graphs = load_graphs(args.file)
+    (name, g), = load_graphs(args.file)
     expand = False if args.collapse else None
-    if len(graphs) == 1:
-        name, g = graphs[0]
-        _emit(render(g, fmt, title=name, expand=expand), args.output)
-        return 0
-    if fmt == "html":                   # several graphs: one page, one view each
-        from .formats.html import to_html
-        from .render import to_viz
-        _emit(to_html([(n, to_viz(g, expand, n)) for n, g in graphs], title=args.file), args.output)
-        return 0
-    if args.output is None:
-        raise UsageError(f"{args.file} holds {len(graphs)} graphs: give -o FOLDER")
-    os.makedirs(args.output, exist_ok=True)
-    for name, g in graphs:
-        path = os.path.join(args.output, name.replace(os.sep, "_") + EXTENSIONS[fmt])
-        _emit(render(g, fmt, title=name, expand=expand), path)
+    _emit(render(g, fmt, title=name, expand=expand), args.output)
     return 0
 
 
