@@ -11,7 +11,6 @@ import warnings
 import numpy as np
 
 from dynograph.compiler.ops.core import TensorSpec
-from dynograph.compiler.ops.indexing import DATA_DEPENDENT_OPS
 from dynograph.runtime import dtypes as D
 from ._tensor import Tensor
 from ._trace_hook import TRACE, SizeInt, plain
@@ -91,7 +90,7 @@ def _traced(op, args, attrs, result):
     """Tracing: the op ran eagerly; its result is wrapped as usual, and its graph node added."""
     out = _result(op, args, attrs, result)
     tracer = TRACE.tracer
-    if op.name in DATA_DEPENDENT_OPS:
+    if op.data_dependent:
         tracer.graph_break(f"{op.name} has an output shape that depends on the data")
     tracer.record(op, args, attrs, result, out if type(out) is tuple else (out,))
     return out

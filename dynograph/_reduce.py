@@ -108,7 +108,7 @@ def sum(input, dim=_OMITTED, keepdim=False, *, dtype=None, out=None):  # noqa: A
             return call(R.sum, input)
         return call(R.sum, input, dtype=dtype)
     dims = None if dim is _OMITTED else _dims(dim, input._data.ndim, "sum")
-    return _finish(call(R.sum_dim, input, dim=dims, keepdim=keepdim, dtype=dtype), out)
+    return _finish(call(R.sum, input, dim=dims, keepdim=keepdim, dtype=dtype), out)
 
 
 @_public
@@ -119,7 +119,7 @@ def mean(input, dim=_OMITTED, keepdim=False, *, dtype=None, out=None):
             return call(R.mean, input)
         return call(R.mean, input, dtype=dtype)
     dims = None if dim is _OMITTED else _dims(dim, input._data.ndim, "mean")
-    return _finish(call(R.mean_dim, input, dim=dims, keepdim=keepdim, dtype=dtype), out)
+    return _finish(call(R.mean, input, dim=dims, keepdim=keepdim, dtype=dtype), out)
 
 
 def _dim1(dim, ndim, name):
@@ -221,7 +221,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
             raise TypeError("prod(): argument 'dim' must be int, not NoneType")
         return call(R.prod, input, dtype=dtype)
     d = _dim1(dim, input._data.ndim, "prod")
-    return _finish(call(R.prod_dim, input, dim=d, keepdim=keepdim, dtype=dtype), out)
+    return _finish(call(R.prod, input, dim=d, keepdim=keepdim, dtype=dtype), out)
 
 
 # ---------------------------------------------------------------- max, min and friends
@@ -582,7 +582,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
                            f"midpoint or nearest, but got {interpolation}")
     ndim = input._data.ndim
     d = None if dim is None else _dim1(dim, ndim, name)
-    x = input.reshape(-1) if d is None else input.movedim(d, -1)
+    x = input.reshape(-1) if d is None or ndim == 0 else input.movedim(d, -1)
     s = x.sort(-1)[0]                                 # NaN sorts last
     n = s.shape[-1]
     nq = len(qs)
@@ -609,7 +609,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
             r = v_lo + (v_hi - v_lo) * (rank - lo)
     if not ignore_nan:                                # any NaN in a row makes its result NaN
         r = r.masked_fill(s[..., -1:].isnan(), builtins.float("nan"))
-    if keepdim:
+    if keepdim and ndim:
         r = r.reshape((nq,) + (1,) * ndim) if d is None else r.movedim(-1, d + 1)
     else:
         r = r.squeeze(-1)

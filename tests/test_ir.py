@@ -12,7 +12,7 @@ from dynograph.compiler import interpreter
 from dynograph.compiler.compiled import CompiledFunction, CompileError, _read_binding, flatten
 from dynograph.compiler.ir import Graph, Input, Node, TensorType, Value
 from dynograph.compiler.ops import REGISTRY
-from dynograph.compiler.ops.indexing import DATA_DEPENDENT_OPS
+from dynograph.compiler.ops.groups import DATA_DEPENDENT as DATA_DEPENDENT_OPS
 from dynograph.compiler.text import ParseError, parse_graph, print_graph
 from dynograph.compiler.verify import VerifyError, verify
 from grad_inputs import r
@@ -171,7 +171,7 @@ def test_text_form_of_a_small_graph():
   input %1: f32[3,4] w
   %2: f32[2,4] = mm(%0, %1)
   %3: f32[2,4] = relu(%2)
-  %4: f32[2] = sum_dim(%3, dim=(1,), keepdim=False, dtype=None)
+  %4: f32[2] = sum(%3, dim=(1,), keepdim=False, dtype=None)
   return %4
 }"""
 

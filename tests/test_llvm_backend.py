@@ -204,13 +204,15 @@ def test_nan_propagates_through_max_and_min():
     assert compare("argmax", (ties,))
 
 
-REDUCTIONS = ["sum", "sum_dim", "mean", "mean_dim", "prod", "prod_dim", "amax", "amin", "max",
+# "op/dim": the op called with ``dim`` (sum, mean and prod have both forms)
+REDUCTIONS = ["sum", "sum/dim", "mean", "mean/dim", "prod", "prod/dim", "amax", "amin", "max",
               "min", "all", "any", "nansum", "var", "std", "argmax", "argmin"]
 
 
-@pytest.mark.parametrize("op", REDUCTIONS)
-def test_reductions_match_interpreter(op):
-    full = op in ("sum", "mean", "prod", "max", "min")
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_reductions_match_interpreter(name):
+    op, _, with_dim = name.partition("/")
+    full = not with_dim and op in ("sum", "mean", "prod", "max", "min")
     cases = []
     for dt, shape, strided in [(np.float32, (6, 37), True), (np.float64, (4, 3, 5), False),
                                (np.int64, (3, 9), False), (np.bool_, (7, 3), True),
@@ -218,10 +220,10 @@ def test_reductions_match_interpreter(op):
         x = noncontiguous(dt, shape) if strided else sample(dt, shape)
         if full:
             cases.append((x, {}))
-        elif op in ("prod_dim", "argmax", "argmin"):
+        elif op in ("prod", "argmax", "argmin"):
             cases.append((x, {"dim": 0}))
             cases.append((x, {"dim": len(shape) - 1, "keepdim": True}))
-            if op != "prod_dim":
+            if op != "prod":
                 cases.append((x, {"dim": None}))
         else:
             cases.append((x, {"dim": (len(shape) - 1,)}))                  # inner
@@ -243,13 +245,13 @@ def test_sum_of_16m_float32_ones_is_exact():
 
 def test_scalar_and_empty_reductions():
     assert compare("sum", (np.array(2.5, np.float32),))
-    assert compare("mean_dim", (np.zeros((3, 0), np.float32),), dim=(1,))
-    assert compare("sum_dim", (np.zeros((0, 4), np.float64),), dim=(0,))
+    assert compare("mean", (np.zeros((3, 0), np.float32),), dim=(1,))
+    assert compare("sum", (np.zeros((0, 4), np.float64),), dim=(0,))
 
 
 @pytest.mark.parametrize("op, args, attrs", [
     ("mul", (np.zeros(1000, np.float32),) * 2, {}),
-    ("sum_dim", (np.zeros((64, 4096), np.float32),), {"dim": (1,)}),
+    ("sum", (np.zeros((64, 4096), np.float32),), {"dim": (1,)}),
     ("amax", (np.zeros((64, 4096), np.float32),), {"dim": (1,)}),
 ], ids=["mul", "row-sum", "row-max"])
 def test_kernels_are_vectorized(op, args, attrs):
@@ -260,7 +262,7 @@ def test_kernels_are_vectorized(op, args, attrs):
 
 
 def test_kernel_description_prints_loads_reductions_and_stores():
-    _, _, node = graph_of("sum_dim", (np.zeros((4, 6), np.float32),), dim=(1,))
+    _, _, node = graph_of("sum", (np.zeros((4, 6), np.float32),), dim=(1,))
     text = str(describe(node, [((6, 1), 0)]))
     assert "domain [4,6] reduce (1,)" in text and "reduce add" in text
     assert "store out0 strides (1, 0)" in text
@@ -346,20 +348,20 @@ def test_large_kernels_split_across_threads_agree(monkeypatch):
                         lambda self, *a: calls.append(1) or real_submit(self, *a))
     x = sample(np.float32, (600, 1001))
     assert compare("mul", (x, 0.5))
-    assert compare("sum_dim", (x,), dim=(1,), tol=1e-4)     # another summation order
+    assert compare("sum", (x,), dim=(1,), tol=1e-4)     # another summation order
     assert compare("amax", (x,), dim=(0,), keepdim=True)
     assert len(calls) >= 9                  # three kernels, three ranges each
 
 
 @pytest.mark.parametrize("op, attrs", [("add", {}), ("mul", {}), ("exp", {}), ("maximum", {}),
-                                       ("sum_dim", {"dim": (1,)}), ("to_copy", {})])
+                                       ("sum", {"dim": (1,)}), ("to_copy", {})])
 def test_half_types_compute_in_float32_and_round_on_store(op, attrs):
     for dt in (np.float16, D.bfloat16.np):
         x = np.asarray(RNG.normal(size=(5, 19)), dt)
         if op == "to_copy":
             assert compare(op, (x,), dtype=D.float32)
             assert compare(op, (x.astype(np.float32) * 3,), dtype=D.from_numpy_dtype(np.dtype(dt)))
-        elif op in ("sum_dim", "exp"):
+        elif op in ("sum", "exp"):
             assert compare(op, (x,), **attrs)
         else:
             assert compare(op, (x, np.asarray(RNG.normal(size=(19,)), dt)), **attrs)

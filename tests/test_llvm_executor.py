@@ -33,26 +33,26 @@ COLUMN_CASES = [
 
 
 @pytest.mark.parametrize("shape, dim", COLUMN_CASES, ids=[str(s) for s, _ in COLUMN_CASES])
-@pytest.mark.parametrize("op", ["sum_dim", "mean_dim", "amax", "amin", "nansum", "prod_dim",
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin", "nansum", "prod",
                                 "var", "std", "all"])
 def test_column_reductions_match_interpreter(op, shape, dim):
     dt = np.bool_ if op == "all" else np.float64
     x = sample(dt, shape)
-    if op == "prod_dim":                      # one dim at a time
+    if op == "prod":                      # one dim at a time
         x = 1 + 0.01 * x
         assert compare(op, (x,), dim=dim[0], keepdim=False)
         return
     if op in ("amax", "amin", "nansum"):
         x = x.copy()
         x.reshape(-1)[::7] = np.nan             # NaN propagation (amax) and skipping (nansum)
-    assert compare(op, (x,), dim=dim, keepdim=op == "mean_dim")
+    assert compare(op, (x,), dim=dim, keepdim=op == "mean")
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float16, np.int64])
 def test_column_sums_over_dtypes_and_strided_inputs(dt):
     x = noncontiguous(dt, (9, 131))
-    assert compare("sum_dim", (x,), tol=5e-5 if dt == np.float32 else None, dim=(0,))
-    assert compare("sum_dim", (sample(dt, (9, 131)).T,), tol=5e-5 if dt == np.float32 else None,
+    assert compare("sum", (x,), tol=5e-5 if dt == np.float32 else None, dim=(0,))
+    assert compare("sum", (sample(dt, (9, 131)).T,), tol=5e-5 if dt == np.float32 else None,
                    dim=(1,))
 
 
@@ -67,7 +67,7 @@ def test_column_softmax_and_log_softmax_match_eager():
 
 def test_column_reduction_runs_column_wise_and_vectorizes():
     x = np.zeros((4096, 256), np.float32)
-    _, _, node = graph_of("sum_dim", (x,), dim=(0,))
+    _, _, node = graph_of("sum", (x,), dim=(0,))
     kernel = describe(node, _layouts([x]))
     renderer = Renderer(kernel, "col", jit.triple())
     assert renderer.columnwise()
@@ -78,7 +78,7 @@ def test_column_reduction_runs_column_wise_and_vectorizes():
 
 def test_inner_reductions_keep_the_plain_nest_and_outer_argmax_runs_column_wise():
     x = np.zeros((64, 256), np.float32)
-    for op, attrs, columns in [("sum_dim", {"dim": (1,)}, False), ("argmax", {"dim": 1}, False),
+    for op, attrs, columns in [("sum", {"dim": (1,)}, False), ("argmax", {"dim": 1}, False),
                                ("argmax", {"dim": 0}, True)]:
         _, _, node = graph_of(op, (x,), **attrs)
         assert Renderer(describe(node, _layouts([x])), "k", jit.triple()).columnwise() == columns

@@ -242,8 +242,8 @@ def test_simplify_composes_views_and_removes_reductions_of_expands():
           %8: f32[6,4] = view(%0, shape=(6, 4))
           %9: f32[2,3,4] = view(%8, shape=(2, 3, 4))
           %10: f32[5,3,4] = expand(%1, shape=(5, 3, 4))
-          %11: f32[3] = sum_dim(%10, dim=(0, 2), keepdim=False, dtype=None)
-          %12: f32[1,3,1] = mean_dim(%10, dim=(0, 2), keepdim=True, dtype=None)
+          %11: f32[3] = sum(%10, dim=(0, 2), keepdim=False, dtype=None)
+          %12: f32[1,3,1] = mean(%10, dim=(0, 2), keepdim=True, dtype=None)
           return %7, %9, %11, %12
         }""", """
         graph {
@@ -312,7 +312,7 @@ SOFTMAX_BODY = """
     %1: f32[4,1] = amax(%0, dim=(1,), keepdim=True)
     %2: f32[4,6] = sub(%0, %1)
     %3: f32[4,6] = exp(%2)
-    %4: f32[4,1] = sum_dim(%3, dim=(1,), keepdim=True, dtype=None)
+    %4: f32[4,1] = sum(%3, dim=(1,), keepdim=True, dtype=None)
     %5: f32[4,6] = div(%3, %4)
     return %5"""
 
@@ -427,8 +427,8 @@ def test_fusion_keeps_barriers_and_separates_reduction_shapes():
           %4: f32[4,5] = mul(%0, %3)
           %5: f32[4,1] = gather(%4, %1, dim=1)
           %6: f32[4,1] = exp(%5)
-          %7: f32[4,1] = sum_dim(%4, dim=(1,), keepdim=True, dtype=None)
-          %8: f32[1,5] = sum_dim(%4, dim=(0,), keepdim=True, dtype=None)
+          %7: f32[4,1] = sum(%4, dim=(1,), keepdim=True, dtype=None)
+          %8: f32[1,5] = sum(%4, dim=(0,), keepdim=True, dtype=None)
           %9: f32[4,1] = add(%6, %7)
           return %9, %8
         }""")
@@ -438,8 +438,8 @@ def test_fusion_keeps_barriers_and_separates_reduction_shapes():
         if n.op == "fused":
             inner = [m.op for m in n.attrs["graph"].nodes]
             assert "uniform" not in inner and "gather" not in inner
-            assert not ("sum_dim" in inner and len({m.attrs.get("dim") for m in
-                                                    n.attrs["graph"].nodes if m.op == "sum_dim"}) > 1)
+            assert not ("sum" in inner and len({m.attrs.get("dim") for m in
+                                                    n.attrs["graph"].nodes if m.op == "sum"}) > 1)
 
 
 def test_fusion_copies_shared_scalars_into_each_kernel():

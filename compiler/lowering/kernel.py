@@ -35,12 +35,6 @@ from ..ops.core import TensorSpec, wrap_dims
 from ..symbolic import concrete
 from .scalar import COMPARISONS, MATH_FUNCTIONS, Composite, Unsupported
 
-# ops the fusion pass puts in kernels that are not elementwise math
-VIEW_OPS = frozenset(("view", "unsafe_view", "expand", "permute", "transpose", "t", "squeeze",
-                      "squeeze_dim", "squeeze_dims", "unsqueeze", "alias"))
-STRUCTURAL = frozenset(("to_copy", "clone", "full"))
-
-
 @dataclass(frozen=True)
 class Expr:
     op: str             # load const acc cast cmp select math add sub mul div rem neg abs max min ...
@@ -266,13 +260,13 @@ def lowerable(node):
     if node.op == "fused":
         return all(_has_rule(n) for n in node.attrs["graph"].nodes)
     # a view on its own stays a numpy view: a kernel would copy it
-    return node.op not in VIEW_OPS and _has_rule(node)
+    op = REGISTRY.get(node.op)
+    return op is not None and op.lowering is not None and op.reindex is None
 
 
 def _has_rule(node):
     op = REGISTRY.get(node.op)
-    return op is not None and (op.lowering is not None or node.op in VIEW_OPS
-                               or node.op in STRUCTURAL)
+    return op is not None and (op.lowering is not None or op.reindex is not None)
 
 
 def describe(node, layouts, batch=None):
@@ -311,8 +305,7 @@ class _Describer:
                 raise Unsupported("non-tensor input")
         reds = [n for n in self.graph.nodes if REGISTRY[n.op].kind == "reduction"]
         for n in self.graph.nodes:
-            op = REGISTRY[n.op]
-            if op.lowering is None and n.op not in VIEW_OPS and n.op not in STRUCTURAL:
+            if not _has_rule(n):
                 raise Unsupported(f"{n.op} has no lowering")
         if reds:
             x = reds[0].args[0]
@@ -385,14 +378,14 @@ class _Describer:
     def _natural(self, v):
         shape = self.shape(v)
         node = self.producer.get(v)
-        if node is None or node.op == "full":
+        if node is None or not node.input_values():         # an input, or a constant
             return self.aligned(shape)
         op = REGISTRY[node.op]
         if op.kind == "reduction":
             keep = self.attrs(node).get("keepdim", False)
             return tuple(None if a in self.reduce_axes else a for a in range(len(self.domain))
                          if keep or a not in self.reduce_axes)
-        if node.op in VIEW_OPS:
+        if op.reindex is not None:
             src = node.args[0]
             try:
                 src_map = self.natural_map(src)
@@ -433,7 +426,7 @@ class _Describer:
     def view_to_source(self, node, shape, src_shape):
         """For each output dim of a view op, the source dim it reads (None: a new or
         broadcast dim), or None when the view is not a pure re-indexing of dims."""
-        if node.op in ("view", "unsafe_view"):
+        if REGISTRY[node.op].reindex == "reshape":
             src_dims = [j for j, n in enumerate(src_shape) if n != 1]
             out_dims = [k for k, n in enumerate(shape) if n != 1]
             if [src_shape[j] for j in src_dims] != [shape[k] for k in out_dims]:
@@ -470,23 +463,16 @@ class _Describer:
         op = REGISTRY[node.op]
         attrs = self.attrs(node)
         shape = self.shape(v)
-        if node.op == "full":
-            return self.b.const(attrs["fill_value"], attrs["dtype"])
-        if node.op in VIEW_OPS:
+        if op.reindex is not None:
             return self.emit_view(node, v, m, shape)
         if op.kind == "reduction":
             return self.emit_reduction(node, v, m, attrs)
         args = [self.emit(a, self.arg_map(a, shape, m)) if isinstance(a, Value) else a
                 for a in node.args]
-        if node.op == "to_copy":
-            if attrs.get("memory_format", "preserve") not in ("preserve", "contiguous"):
-                raise Unsupported("to_copy to another memory format")
-            return self.b.cast(args[0], attrs["dtype"])
-        if node.op == "clone":
-            if attrs.get("memory_format", "preserve") not in ("preserve", "contiguous"):
-                raise Unsupported("clone to another memory format")
-            return args[0]
-        return self.emit_elementwise(op, node, args, attrs)
+        if op.kind == "elementwise":
+            return self.emit_elementwise(op, node, args, attrs)
+        # conversions and constants: the rule builds the value, the kernel casts it
+        return self.b.cast(op.lowering(self.b, *args, **attrs), v.type.dtype)
 
     def arg_map(self, a, shape, m):
         ashape = self.shape(a)

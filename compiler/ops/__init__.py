@@ -10,3 +10,4 @@ from . import pooling  # noqa: F401
 from . import normalization  # noqa: F401
 from . import conv  # noqa: F401
 from . import special  # noqa: F401
+from . import groups  # noqa: F401,E402  (last: derived from every op registered above)

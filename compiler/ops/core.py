@@ -9,7 +9,22 @@ An ``OpDef`` carries every fact about one primitive:
                  tracer calls it for every node;
 * ``vjp``        the derivative rule, written with tensor methods (so the same rule runs
                  on eager tensors and on traced values);
-* ``lowering``   the code-generation rule, filled in by the compiler back ends.
+* ``lowering``   the scalar code-generation rule (compiler/lowering/scalar.py's builder), for
+                 elementwise ops, reductions and conversions that a fused kernel computes;
+
+and the category facts passes and backends ask about (never lists of op names):
+
+* ``view``          the output aliases input 0 (the dispatcher links base and version counter);
+* ``reindex``       the output is input 0's elements re-indexed, nothing computed: "reshape",
+                    "permute", "expand", "squeeze", "unsqueeze" or "alias" (in a kernel, index
+                    arithmetic; for the simplifier, which rewrite rules apply);
+* ``reads_layout``  the result depends on the input's strides, not only its elements
+                    (``view``, ``as_strided``...): passes must not change that input's layout;
+* ``constant``      the output depends on attributes only (``full``, ``arange``...): constant
+                    folding may evaluate it;
+* ``data_dependent`` an output size depends on the input values (``nonzero``): a graph break;
+* ``kernel``        a generated-kernel rule for an op that is not a fused loop nest
+                    (convolution, pooling): compiler/lowering's description plus preparation.
 """
 from dataclasses import dataclass
 
@@ -27,10 +42,12 @@ class TensorSpec:
 
 class OpDef:
     __slots__ = ("name", "kind", "impl", "dtype_rule", "meta", "vjp", "lowering",
-                 "grad_name", "view", "differentiable", "cast_inputs", "doc")
+                 "grad_name", "view", "differentiable", "cast_inputs", "doc",
+                 "reindex", "reads_layout", "constant", "data_dependent", "kernel")
 
     def __init__(self, name, kind, impl, dtype_rule, meta, vjp, lowering, grad_name, view,
-                 differentiable, cast_inputs, doc):
+                 differentiable, cast_inputs, doc, reindex=None, reads_layout=False,
+                 constant=False, data_dependent=False, kernel=None):
         self.name = name
         self.kind = kind
         self.impl = impl
@@ -43,23 +60,36 @@ class OpDef:
         self.differentiable = differentiable
         self.cast_inputs = cast_inputs      # elementwise: convert tensor inputs to the compute dtype
         self.doc = doc
+        self.reindex = reindex
+        self.reads_layout = reads_layout
+        self.constant = constant
+        self.data_dependent = data_dependent
+        self.kernel = kernel
 
     def __repr__(self):
         return f"<op {self.name} ({self.kind})>"
 
 
-KINDS = ("elementwise", "reduction", "movement", "index", "linalg", "random", "creation", "other")
+# reduction: one result per kept index, combining the reduced dims (sum, amax, var...);
+# scan: a running combination along a dim (cumsum); sort: order statistics (sort, topk,
+# median); pooling: windows over spatial dims.
+KINDS = ("elementwise", "reduction", "scan", "sort", "pooling", "movement", "index", "linalg",
+         "random", "creation", "other")
+REINDEX = ("reshape", "permute", "expand", "squeeze", "unsqueeze", "alias")
 
 
 def define(name, kind, impl, *, meta, dtype_rule=None, vjp=None, lowering=None,
-           grad_name=None, view=False, differentiable=True, cast_inputs=True, doc=""):
+           grad_name=None, view=False, differentiable=True, cast_inputs=True, doc="",
+           reindex=None, reads_layout=False, constant=False, data_dependent=False, kernel=None):
     """Register one primitive.  ``grad_name`` defaults to PyTorch's ``<Name>Backward0``."""
     assert kind in KINDS, kind
+    assert reindex is None or reindex in REINDEX, reindex
     assert name not in REGISTRY, f"op {name} defined twice"
     if grad_name is None:
         grad_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
     op = OpDef(name, kind, impl, dtype_rule, meta, vjp, lowering, grad_name, view,
-               differentiable, cast_inputs, doc)
+               differentiable, cast_inputs, doc, reindex, reads_layout, constant,
+               data_dependent, kernel)
     REGISTRY[name] = op
     return op
 
@@ -140,6 +170,8 @@ def _category_type(x):
         return "wrapped", D.int64
     if isinstance(x, float):
         return "wrapped", D.get_default_dtype()
+    if isinstance(x, complex):
+        return "wrapped", D.get_default_dtype().to_complex()
     raise TypeError(f"expected a Tensor or a Python number, got {type(x).__name__}")
 
 
@@ -148,9 +180,7 @@ def _combine_categories(higher, lower):
         return lower
     if lower is None:
         return higher
-    if higher.is_floating_point:
-        return higher
-    if higher is D.bool or lower.is_floating_point:
+    if lower.category > higher.category:      # a scalar of a higher kind (int + 2.5, x + 1j)
         return D.promote_types(higher, lower)
     return higher
 
@@ -181,12 +211,14 @@ def result_type(*operands):
 
 def to_float(dt):
     """Integer and bool dtypes compute floating ops in the default dtype."""
-    return dt if dt.is_floating_point else D.get_default_dtype()
+    return dt if dt.is_floating_point or dt.is_complex else D.get_default_dtype()
 
 
 def can_cast(src, dst):
     """PyTorch's rule for writing a result into an existing tensor (in-place ops, out=)."""
-    if src.is_floating_point and not dst.is_floating_point:
+    if src.is_complex and not dst.is_complex:
+        return False
+    if src.is_floating_point and not (dst.is_floating_point or dst.is_complex):
         return False
     if src is not D.bool and dst is D.bool:
         return False
@@ -200,4 +232,4 @@ def type_name(dt):
 
 _TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
                "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-               "float64": "Double"}
+               "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}

@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from dynograph.runtime import dtypes as D
+from ..lowering.scalar import Unsupported
 from .core import define, TensorSpec, check_broadcast, type_name
 
 # C++ names PyTorch prints for a dtype: in scalar-conversion errors and in random_ bounds
@@ -167,7 +168,8 @@ def _full_meta(*, shape, fill_value, dtype, perm=None):
 
 full = define("full", "creation", _full, meta=_full_meta, differentiable=False,
               doc="A tensor of ``shape`` filled with ``fill_value``; ``perm`` lays it out "
-                  "like a permuted tensor (outermost dimension first).")
+                  "like a permuted tensor (outermost dimension first).", constant=True,
+              lowering=lambda b, *, shape, fill_value, dtype, perm=None: b.const(fill_value, dtype))
 
 
 def _empty(*, shape, dtype, perm=None):
@@ -255,7 +257,7 @@ def _arange_meta(*, start, end, step, dtype):
 
 
 arange = define("arange", "creation", _arange, meta=_arange_meta, differentiable=False,
-                doc="Values from ``start`` up to (excluding) ``end`` by ``step``.")
+                doc="Values from ``start`` up to (excluding) ``end`` by ``step``.", constant=True)
 
 
 def _check_space(name, steps, dtype):
@@ -301,7 +303,8 @@ def _space_meta(name):
 
 
 linspace = define("linspace", "creation", _linspace, meta=_space_meta("linspace"),
-                  differentiable=False, doc="``steps`` evenly spaced values from start to end.")
+                  differentiable=False, doc="``steps`` evenly spaced values from start to end.",
+                  constant=True)
 
 
 def _logspace(*, start, end, steps, base, dtype):
@@ -315,7 +318,8 @@ def _logspace(*, start, end, steps, base, dtype):
 
 
 logspace = define("logspace", "creation", _logspace, meta=_space_meta("logspace"),
-                  differentiable=False, doc="``base`` to the powers of linspace(start, end, steps).")
+                  differentiable=False, doc="``base`` to the powers of linspace(start, end, steps).",
+                  constant=True)
 
 
 def _eye_meta(*, n, m, dtype):
@@ -333,7 +337,7 @@ def _eye(*, n, m, dtype):
 
 
 eye = define("eye", "creation", _eye, meta=_eye_meta, differentiable=False,
-             doc="A 2-D tensor with ones on the diagonal.")
+             doc="A 2-D tensor with ones on the diagonal.", constant=True)
 
 
 # ---------------------------------------------------------------- conversion
@@ -391,9 +395,17 @@ def _to_copy_meta(x, *, dtype, memory_format="preserve"):
     return TensorSpec(tuple(x.shape), dtype)
 
 
+def _copy_lowering(b, x, *, dtype=None, memory_format="preserve"):
+    """In a kernel a copy is its input, cast to the output dtype by the kernel; kernels store
+    row-major, so only layouts that are row-major for a fresh result qualify."""
+    if memory_format not in ("preserve", "contiguous"):
+        raise Unsupported(f"a copy to memory format {memory_format}")
+    return x
+
+
 to_copy = define(
     "to_copy", "other", _to_copy, meta=_to_copy_meta, grad_name="ToCopyBackward0",
-    vjp=lambda ctx, g: (g.to(ctx.inputs[0].dtype),),
+    vjp=lambda ctx, g: (g.to(ctx.inputs[0].dtype),), lowering=_copy_lowering,
     doc="A copy of x converted to ``dtype`` (the engine casts the gradient back as well).")
 
 
@@ -407,7 +419,7 @@ def _clone_meta(x, *, memory_format="preserve"):
 
 
 clone = define("clone", "other", _clone, meta=_clone_meta, vjp=lambda ctx, g: (g,),
-               doc="A copy of x with its own memory.")
+               lowering=_copy_lowering, doc="A copy of x with its own memory.")
 
 
 def _copy_meta(dst, src):

@@ -16,6 +16,7 @@ Conventions of this file:
   with ``accumulate=True``, ``scatter_add``, ``index_add``, ``put``), never numpy.
 """
 import functools
+import math
 
 import numpy as np
 
@@ -48,16 +49,6 @@ class _DataDependentSize:
 
 
 DATA_DEPENDENT = _DataDependentSize()
-
-# ops whose output sizes depend on the values of their inputs (the tracer cannot capture them)
-DATA_DEPENDENT_OPS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive",
-                                "bincount"})
-
-# Ops whose derivative reads only the *shape* of input 0, never its values: the public layer
-# lets their input be modified in place afterwards without invalidating the graph (PyTorch
-# does not save that input either).
-SHAPE_ONLY_INPUT = {"select", "slice", "alias", "index", "gather", "index_select", "take",
-                    "masked_select", "unsqueeze"}
 
 _INDEX_DTYPES = (D.int64, D.int32)
 _NP_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
@@ -160,7 +151,7 @@ def normalize_slice(start, end, step, size):
 
 alias = define("alias", "index", lambda x: x.view(), meta=lambda x: _same(x),
                vjp=lambda ctx, g: (g,), view=True,
-               doc="A new view of all of x (x[...], x[()]).")
+               doc="A new view of all of x (x[...], x[()]).", reindex="alias")
 
 
 def _scatter_shape_error(src_shape, want):
@@ -364,7 +355,8 @@ index_put = define("index_put", "index", _index_put, meta=_index_put_meta, vjp=_
 # ---------------------------------------------------------------- gather / scatter
 
 def _index_dtype_check(index, what):
-    if _dt(index) not in _INDEX_DTYPES:
+    # PyTorch checks the dtype only of an index with elements
+    if _dt(index) not in _INDEX_DTYPES and math.prod(index.shape):
         raise RuntimeError(f"{what}(): Expected dtype int32/int64 for index")
 
 
@@ -959,7 +951,8 @@ def _masked_select_vjp(ctx, g):
 
 masked_select = define("masked_select", "index", _masked_select, meta=_masked_select_meta,
                        vjp=_masked_select_vjp,
-                       doc="The elements of x (broadcast with mask) where mask is True, as 1-D.")
+                       doc="The elements of x (broadcast with mask) where mask is True, as 1-D.",
+                       data_dependent=True)
 
 
 def _masked_scatter_meta(x, mask, source):
@@ -1009,7 +1002,7 @@ def _nonzero(x):
 nonzero = define("nonzero", "index", _nonzero,
                  meta=lambda x: TensorSpec((DATA_DEPENDENT, len(x.shape)), D.int64),
                  differentiable=False,
-                 doc="The coordinates of the non-zero elements, one row each (int64).")
+                 doc="The coordinates of the non-zero elements, one row each (int64).", data_dependent=True)
 
 
 # ---------------------------------------------------------------- take / put
@@ -1162,8 +1155,9 @@ def _searchsorted(seq, values, sorter=None, right=False, out_int32=False):
         rows, vals = seq[None, :], v.reshape(1, -1)
         srt = None if sorter is None else sorter[None, :]
     else:
-        rows = seq.reshape(-1, n)
-        vals = v.reshape(rows.shape[0], -1)
+        # explicit sizes: a row count of 0 makes -1 ambiguous
+        rows = seq.reshape(math.prod(seq.shape[:-1]), n)
+        vals = v.reshape(rows.shape[0], v.shape[-1])
         srt = None if sorter is None else sorter.reshape(-1, n)
     lo = np.zeros(vals.shape, np.int64)
     hi = np.full(vals.shape, n, np.int64)

@@ -166,7 +166,8 @@ def _reshape_vjp(ctx, g):
 
 
 view = define("view", "movement", _view, meta=_view_meta, vjp=_reshape_vjp, view=True,
-              doc="A view with a new shape (PyTorch's stride rule decides if one exists).")
+              doc="A view with a new shape (PyTorch's stride rule decides if one exists).",
+              reindex="reshape", reads_layout=True)
 
 
 def _unsafe_view(x, shape):
@@ -179,7 +180,8 @@ def _unsafe_view(x, shape):
 
 unsafe_view = define("unsafe_view", "movement", _unsafe_view, meta=_view_meta, vjp=_reshape_vjp,
                      grad_name="UnsafeViewBackward0",
-                     doc="reshape's copying path, and the reshape of a fresh result (no copy).")
+                     doc="reshape's copying path, and the reshape of a fresh result (no copy).",
+                     reindex="reshape")
 
 
 def _view_dtype_check(shape, strides, src, dst):
@@ -222,7 +224,7 @@ def _view_dtype_meta(x, dtype):
 
 view_dtype = define("view_dtype", "movement", _view_dtype, meta=_view_dtype_meta, view=True,
                     differentiable=False,
-                    doc="Reinterpret the bytes as another dtype (Tensor.view(dtype)).")
+                    doc="Reinterpret the bytes as another dtype (Tensor.view(dtype)).", reads_layout=True)
 
 
 # ---------------------------------------------------------------- expand
@@ -295,7 +297,7 @@ def sum_to_shape(g, shape):
 
 expand = define("expand", "movement", _expand, meta=_expand_meta,
                 vjp=lambda ctx, g: (sum_to_shape(g, ctx.inputs[0].shape),), view=True,
-                doc="A stride-0 view repeating size-1 dimensions (read-only in memory).")
+                doc="A stride-0 view repeating size-1 dimensions (read-only in memory).", reindex="expand")
 
 
 # ---------------------------------------------------------------- permute / transpose
@@ -322,7 +324,7 @@ def _permute_vjp(ctx, g):
 
 
 permute = define("permute", "movement", lambda x, dims: x.transpose(dims), meta=_permute_meta,
-                 vjp=_permute_vjp, view=True, doc="A view with the dimensions reordered.")
+                 vjp=_permute_vjp, view=True, doc="A view with the dimensions reordered.", reindex="permute")
 
 
 def _transpose_meta(x, dim0, dim1):
@@ -340,7 +342,7 @@ def _transpose(x, dim0, dim1):
 
 transpose = define("transpose", "movement", _transpose, meta=_transpose_meta,
                    vjp=lambda ctx, g: (g.transpose(ctx.attrs["dim0"], ctx.attrs["dim1"]),),
-                   view=True, doc="A view with two dimensions swapped.")
+                   view=True, doc="A view with two dimensions swapped.", reindex="permute")
 
 
 def _t_meta(x):
@@ -356,7 +358,7 @@ def _t(x):
 
 
 t = define("t", "movement", _t, meta=_t_meta, vjp=lambda ctx, g: (g.t(),), grad_name="TBackward0",
-           view=True, doc="Transpose of a tensor with at most 2 dimensions.")
+           view=True, doc="Transpose of a tensor with at most 2 dimensions.", reindex="permute")
 
 
 # ---------------------------------------------------------------- squeeze / unsqueeze
@@ -371,7 +373,7 @@ def _squeeze_all_meta(x):
 
 squeeze = define("squeeze", "movement", lambda x: x.squeeze(), meta=_squeeze_all_meta,
                  vjp=_squeeze_vjp, view=True, grad_name="SqueezeBackward0",
-                 doc="A view without the size-1 dimensions.")
+                 doc="A view without the size-1 dimensions.", reindex="squeeze")
 
 
 def _squeeze_dims_impl(x, dims):
@@ -395,10 +397,10 @@ def _squeeze_dim_meta(x, dim):
 
 squeeze_dim = define("squeeze_dim", "movement", _squeeze_dim_impl, meta=_squeeze_dim_meta,
                      vjp=_squeeze_vjp, view=True, grad_name="SqueezeBackward1",
-                     doc="A view without dimension ``dim`` if its size is 1.")
+                     doc="A view without dimension ``dim`` if its size is 1.", reindex="squeeze")
 squeeze_dims = define("squeeze_dims", "movement", _squeeze_dims_impl, meta=_squeeze_dims_meta,
                       vjp=_squeeze_vjp, view=True, grad_name="SqueezeBackward2",
-                      doc="A view without those of ``dims`` whose size is 1.")
+                      doc="A view without those of ``dims`` whose size is 1.", reindex="squeeze")
 
 
 def unsqueeze_strides(shape, strides, dim, unit=1):
@@ -424,7 +426,7 @@ def _unsqueeze_meta(x, dim):
 
 unsqueeze = define("unsqueeze", "movement", _unsqueeze, meta=_unsqueeze_meta,
                    vjp=lambda ctx, g: (g.squeeze(ctx.attrs["dim"]),), view=True,
-                   doc="A view with a size-1 dimension inserted at ``dim``.")
+                   doc="A view with a size-1 dimension inserted at ``dim``.", reindex="unsqueeze")
 
 
 # ---------------------------------------------------------------- as_strided
@@ -515,7 +517,7 @@ as_strided_backward = define(
     "as_strided_backward", "movement", _as_strided_backward, meta=_as_strided_backward_meta,
     vjp=_as_strided_backward_vjp,
     doc="Gradient of as_strided: scatter-add into storage, gather the input's geometry "
-        "(``transpose``: the adjoint of that map, for double backward).")
+        "(``transpose``: the adjoint of that map, for double backward).", reads_layout=True)
 
 
 def _as_strided_vjp(ctx, g):
@@ -528,7 +530,7 @@ def _as_strided_vjp(ctx, g):
 
 as_strided = define("as_strided", "movement", _as_strided, meta=_as_strided_meta,
                     vjp=_as_strided_vjp, view=True,
-                    doc="A view with arbitrary sizes, strides and storage offset.")
+                    doc="A view with arbitrary sizes, strides and storage offset.", reads_layout=True)
 
 
 # ---------------------------------------------------------------- unfold
@@ -580,7 +582,8 @@ unfold = define(
     vjp=lambda ctx, g: (_call(unfold_backward, g, input_sizes=tuple(ctx.inputs[0].shape),
                               dim=ctx.attrs["dimension"], size=ctx.attrs["size"],
                               step=ctx.attrs["step"]),),
-    view=True, doc="A view of all windows of ``size`` along ``dimension``, ``step`` apart.")
+    view=True, doc="A view of all windows of ``size`` along ``dimension``, ``step`` apart.",
+    reads_layout=True)
 
 
 # ---------------------------------------------------------------- diagonal

@@ -242,7 +242,7 @@ def _max_indices_vjp(ctx, g, _gi=None):
 
 
 max_pool2d_with_indices, max_pool3d_with_indices = _define_nd(
-    "max_pool{nd}d_with_indices", "reduction", _max_pool_impl, _max_pool_meta_for, _max_indices_vjp,
+    "max_pool{nd}d_with_indices", "pooling", _max_pool_impl, _max_pool_meta_for, _max_indices_vjp,
     "MaxPool{nd}DWithIndicesBackward0",
     "{nd}-d max pooling: the largest value of each window and its flat index in the {extent}.")
 
@@ -363,7 +363,7 @@ def _avg_pool_vjp(ctx, g):
 
 
 avg_pool2d, avg_pool3d = _define_nd(
-    "avg_pool{nd}d", "reduction", _avg_pool_impl, _avg_pool_meta_for, _avg_pool_vjp,
+    "avg_pool{nd}d", "pooling", _avg_pool_impl, _avg_pool_meta_for, _avg_pool_vjp,
     "AvgPool{nd}DBackward0", "{nd}-d average pooling.")
 
 
@@ -399,7 +399,7 @@ def _avg_pool_backward_vjp(ctx, gg):
 
 
 avg_pool_backward = define(
-    "avg_pool_backward", "reduction", _avg_pool_backward_impl, meta=_avg_pool_backward_meta,
+    "avg_pool_backward", "pooling", _avg_pool_backward_impl, meta=_avg_pool_backward_meta,
     vjp=_avg_pool_backward_vjp, grad_name="AvgPool2DBackwardBackward0",
     doc="The input gradient of an average pool: each window's share spread over its taps.")
 
@@ -484,7 +484,7 @@ def _adaptive_avg_vjp(ctx, g):
 
 
 adaptive_avg_pool2d, adaptive_avg_pool3d = _define_nd(
-    "adaptive_avg_pool{nd}d", "reduction", _adaptive_avg_impl, _adaptive_avg_meta_for,
+    "adaptive_avg_pool{nd}d", "pooling", _adaptive_avg_impl, _adaptive_avg_meta_for,
     _adaptive_avg_vjp, "AdaptiveAvgPool{nd}DBackward0",
     "{nd}-d adaptive average pooling to a given output size.")
 
@@ -531,7 +531,7 @@ def _adaptive_max_meta_for(nd):
 
 
 adaptive_max_pool2d, adaptive_max_pool3d = _define_nd(
-    "adaptive_max_pool{nd}d", "reduction", _adaptive_max_impl, _adaptive_max_meta_for,
+    "adaptive_max_pool{nd}d", "pooling", _adaptive_max_impl, _adaptive_max_meta_for,
     _max_indices_vjp, "AdaptiveMaxPool{nd}DBackward0",
     "{nd}-d adaptive max pooling: values and flat indices in the {extent}.")
 
@@ -694,7 +694,7 @@ def _fractional_meta_for(nd):
 
 
 fractional_max_pool2d, fractional_max_pool3d = _define_nd(
-    "fractional_max_pool{nd}d", "reduction", _fractional_impl, _fractional_meta_for,
+    "fractional_max_pool{nd}d", "pooling", _fractional_impl, _fractional_meta_for,
     _max_indices_vjp, "FractionalMaxPool{nd}DBackward0",
     "{nd}-d fractional max pooling: pseudo-random window starts from one sample per plane.")
 

@@ -161,10 +161,15 @@ def _sum_vjp(ctx, g):
     return (_unreduce_out(g, ctx),)
 
 
+def _overload_name(name):
+    """PyTorch's grad_fn name of a reduction: ``<name>Backward1`` for the overload taking
+    ``dim`` (even ``dim=None``), ``Backward0`` for the one without."""
+    return lambda is_tensor, attrs: f"{name}Backward{int('dim' in attrs)}"
+
+
 sum = define("sum", "reduction", _sum_impl, meta=_sum_meta, vjp=_sum_vjp,  # noqa: A001
-             grad_name="SumBackward0", doc="Sum of all elements.", lowering=SUM_LOWERING)
-sum_dim = define("sum_dim", "reduction", _sum_impl, meta=_sum_meta, vjp=_sum_vjp,
-                 grad_name="SumBackward1", doc="Sum over dims.", lowering=SUM_LOWERING)
+             grad_name=_overload_name("Sum"), doc="Sum of all elements, or over ``dim``.",
+             lowering=SUM_LOWERING)
 
 
 # ---------------------------------------------------------------- mean
@@ -206,9 +211,8 @@ def _mean_vjp(ctx, g):
 
 
 mean = define("mean", "reduction", _mean_impl, meta=_mean_meta, vjp=_mean_vjp,
-              grad_name="MeanBackward0", doc="Mean of all elements.", lowering=MEAN_LOWERING)
-mean_dim = define("mean_dim", "reduction", _mean_impl, meta=_mean_meta, vjp=_mean_vjp,
-                  grad_name="MeanBackward1", doc="Mean over dims.", lowering=MEAN_LOWERING)
+              grad_name=_overload_name("Mean"), doc="Mean of all elements, or over ``dim``.",
+              lowering=MEAN_LOWERING)
 
 
 # ---------------------------------------------------------------- nansum
@@ -262,11 +266,8 @@ def _prod_vjp(ctx, g):
 
 
 prod = define("prod", "reduction", _prod_impl, meta=_prod_meta, vjp=_prod_vjp,
-              grad_name="ProdBackward0", doc="Product of all elements.",
+              grad_name=_overload_name("Prod"), doc="Product of all elements, or over one ``dim``.",
               lowering=PROD_LOWERING)
-prod_dim = define("prod_dim", "reduction", _prod_impl, meta=_prod_meta, vjp=_prod_vjp,
-                  grad_name="ProdBackward1", doc="Product over one dim.",
-                  lowering=PROD_LOWERING)
 
 
 def _tup(dim):
@@ -546,8 +547,13 @@ def _var_vjp(ctx, g):
     return (_unreduce_out(g, ctx) * _centered(ctx),)
 
 
+def _std_scale(g, out):
+    """d std / d var, zero where std is 0 (PyTorch's subgradient of a constant input)."""
+    return (g / (2 * out)).masked_fill(out == 0, 0)
+
+
 def _std_vjp(ctx, g):
-    return (_unreduce_out(g / (2 * ctx.output), ctx) * _centered(ctx),)
+    return (_unreduce_out(_std_scale(g, ctx.output), ctx) * _centered(ctx),)
 
 
 def _moment_pair_vjp(first):
@@ -555,7 +561,7 @@ def _moment_pair_vjp(first):
         total = None
         if g_first is not None:
             out = ctx.output[0]
-            scale = g_first / (2 * out) if first == "std" else g_first
+            scale = _std_scale(g_first, out) if first == "std" else g_first
             total = _unreduce_out(scale, ctx) * _centered(ctx)
         if g_mean is not None:
             n = _numel_reduced(tuple(ctx.inputs[0].shape), ctx.attrs.get("dim"))
@@ -731,10 +737,10 @@ def _cumprod_vjp(ctx, g):
 
 
 _impl, _meta = _scan(np.add, "cumsum")
-cumsum = define("cumsum", "reduction", _impl, meta=_meta, vjp=_cumsum_vjp,
+cumsum = define("cumsum", "scan", _impl, meta=_meta, vjp=_cumsum_vjp,
                 doc="Running sum along a dim.")
 _impl, _meta = _scan(np.multiply, "cumprod")
-cumprod = define("cumprod", "reduction", _impl, meta=_meta, vjp=_cumprod_vjp,
+cumprod = define("cumprod", "scan", _impl, meta=_meta, vjp=_cumprod_vjp,
                  doc="Running product along a dim.")
 
 
@@ -777,7 +783,7 @@ def _logcumsumexp_vjp(ctx, g):
     return (part(g > 0) - part(g < 0),)
 
 
-logcumsumexp = define("logcumsumexp", "reduction", _logcumsumexp_impl, meta=_logcumsumexp_meta,
+logcumsumexp = define("logcumsumexp", "scan", _logcumsumexp_impl, meta=_logcumsumexp_meta,
                       vjp=_logcumsumexp_vjp, doc="log(cumsum(exp(x))) along a dim, stably.")
 
 def _cumext(ufunc):
@@ -810,10 +816,10 @@ def _cumext_vjp(ctx, g, _gi=None):
 
 
 _impl, _meta = _cumext(np.maximum)
-cummax = define("cummax", "reduction", _impl, meta=_meta, vjp=_cumext_vjp,
+cummax = define("cummax", "scan", _impl, meta=_meta, vjp=_cumext_vjp,
                 doc="Running maximum and its index.")
 _impl, _meta = _cumext(np.minimum)
-cummin = define("cummin", "reduction", _impl, meta=_meta, vjp=_cumext_vjp,
+cummin = define("cummin", "scan", _impl, meta=_meta, vjp=_cumext_vjp,
                 doc="Running minimum and its index.")
 
 
@@ -920,7 +926,7 @@ def _scatter_back_vjp(ctx, g, _gi=None):
     return (g.new_zeros(tuple(x.shape)).scatter(ctx.attrs.get("dim", -1), ctx.output[1], g),)
 
 
-sort = define("sort", "reduction", _sort_impl, meta=_same_shape_pair, vjp=_scatter_back_vjp,
+sort = define("sort", "sort", _sort_impl, meta=_same_shape_pair, vjp=_scatter_back_vjp,
               doc="Sorted values and their indices (stable).")
 
 
@@ -958,7 +964,7 @@ def _topk_meta(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     return TensorSpec(out, x.dtype), TensorSpec(out, D.int64)
 
 
-topk = define("topk", "reduction", _topk_impl, meta=_topk_meta, vjp=_scatter_back_vjp,
+topk = define("topk", "sort", _topk_impl, meta=_topk_meta, vjp=_scatter_back_vjp,
               doc="The k largest (or smallest) values along a dim and their indices.")
 
 
@@ -985,7 +991,7 @@ def _kthvalue_meta(x, k, dim=-1, keepdim=False):
     return TensorSpec(out, x.dtype), TensorSpec(out, D.int64)
 
 
-kthvalue = define("kthvalue", "reduction", _kthvalue_impl, meta=_kthvalue_meta,
+kthvalue = define("kthvalue", "sort", _kthvalue_impl, meta=_kthvalue_meta,
                   vjp=_value_index_vjp, doc="The k-th smallest value along a dim and its index.")
 
 
@@ -1046,16 +1052,16 @@ def _median_dim(ignore_nan, name):
 
 
 _impl, _meta = _median_full(False)
-median = define("median", "reduction", _impl, meta=_meta, vjp=_extreme_full_vjp,
+median = define("median", "sort", _impl, meta=_meta, vjp=_extreme_full_vjp,
                 grad_name="MedianBackward0", doc="Lower median of all elements.")
 _impl, _meta = _median_dim(False, "median")
-median_dim = define("median_dim", "reduction", _impl, meta=_meta, vjp=_value_index_vjp,
+median_dim = define("median_dim", "sort", _impl, meta=_meta, vjp=_value_index_vjp,
                     grad_name="MedianBackward1", doc="Lower median along a dim and its index.")
 _impl, _meta = _median_full(True)
-nanmedian = define("nanmedian", "reduction", _impl, meta=_meta, vjp=_extreme_full_vjp,
+nanmedian = define("nanmedian", "sort", _impl, meta=_meta, vjp=_extreme_full_vjp,
                    grad_name="NanmedianBackward0", doc="Lower median ignoring NaN.")
 _impl, _meta = _median_dim(True, "nanmedian")
-nanmedian_dim = define("nanmedian_dim", "reduction", _impl, meta=_meta, vjp=_value_index_vjp,
+nanmedian_dim = define("nanmedian_dim", "sort", _impl, meta=_meta, vjp=_value_index_vjp,
                        grad_name="NanmedianBackward1",
                        doc="Lower median along a dim ignoring NaN, and its index.")
 
@@ -1091,7 +1097,7 @@ def _mode_meta(x, dim=-1, keepdim=False):
     return TensorSpec(out, x.dtype), TensorSpec(out, D.int64)
 
 
-mode = define("mode", "reduction", _mode_impl, meta=_mode_meta, vjp=_value_index_vjp,
+mode = define("mode", "sort", _mode_impl, meta=_mode_meta, vjp=_value_index_vjp,
               doc="Most frequent value along a dim and its index.")
 
 
@@ -1100,6 +1106,8 @@ mode = define("mode", "reduction", _mode_impl, meta=_mode_meta, vjp=_value_index
 
 
 def _unique_impl(x, dim=None):
+    if dim is not None:
+        _unique_meta(x, dim)
     if dim is None:
         vals, inv, counts = np.unique(x.reshape(-1), return_inverse=True, return_counts=True,
                                       equal_nan=False)
@@ -1115,20 +1123,27 @@ def _unique_meta(x, dim=None):
         return (TensorSpec((DATA_DEPENDENT,), x.dtype), TensorSpec(shape, D.int64),
                 TensorSpec((DATA_DEPENDENT,), D.int64))
     d = wrap_dim(dim, len(shape))
+    if 0 in shape[:d] + shape[d + 1:]:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
+                           "cannot be applied")
     vals = shape[:d] + (DATA_DEPENDENT,) + shape[d + 1:]
     return (TensorSpec(vals, x.dtype), TensorSpec((shape[d],), D.int64),
             TensorSpec((DATA_DEPENDENT,), D.int64))
 
 
 unique = define("unique", "other", _unique_impl, meta=_unique_meta, differentiable=False,
-                doc="Sorted distinct values (or slices along dim), inverse indices and counts.")
+                doc="Sorted distinct values (or slices along dim), inverse indices and counts.",
+                data_dependent=True)
 
 
 def _unique_consecutive_impl(x, dim=None):
+    if dim is not None:
+        _unique_meta(x, dim)
     if dim is None:
         a = x.reshape(-1, 1)
     else:
-        a = np.moveaxis(x, dim, 0).reshape(x.shape[dim], -1)
+        a = np.moveaxis(x, dim, 0)
+        a = a.reshape(x.shape[dim], math.prod(a.shape[1:]))    # explicit: x may be empty
     n = a.shape[0]
     new = np.ones(n, bool)
     if n > 1:
@@ -1143,7 +1158,7 @@ def _unique_consecutive_impl(x, dim=None):
 
 unique_consecutive = define("unique_consecutive", "other", _unique_consecutive_impl,
                             meta=_unique_meta, differentiable=False,
-                            doc="Collapse runs of equal values (or slices along dim).")
+                            doc="Collapse runs of equal values (or slices along dim).", data_dependent=True)
 
 
 def _bincount_check(x, weights, minlength):
@@ -1183,7 +1198,8 @@ def _bincount_meta(x, weights=None, minlength=0):
 
 
 bincount = define("bincount", "other", _bincount_impl, meta=_bincount_meta,
-                  differentiable=False, doc="Occurrences (or summed weights) of each integer.")
+                  differentiable=False, doc="Occurrences (or summed weights) of each integer.",
+                  data_dependent=True)
 
 
 def _histc_check(x, bins, min, max):  # noqa: A002

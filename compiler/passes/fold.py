@@ -1,15 +1,16 @@
 """Constant folding: a node computed only from constants is evaluated at compile time.
 
-Constants are the values of creation nodes (``full``, ``arange``, ``linspace``, ``logspace``,
-``eye``; not ``empty``, whose contents are undefined) and of nodes computed from constants
-only.  Such a node is evaluated with the interpreter's op semantics when its inputs and
-results are small (at most ``MAX_ELEMENTS`` elements each); when every result is uniform (all
+Constants are the values of ops with the ``constant`` facet (``full``, ``arange``,
+``linspace``, ``logspace``, ``eye``; not ``empty``, whose contents are undefined) and of nodes
+computed from constants only.  Such a node is evaluated with the interpreter's op semantics
+when its inputs and results are small (at most ``MAX_ELEMENTS`` elements each); when every result is uniform (all
 elements equal, bit for bit up to the sign of zero) the node becomes ``full`` nodes.
 Non-uniform results stay as they are (the IR has no tensor literal) but still count as
 constants for the nodes after them, so ``arange(4) * 0`` folds.
 
 A node whose result is read by an op that depends on the memory layout of its input
-(``view``...) is not replaced: ``full`` is contiguous, the folded node's result might not be.
+(the ``reads_layout`` facet: ``view``...) is not replaced: ``full`` is contiguous, the folded
+node's result might not be.
 """
 import numpy as np
 
@@ -18,16 +19,14 @@ from ..ir import Node, TensorType, remap
 from ..ops import REGISTRY
 
 MAX_ELEMENTS = 1 << 16
-CONSTANT_OPS = ("full", "arange", "linspace", "logspace", "eye")
-# ops whose result depends on the strides of their input, not only on its elements
-LAYOUT_SENSITIVE = frozenset(("view", "view_dtype", "as_strided", "as_strided_backward", "unfold"))
 
 
 def layout_sensitive_reads(graph):
     """The values read by ops whose result depends on their input's strides."""
     found = set()
     for node in graph.nodes:
-        if node.op in LAYOUT_SENSITIVE:
+        op = REGISTRY.get(node.op)         # None for a fused node
+        if op is not None and op.reads_layout:
             found.update(node.input_values())
     return found
 
@@ -64,7 +63,7 @@ def fold(graph):
             nodes.append(node)
             continue
         known.update(zip(node.outs, results))
-        if node.op in CONSTANT_OPS or any(v in sensitive for v in node.outs):
+        if REGISTRY[node.op].constant or any(v in sensitive for v in node.outs):
             nodes.append(node)
             continue
         fills = [_uniform(a) for a in results]
@@ -82,10 +81,10 @@ def fold(graph):
 def _evaluate(node, known):
     """The node's results as arrays when it is a small computation on constants, else None."""
     op = REGISTRY.get(node.op)
-    if op is None or op.kind == "random" or node.op == "empty":
+    if op is None or op.kind == "random" or (op.kind == "creation" and not op.constant):
         return None
     inputs = node.input_values()
-    if node.op not in CONSTANT_OPS and (not inputs or any(v not in known for v in inputs)):
+    if not op.constant and (not inputs or any(v not in known for v in inputs)):
         return None
     if not all(_small(v) for v in (*inputs, *node.outs)):
         return None

@@ -12,11 +12,12 @@ group (several when one kernel produces, say, a parameter and its momentum buffe
 
 Roles of nodes:
 
-* compute: elementwise ops, ``to_copy`` and ``clone``;
-* view: ``view``, ``expand``, ``permute``, ``t``, ``squeeze``... (index arithmetic);
-* reduce: ``sum``, ``mean``, ``amax``, ``amin``, ``prod``, ``var``, ``std``, ``all``, ``any``
-  (one result);
-* const: ``full``;
+* view: ops with a ``reindex`` facet (``view``, ``expand``, ``permute``, ``t``, ``squeeze``...:
+  index arithmetic);
+* reduce: reductions with a lowering (``sum``, ``mean``, ``amax``, ``argmax``, ``var``...; one
+  result);
+* const: ops with a lowering and no tensor input (``full``);
+* compute: every other op with a lowering (elementwise ops, ``to_copy``, ``clone``);
 * anything else (``mm``, convolution, gather/scatter and indexing, random draws, ``cat``...)
   is a barrier and stays a node of its own.
 
@@ -46,29 +47,20 @@ from ..ops import REGISTRY
 from ..ops.core import wrap_dims
 from .dce import has_effect
 
-VIEW_OPS = frozenset(("view", "unsafe_view", "expand", "permute", "transpose", "t", "squeeze",
-                      "squeeze_dim", "squeeze_dims", "unsqueeze", "alias"))
-REDUCE_OPS = frozenset(("sum", "sum_dim", "mean", "mean_dim", "amax", "amin", "prod", "prod_dim",
-                        "var", "std", "all", "any"))
-COMPUTE_OTHER = frozenset(("to_copy", "clone"))
-
-
 def role(node):
-    """'compute', 'view', 'reduce', 'const', or None for a barrier."""
+    """'compute', 'view', 'reduce', 'const', or None for a barrier (from the op's facets)."""
     op = REGISTRY.get(node.op)
     if op is None or len(node.outs) != 1 or not isinstance(node.outs[0].type, TensorType):
         return None
     if any(not isinstance(v.type, TensorType) for v in node.input_values()):
         return None
-    if node.op == "full":
-        return "const"
-    if node.op in VIEW_OPS:
+    if op.reindex is not None:
         return "view"
-    if op.kind == "elementwise" or node.op in COMPUTE_OTHER:
-        return "compute"
-    if node.op in REDUCE_OPS:
+    if op.lowering is None:
+        return None
+    if op.kind == "reduction":
         return "reduce"
-    return None
+    return "compute" if node.input_values() else "const"
 
 
 class _Group:

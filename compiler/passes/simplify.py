@@ -32,6 +32,7 @@ from collections import namedtuple
 from ..ir import Node, TensorType, Value
 from ..ops import REGISTRY
 from ..ops.core import TensorSpec, wrap_dim
+from ..ops.groups import PERMUTE, RESHAPE
 from .cse import remap_graph, remap_node
 from .fold import layout_sensitive_reads
 
@@ -137,7 +138,6 @@ def neg_neg(node, ctx):
     return Rewrite(inner.args[0]) if inner is not None else None
 
 
-PERMUTING = ("t", "transpose", "permute")
 
 
 def _attr(node, name, position):
@@ -160,7 +160,7 @@ def _perm(node):
 
 
 def permute_permute(node, ctx):
-    inner = ctx.source(node.args[0], PERMUTING)
+    inner = ctx.source(node.args[0], PERMUTE)
     outer = _perm(node)
     if inner is None:
         if outer == tuple(range(len(outer))):
@@ -185,12 +185,9 @@ def transpose_mm(node, ctx):
     return Rewrite(product.outs[0], (bt, at, product))
 
 
-RESHAPING = ("view", "unsafe_view")
-
-
 def view_view(node, ctx):
     shape = tuple(node.outs[0].type.shape)      # the shape argument may hold a -1
-    inner = ctx.source(node.args[0], RESHAPING)
+    inner = ctx.source(node.args[0], RESHAPE)
     if inner is None:
         if shape == tuple(node.args[0].type.shape):
             return Rewrite(node.args[0], keeps_layout=node.op == "view")
@@ -254,11 +251,11 @@ RULES = [
     (("sub",), sub_self),
     (("div",), div_one),
     (("neg",), neg_neg),
-    (PERMUTING, permute_permute),
-    (PERMUTING, transpose_mm),
-    (RESHAPING, view_view),
+    (PERMUTE, permute_permute),
+    (PERMUTE, transpose_mm),
+    (RESHAPE, view_view),
     (("expand",), expand_same),
-    (("sum", "sum_dim", "mean", "mean_dim"), reduce_expand),
+    (("sum", "mean"), reduce_expand),
     (("clone", "to_copy"), copy_of_self),
 ]
 

@@ -100,17 +100,15 @@ def agree(pg, what, sig, deadline, roles="tensor"):
         return
     names = {v: k for k, v in _CALLS.items()}
     ops = {v: k for k, v in _OP_CODES.items()}
+    same_call = (everyone[:, 0] == sig[0]).all()
     per_rank = []
     for r, s in zip(pg.ranks, everyone):
-        if s[0] != sig[0]:
-            per_rank.append(f"rank {r} called {names.get(int(s[0]), 'another collective')}")
-            continue
+        text = f"rank {r}" + ("" if same_call else f" called {names.get(int(s[0]), 'another collective')}")
+        verb = "has" if same_call else "with"
         if s[4] >= 0:
-            text = f"rank {r} has {shape_text(int(s[1]), s[6:6 + min(int(s[4]), MAX_DIMS)])}"
+            text += f" {verb} {shape_text(int(s[1]), s[6:6 + min(int(s[4]), MAX_DIMS)])}"
         elif s[1] >= 0:
-            text = f"rank {r} has {dtypes.ALL_DTYPES[int(s[1])].name}"
-        else:
-            text = f"rank {r}"
+            text += f" {verb} {dtypes.ALL_DTYPES[int(s[1])].name}"
         extra = ([f"root rank {pg.ranks[int(s[2])]}"] if 0 <= s[2] < pg.size() else []) + \
             ([f"op {ops[int(s[3])].upper()}"] if s[3] != -1 else [])
         per_rank.append(text + (f" ({', '.join(extra)})" if extra else ""))

@@ -120,9 +120,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     DistBackendError naming the collective instead of waiting forever (default 30 minutes,
     or DYNOGRAPH_DIST_TIMEOUT seconds when set).
     """
+    Backend(backend if backend is not None else "mpi")
     if STATE.world is not None:
         raise ValueError("trying to initialize the default process group twice!")
-    Backend(backend if backend is not None else "mpi")
     if store is not None:
         raise ValueError("dynograph.distributed: the MPI backend finds its peers through "
                          "mpiexec; it takes no store")

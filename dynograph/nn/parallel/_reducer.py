@@ -36,6 +36,7 @@ class Bucket:
 def assign_buckets(params, cap_bytes, first_cap_bytes):
     """Lists of parameters, reverse order, split by dtype and size (torch's assignment)."""
     buckets, open_ = [], {}
+    order = {id(p): k for k, p in enumerate(reversed(params))}
     for p in reversed(params):
         key = p._data.dtype
         cur = open_.get(key)
@@ -48,7 +49,7 @@ def assign_buckets(params, cap_bytes, first_cap_bytes):
             buckets.append(cur[0])
             del open_[key]
     buckets.extend(v[0] for v in open_.values())
-    return buckets
+    return sorted(buckets, key=lambda b: order[id(b[0])])     # by their first gradient, as torch
 
 
 class Reducer:
@@ -56,8 +57,9 @@ class Reducer:
         self.ddp = ddp
         self.pg = pg
         self.params = params
+        first = min(first_cap_bytes, cap_bytes)
         self.buckets = [Bucket(i, ps, ps[0]._data.dtype)
-                        for i, ps in enumerate(assign_buckets(params, cap_bytes, first_cap_bytes))]
+                        for i, ps in enumerate(assign_buckets(params, cap_bytes, first))]
         self.where = {}
         for b in self.buckets:
             for i, p in enumerate(b.params):
