@@ -87,14 +87,19 @@ def wait(request, deadline, what, describe, statuses=None):
     the rank and tensor to the message; ``statuses`` receive the requests' MPI statuses."""
     MPI = mpi()
     reqs = request if isinstance(request, list) else [request]
+    start = time.monotonic()
     spins = 0
     while not MPI.Request.Testall(reqs, statuses):
+        # MPI moves data only while it is polled: spin like MPI's own blocking calls, and only
+        # after 50 ms (a peer that is late, not a transfer in progress) poll more gently
         spins += 1
-        if spins > 200:             # a slow peer: stop burning a core another rank may need
-            if time.monotonic() > deadline:
+        if spins % 256 == 0:
+            now = time.monotonic()
+            if now > deadline:
                 raise DistBackendError(f"dynograph.distributed.{what} timed out {describe()}: "
                                        "another rank died, hangs, or did not call it")
-            time.sleep(min(1e-3, 1e-6 * spins))
+            if now - start > 0.05:
+                time.sleep(1e-4)
 
 
 DistError.__module__ = DistBackendError.__module__ = "dynograph.distributed"

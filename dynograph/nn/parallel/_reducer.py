@@ -129,6 +129,9 @@ class Reducer:
         from dynograph.distributed._mpi import buffer, mpi, reduce_op
         MPI = mpi()
         n = self.pg.size()
+        flying = [b.request for b in self.buckets[:self.next_bucket]]
+        if flying:
+            MPI.Request.Testall(flying)     # MPI moves data only when polled: let it, between hooks
         while self.next_bucket < len(self.buckets) and self.buckets[self.next_bucket].pending == 0:
             b = self.buckets[self.next_bucket]
             b.flat /= n                       # torch divides before summing
