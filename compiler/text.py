@@ -196,7 +196,7 @@ def _parse_node(line, lines, i, graph, env):
     source = re.sub(r"%(\d+)", r"_v\1", m.group(3)).replace("...", "Ellipsis")
     try:
         call = ast.parse(f"f({source})", mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, ValueError):      # ValueError: a NUL byte in the text
         raise ParseError("unreadable arguments") from None
     args = tuple(_literal(a, env) for a in call.args)
     attrs = {k.arg: _literal(k.value, env) for k in call.keywords}
@@ -214,7 +214,15 @@ def _parse_node(line, lines, i, graph, env):
 
 
 def _parse_name(text):
-    return ast.literal_eval(text) if text[0] in "'\"" else text
+    if text[0] not in "'\"":
+        return text
+    try:
+        name = ast.literal_eval(text)
+    except (SyntaxError, ValueError):
+        raise ParseError(f"not a name: {text}") from None
+    if not isinstance(name, str):
+        raise ParseError(f"not a name: {text}")
+    return name
 
 
 def _define(env, name, type):

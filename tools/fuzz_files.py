@@ -1,7 +1,7 @@
-"""Fuzz the three checkpoint file formats: ``python -m tools.fuzz_files --n 3000 [--seed 0]``.
+"""Fuzz the checkpoint file formats: ``python -m tools.fuzz_files --n 3000 [--seed 0]``.
 
-For each format (dynograph's zip, PyTorch's zip, safetensors; the two zip formats also as
-re-compressed with deflate, as a zip tool would) it makes ``--n`` damaged copies of a small valid
+For each format (dynograph's zip, PyTorch's zip, safetensors, a program saved by
+dynograph.export; the two zip formats also as re-compressed with deflate, as a zip tool would) it makes ``--n`` damaged copies of a small valid
 file: bit flips, truncations, inserted bytes, overwritten ranges, header fields replaced (JSON
 values, pickle bytes, re-archived with valid CRCs so the validator is what catches them) and zip
 entry size, CRC and offset fields edited.  Each copy is loaded under tracemalloc; a failure is any
@@ -74,12 +74,36 @@ def safetensors_sample():
                     "c": dynograph.tensor([True])}, metadata={"k": "v"})
 
 
+def exported_program():
+    """A small program saved by dynograph.export.save (a symbolic batch size, a buffer)."""
+    from dynograph.export import Dim, export, save
+    dynograph.manual_seed(0)
+    model = dynograph.nn.Sequential(dynograph.nn.Linear(4, 3), dynograph.nn.BatchNorm1d(3),
+                                    dynograph.nn.Softmax(dim=1)).eval()
+    buf = io.BytesIO()
+    save(export(model, (dynograph.ones(2, 4),), dynamic_shapes=({0: Dim("batch")},)), buf)
+    return buf.getvalue()
+
+
+def load_exported(data):
+    """Load a program and run it once (a damaged file that loads must still run or refuse its
+    input with the program's own error)."""
+    from dynograph.export import load
+    program = load(io.BytesIO(data))
+    try:
+        program.module("interpreter")(dynograph.ones(3, 4))
+    except RuntimeError as e:
+        if not str(e).startswith("exported program"):
+            raise
+
+
 def samples():
     """``{name: (bytes, load function, allowed error)}``."""
     def load_zip(data):
         dynograph.load(io.BytesIO(data))
     native, torch = saved("dynograph"), saved("torch")
-    return {"dynograph": (native, load_zip, CheckpointError),
+    return {"export": (exported_program(), load_exported, CheckpointError),
+            "dynograph": (native, load_zip, CheckpointError),
             "dynograph-deflated": (deflated(native), load_zip, CheckpointError),
             "torch": (torch, load_zip, CheckpointError),
             "torch-deflated": (deflated(torch), load_zip, CheckpointError),

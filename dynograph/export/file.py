@@ -136,7 +136,8 @@ class _Reader:
             self.fail("the program's sources or cleared slots are not strings")
         batch = parts["batch"]
         if batch is not None:
-            ok = isinstance(batch, dict) and isinstance(batch.get("dims"), list) and batch["dims"] \
+            ok = isinstance(batch, dict) and set(batch) == {"dims", "min", "max", "checks"} \
+                and isinstance(batch["dims"], list) and batch["dims"] \
                 and type(batch.get("min")) is int and batch["min"] >= 2 \
                 and (batch.get("max") is None or (type(batch["max"]) is int
                                                   and batch["max"] >= batch["min"])) \
