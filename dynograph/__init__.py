@@ -52,4 +52,13 @@ long = int64
 int = int32       # noqa: A001
 short = int16
 
+
+def __getattr__(name):
+    # dynograph.export and dynograph.onnx load on first use: onnx is an optional extra, and
+    # `import dynograph` must not import it
+    if name in ("export", "onnx"):
+        import importlib
+        return importlib.import_module(f"dynograph.{name}")
+    raise AttributeError(f"module 'dynograph' has no attribute {name!r}")
+
 from .version import __version__  # noqa: F401,E402
