@@ -312,6 +312,7 @@ def ddp_weights(mode, steps=10, per_rank=4, **ddp_kwargs):
 
     compiled_loss = dynograph.compile(loss_of)
     compiled_step = dynograph.compile(step)
+    compiled_model = dynograph.compile(ddp)
     for x, y in zip(xs, ys):
         x, y = x[rank() * per_rank:(rank() + 1) * per_rank], y[rank() * per_rank:(rank() + 1) * per_rank]
         if mode == "eager":
@@ -320,10 +321,17 @@ def ddp_weights(mode, steps=10, per_rank=4, **ddp_kwargs):
             opt.zero_grad()
             compiled_loss(x, y).backward()
             opt.step()
+        elif mode == "compiled module":
+            opt.zero_grad()
+            nn.functional.mse_loss(compiled_model(x), y).backward()
+            opt.step()
         else:
             compiled_step(x, y)
     if mode == "compiled":
         assert compiled_loss.eager_reason is None, compiled_loss.eager_reason
+    if mode == "compiled module":
+        reason = compiled_model._compiled_call.eager_reason
+        assert reason is None, reason
     return ddp, model
 
 
@@ -335,7 +343,7 @@ def assert_close(ours, ref, what, tol=1e-5):
 @check
 def ddp_ten_steps_equal_one_process():
     ref = reference_weights()
-    for mode in ("eager", "compiled"):
+    for mode in ("eager", "compiled", "compiled module"):
         ddp, model = ddp_weights(mode)
         assert_close(list(model.parameters()), ref, mode)
 

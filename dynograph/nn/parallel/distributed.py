@@ -64,7 +64,7 @@ class DistributedDataParallel(Module):
         _verify_same_model(self.process_group, named, dist)
         if init_sync:
             self._sync_module_states()
-        object.__setattr__(self, "reducer", Reducer(self, params, self.process_group, self.bucket_bytes_cap))
+        self.reducer = Reducer(self, params, self.process_group, self.bucket_bytes_cap)
 
     # ---------------------------------------------------------------- state from rank 0
 
@@ -74,8 +74,9 @@ class DistributedDataParallel(Module):
         _broadcast_coalesced(self.process_group, tensors)
 
     def forward(self, *inputs, **kwargs):
+        from dynograph.autograd.grad_mode import is_grad_enabled
         traced = TRACE.tracer is not None
-        if self.reducer.in_progress and self.require_backward_grad_sync and not traced:
+        if self.reducer.in_progress and self.require_backward_grad_sync and is_grad_enabled() and not traced:
             raise RuntimeError(
                 "Expected to have finished reduction in the prior iteration before starting a new "
                 "one. This error indicates that your module has parameters that were not used in "
@@ -94,7 +95,6 @@ class DistributedDataParallel(Module):
                     "broadcast_buffers=False to compile it")
             _broadcast_coalesced(self.process_group, buffers)
         out = self.module(*inputs, **kwargs)
-        from dynograph.autograd.grad_mode import is_grad_enabled
         if self.find_unused_parameters and is_grad_enabled() and self.require_backward_grad_sync:
             if traced:
                 TRACE.tracer.graph_break(
@@ -112,12 +112,6 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
-
-    def __setattr__(self, name, value):
-        if name == "reducer":
-            object.__setattr__(self, name, value)
-        else:
-            super().__setattr__(name, value)
 
 
 def _verify_same_model(pg, named, dist):
