@@ -192,6 +192,19 @@ def movement_every_dtype():
 
 
 @check
+def receives_waited_out_of_order():
+    if rank() == 0:
+        for k in range(3):
+            dist.isend(dynograph.full((k + 1,), float(k)), dst=1).wait()
+    else:
+        got = [dynograph.zeros(k + 1) for k in range(3)]
+        works = [dist.irecv(got[k], src=None) for k in range(3)]
+        for w in reversed(works):
+            w.wait()
+        assert [g.tolist() for g in got] == [[0.0], [1.0, 1.0], [2.0, 2.0, 2.0]], got
+
+
+@check
 def async_work_handles():
     t = dynograph.ones(1000) * (rank() + 1)
     work = dist.all_reduce(t, async_op=True)

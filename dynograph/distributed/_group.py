@@ -33,6 +33,7 @@ class ProcessGroup:
         # point-to-point headers and data get communicators of their own (made here: Dup is
         # collective over the group)
         self.p2p = (comm.Dup(), comm.Dup())
+        self.send_sequence = {}         # peer -> the last data tag sent to it
         self.ranks = ranks
         self.timeout = timeout
 

@@ -1,8 +1,11 @@
 """Point-to-point: send/recv and their non-blocking forms.
 
-Each message is a small header (dtype and shape) followed by the data, on two communicators
-of their own, so the receiver checks the sender's tensor against its own and names both on a
-mismatch instead of reading a wrong-sized message.
+Each message is a small header (dtype, shape, a sequence number) followed by the data, on two
+communicators of their own, so the receiver checks the sender's tensor against its own and
+names both on a mismatch instead of reading a wrong-sized message.  The header goes with the
+user's tag; the data with the sequence number as its tag, so a receive that learns its sender
+from the header (``src=None``) takes exactly that message's data, whatever order receives are
+waited on.
 """
 import time
 
@@ -15,11 +18,20 @@ from ._work import Work
 from dynograph.runtime import dtypes
 
 
-def _header(a):
-    h = np.full(2 + MAX_DIMS, -1, dtype=np.int64)
-    h[0], h[1] = DTYPE_CODE[dtypes.from_numpy_dtype(a.dtype).name], a.ndim
-    h[2:2 + min(a.ndim, MAX_DIMS)] = a.shape[:MAX_DIMS]
+_HEADER = 3 + MAX_DIMS      # dtype, ndim, sequence number, dims
+_SEQUENCE_SPAN = 32767      # the smallest tag bound MPI guarantees
+
+
+def _header(a, seq):
+    h = np.full(_HEADER, -1, dtype=np.int64)
+    h[0], h[1], h[2] = DTYPE_CODE[dtypes.from_numpy_dtype(a.dtype).name], a.ndim, seq
+    h[3:3 + min(a.ndim, MAX_DIMS)] = a.shape[:MAX_DIMS]
     return h
+
+
+def _next_sequence(pg, peer):
+    pg.send_sequence[peer] = (pg.send_sequence.get(peer, -1) + 1) % _SEQUENCE_SPAN
+    return pg.send_sequence[peer]
 
 
 def _peer(pg, given, group_given, what, arg):
@@ -43,9 +55,10 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     a = array_of(tensor, "isend")
     peer = _peer(pg, dst, group_dst, "isend", "dst")
     heads, data = pg.p2p
-    h = _header(a)
+    seq = _next_sequence(pg, peer)
+    h = _header(a, seq)
     MPI = mpi()
-    reqs = [heads.Isend([h, MPI.INT64_T], peer, tag), data.Isend(buffer(a), peer, tag)]
+    reqs = [heads.Isend([h, MPI.INT64_T], peer, tag), data.Isend(buffer(a), peer, seq)]
     return Work("send", describe_call(pg, "send", a), reqs, time.monotonic() + pg.timeout, tensors=[tensor])
 
 
@@ -67,7 +80,7 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     MPI = mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src, "irecv", "src")
     heads, data = pg.p2p
-    h = np.empty(2 + MAX_DIMS, dtype=np.int64)
+    h = np.empty(_HEADER, dtype=np.int64)
     status = MPI.Status()
     describe = describe_call(pg, "recv", a)
     deadline = time.monotonic() + pg.timeout
@@ -77,13 +90,13 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     def finish():
         sender = status.Get_source()
         work.source = pg.ranks[sender]
-        theirs = h[2:2 + min(int(h[1]), MAX_DIMS)]
+        theirs = h[3:3 + min(int(h[1]), MAX_DIMS)]
         code = DTYPE_CODE[dtypes.from_numpy_dtype(a.dtype).name]
         same = int(h[0]) == code and tuple(theirs) == a.shape
         # the data comes anyway (into a scratch buffer when it does not fit), so no stray
         # message is left behind
         target = a if same else np.empty(tuple(int(d) for d in theirs), dtypes.ALL_DTYPES[int(h[0])].np)
-        wait(data.Irecv(buffer(target), sender, tag), deadline, "recv", describe)
+        wait(data.Irecv(buffer(target), sender, int(h[2])), deadline, "recv", describe)
         if not same:
             raise RuntimeError(f"dynograph.distributed.recv: rank {work.source} sent "
                                f"{shape_text(int(h[0]), theirs)} but rank {STATE.world.rank()}'s tensor "
