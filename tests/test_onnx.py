@@ -95,9 +95,49 @@ LAYERS = [
         "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Hardtanh", "Hardsigmoid",
         "Hardswish", "Softplus", "Softsign", "Tanhshrink", "Softshrink", "Hardshrink", "LogSigmoid",
         "PReLU")], nn.Softmin(1), nn.LogSoftmax(1)), lambda: (R(3, 4),)),
+    ("interpolate", lambda: _Fn(lambda x: (
+        F.interpolate(x, size=(5, 7)), F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True),
+        F.interpolate(x, scale_factor=2, mode="bicubic"), F.interpolate(x, size=(2, 2), mode="area"),
+        F.pad(x, (1, 1, 1, 1), mode="circular"), F.normalize(x, dim=1))), lambda: (R(1, 2, 3, 3),)),
+    ("fold_unfold", lambda: nn.Sequential(nn.Unfold(2, padding=1, stride=2), nn.Fold((4, 4), 2, padding=1, stride=2)),
+     lambda: (R(1, 2, 4, 4),)),
+    ("shuffles", lambda: nn.Sequential(nn.PixelUnshuffle(2), nn.ChannelShuffle(2)), lambda: (R(1, 1, 4, 4),)),
+    ("pools_more", lambda: nn.Sequential(nn.MaxPool2d(2, ceil_mode=True), nn.LPPool2d(2, 2),
+                                         nn.AdaptiveAvgPool2d(3), nn.AdaptiveMaxPool2d((2, 3))),
+     lambda: (R(1, 2, 9, 9),)),
+    ("pools3d", lambda: nn.Sequential(nn.MaxPool3d(2), nn.Upsample(scale_factor=2), nn.AvgPool3d(2),
+                                      nn.BatchNorm3d(1)), lambda: (R(1, 1, 4, 4, 4),)),
+    ("cells", lambda: _Cells(), lambda: (R(2, 3),)),
+    ("transformer", lambda: nn.Transformer(8, 2, 1, 1, 16), lambda: (R(3, 2, 8), R(4, 2, 8))),
+    ("tensor_ops", lambda: _Fn(lambda x: (
+        x.topk(2, 1).values, x.sort(1, descending=True), x[:, [0, 2]], x[dynograph.tensor([1, 0])],
+        x.index_fill(1, dynograph.tensor([0, -1]), 0.5), x.cumsum(1), x.clamp(min=-0.5, max=0.5),
+        dynograph.where(x > 0, x, dynograph.zeros_like(x)).masked_fill(x < -1, 3.0))),
+     lambda: (dynograph.arange(12.0).reshape(3, 4).sin(),)),
     ("glu_threshold", lambda: nn.Sequential(nn.GLU(), nn.Threshold(0.1, 2.0), nn.Unflatten(1, (2, 1)),
                                             nn.Flatten()), lambda: (R(3, 4),)),
 ]
+
+
+F = nn.functional
+
+
+class _Fn(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+class _Cells(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn, self.lstm, self.gru = nn.RNNCell(3, 4), nn.LSTMCell(3, 4), nn.GRUCell(3, 4)
+
+    def forward(self, x):
+        return self.rnn(x), self.lstm(x), self.gru(x)
 
 
 class _Pair(nn.Module):
@@ -107,7 +147,6 @@ class _Pair(nn.Module):
 
 class _Losses(nn.Module):
     def forward(self, logits, target, p):
-        F = nn.functional
         return (F.cross_entropy(logits, target), F.nll_loss(F.log_softmax(logits, 1), target),
                 F.mse_loss(logits, p), F.l1_loss(logits, p), F.smooth_l1_loss(logits, p),
                 F.binary_cross_entropy(p, p.flip(0)), F.binary_cross_entropy_with_logits(logits, p),

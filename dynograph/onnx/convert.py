@@ -754,8 +754,21 @@ def _adaptive(cv, node, args, attrs):
     elif all(isinstance(i, int) and i % o == 0 for i, o in zip(ins, outs)):
         k = [i // o for i, o in zip(ins, outs)]
         r = cv.node("MaxPool" if is_max else "AveragePool", [args[0]], kernel_shape=k, strides=k)
+    elif all(isinstance(i, int) for i in ins):
+        # windows [floor(j*n/m), ceil((j+1)*n/m)) per dimension: a mean (or max) over a box is
+        # the mean of the means along each of its dimensions, so the dimensions go one by one
+        r = args[0]
+        rank = len(shape)
+        for k, (n, m) in enumerate(zip(ins, outs)):
+            axis = rank - nd + k
+            parts = []
+            for j in range(m):
+                lo, hi = (j * n) // m, -((-(j + 1) * n) // m)
+                window = cv.node("Slice", [r, cv.ints([lo]), cv.ints([hi]), cv.ints([axis])])
+                parts.append(cv.reduce("ReduceMax" if is_max else "ReduceMean", window, [axis], True))
+            r = cv.node("Concat", parts, axis=axis)
     else:
-        raise UnsupportedOp(f"adaptive pooling from {ins} to {outs} (sizes that do not divide)")
+        raise UnsupportedOp(f"adaptive pooling of a symbolic size {ins}")
     return [r, None] if is_max else r
 
 
@@ -778,6 +791,88 @@ def _resample(cv, node, args, attrs):
                                        axis=dim), w])
         out = term if out is None else cv.node("Add", [out, term])
     return out
+
+
+@rule("index")
+def _index(cv, node, args, attrs):
+    from dynograph.compiler.ir import Value
+    tensors = [(d, a, raw) for d, (a, raw) in enumerate(zip(args[1:], node.args[1:]))
+               if raw is not None]
+    if len(tensors) != 1 or not isinstance(tensors[0][2], Value):
+        raise UnsupportedOp("advanced indexing with more than one index tensor")
+    d, name, raw = tensors[0]
+    if raw.type.dtype is D.bool:
+        raise UnsupportedOp("indexing with a boolean mask (its size depends on the data)")
+    idx = cv.cast(name, raw.type.dtype, D.int64)
+    size = node.args[0].type.shape[d]
+    if isinstance(size, int):       # negative indices count from the end
+        idx = cv.node("Where", [cv.node("Less", [idx, cv.scalar(0, D.int64)]),
+                                cv.node("Add", [idx, cv.scalar(size, D.int64)]), idx])
+    return cv.node("Gather", [args[0], idx], axis=d)
+
+
+@rule("index_fill")
+def _index_fill(cv, node, args, attrs):
+    from dynograph.compiler.ir import Value
+    x_raw, index_raw = node.args[0], node.args[1]
+    shape = x_raw.type.shape
+    dim = attrs["dim"] % max(len(shape), 1)
+    size = shape[dim]
+    if not isinstance(size, int):
+        raise UnsupportedOp("index_fill along the symbolic batch dimension")
+    idx = cv.node("Reshape", [cv.cast(args[1], index_raw.type.dtype, D.int64), cv.ints([1, -1])])
+    idx = cv.node("Where", [cv.node("Less", [idx, cv.scalar(0, D.int64)]),
+                            cv.node("Add", [idx, cv.scalar(size, D.int64)]), idx])
+    positions = cv.const(np.arange(size, dtype=np.int64).reshape(size, 1))
+    hit = cv.cast(cv.node("Equal", [positions, idx]), D.bool, D.int32)
+    mask = cv.cast(cv.reduce("ReduceMax", hit, [1], False), D.int32, D.bool)
+    bshape = [1] * len(shape)
+    bshape[dim] = size
+    mask = cv.node("Reshape", [mask, cv.ints(bshape)])
+    value = attrs["value"]
+    dt = x_raw.type.dtype
+    value = cv.cast(value, node.attrs["value"].type.dtype, dt) \
+        if isinstance(node.attrs["value"], Value) else cv.number(value, dt)
+    return cv.node("Where", [mask, value, args[0]])
+
+
+@rule("topk", "sort")
+def _topk(cv, node, args, attrs):
+    shape = node.args[0].type.shape
+    dim = attrs.get("dim", -1) % len(shape)
+    if node.op == "sort":
+        k, largest = shape[dim], attrs.get("descending", False)
+    else:
+        k, largest = (args[1] if len(args) > 1 else attrs["k"]), attrs.get("largest", True)
+    values, indices = cv.node("TopK", [args[0], cv.ints([k])], n_out=2, axis=dim,
+                              largest=int(bool(largest)), sorted=1)
+    return [values, indices]
+
+
+@rule("im2col")
+def _im2col(cv, node, args, attrs):
+    """torch's unfold: a grouped convolution with one-hot kernels picks each window element
+    (channel c's block of kh*kw outputs, in torch's order), then the spatial dims flatten."""
+    n, c, h, w = node.args[0].type.shape
+    kh, kw = attrs["kernel_size"]
+    dt = node.outs[0].type.dtype
+    eye = np.eye(kh * kw, dtype=dt.np).reshape(kh * kw, 1, kh, kw)
+    weight = cv.const(np.tile(eye, (c, 1, 1, 1)), "onehot")
+    ph, pw = attrs["padding"]
+    conv = cv.node("Conv", [args[0], weight], strides=list(attrs["stride"]),
+                   dilations=list(attrs["dilation"]), pads=[ph, pw, ph, pw], group=c)
+    out = node.outs[0].type.shape
+    return cv.node("Reshape", [conv, cv.ints([out[0], out[1], -1])])
+
+
+@rule("col2im")
+def _col2im(cv, node, args, attrs):
+    if cv.opset < 18:
+        raise UnsupportedOp("nn.Fold needs ONNX's Col2Im, from opset 18")
+    ph, pw = attrs["padding"]
+    return cv.node("Col2Im", [args[0], cv.ints(attrs["output_size"]), cv.ints(attrs["kernel_size"])],
+                   dilations=list(attrs["dilation"]), pads=[ph, pw, ph, pw],
+                   strides=list(attrs["stride"]))
 
 
 def model_proto(graph, opset):
