@@ -32,6 +32,11 @@ def export(model, args, f=None, kwargs=None, export_params=True, verbose=None, i
     2 GB store them in ``<f>.data`` next to ``f`` (``external_data=True`` forces that).
     The model is checked with ``onnx.checker`` (full check) and strict shape inference.
     """
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        raise ImportError('dynograph.onnx.export needs the onnx package: pip install '
+                          '"dynograph[onnx]"') from None
     from dynograph._tensor import Tensor
     from dynograph.export import Dim, ExportedProgram
     from dynograph.export import export as export_program
