@@ -1,4 +1,5 @@
-"""The dtypes dynograph knows, their numpy storage types, and PyTorch's type promotion.
+"""The dtypes dynograph knows, their numpy storage types, PyTorch's type promotion, and the
+names PyTorch's messages give them ("Float", "FloatTensor", "long int").
 
 A ``dtype`` is an immutable singleton (``dynograph.float32`` ...).  Every other
 layer asks this module, and only this module, how dtypes combine.
@@ -47,6 +48,35 @@ class dtype:
     def __reduce__(self):
         # pickled by name: unpickling yields the same singleton (this module's global)
         return self.name
+
+    # PyTorch's other names for a dtype, as its messages print them
+
+    @property
+    def scalar_type_name(self):
+        """c10's ScalarType name, in kernel errors: 'Float', 'Long', 'BFloat16'."""
+        return self.tensor_type[:-len("Tensor")]
+
+    @property
+    def cpp_name(self):
+        """The C++ type c10 stores it as, in value conversion errors: 'int64_t', 'c10::Half'."""
+        return _CPP_NAMES[self.name][0]
+
+    @property
+    def cpp_typeid_name(self):
+        """That C++ type as a demangled typeid spells it, in dtype checks: 'long int'."""
+        return _CPP_NAMES[self.name][1]
+
+
+# dtype name -> (C++ type, the same type as typeid spells it)
+_CPP_NAMES = {
+    "bool": ("bool", "bool"), "uint8": ("uint8_t", "unsigned char"),
+    "int8": ("int8_t", "signed char"), "int16": ("int16_t", "short int"), "int32": ("int", "int"),
+    "int64": ("int64_t", "long int"), "float16": ("c10::Half", "c10::Half"),
+    "bfloat16": ("c10::BFloat16", "c10::BFloat16"), "float32": ("float", "float"),
+    "float64": ("double", "double"),
+    "complex64": ("c10::complex<float>", "c10::complex<float>"),
+    "complex128": ("c10::complex<double>", "c10::complex<double>"),
+}
 
 
 bool = dtype("bool", np.bool_, 0, 0, "BoolTensor", "b8")  # noqa: A001 - torch's name
