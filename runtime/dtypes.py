@@ -1,5 +1,5 @@
 """The dtypes dynograph knows, their numpy storage types, PyTorch's type promotion, and the
-names PyTorch's messages give them ("Float", "FloatTensor", "long int").
+names PyTorch's messages give them ("Float", "FloatTensor", "int64_t", "long int").
 
 A ``dtype`` is an immutable singleton (``dynograph.float32`` ...).  Every other
 layer asks this module, and only this module, how dtypes combine.
@@ -57,17 +57,17 @@ class dtype:
         return self.tensor_type[:-len("Tensor")]
 
     @property
-    def cpp_name(self):
+    def cpp_type(self):
         """The C++ type c10 stores it as, in value conversion errors: 'int64_t', 'c10::Half'."""
         return _CPP_NAMES[self.name][0]
 
     @property
-    def cpp_typeid_name(self):
-        """That C++ type as a demangled typeid spells it, in dtype checks: 'long int'."""
+    def type_meta_name(self):
+        """That C++ type as c10's TypeMeta names it, in dtype checks: 'long int', 'float'."""
         return _CPP_NAMES[self.name][1]
 
 
-# dtype name -> (C++ type, the same type as typeid spells it)
+# dtype name -> (C++ type, the same type as c10's TypeMeta names it)
 _CPP_NAMES = {
     "bool": ("bool", "bool"), "uint8": ("uint8_t", "unsigned char"),
     "int8": ("int8_t", "signed char"), "int16": ("int16_t", "short int"), "int32": ("int", "int"),
