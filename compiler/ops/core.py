@@ -227,9 +227,4 @@ def can_cast(src, dst):
 
 def type_name(dt):
     """'Float', 'Long', ... as PyTorch names dtypes in kernel errors."""
-    return _TYPE_NAMES[dt.name]
-
-
-_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-               "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-               "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+    return dt.scalar_type_name
