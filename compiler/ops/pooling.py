@@ -562,18 +562,13 @@ def _max_unpool_meta_for(nd):
                                f"Tensor, but got a tensor with {len(shape)} dimensions.")
         if indices.dtype is not D.int64:
             raise RuntimeError("elements in indices should be type int64 but got: "
-                               f"{_TYPE_NAMES.get(indices.dtype.name, indices.dtype.name)}")
+                               f"{indices.dtype.scalar_type_name}")
         if tuple(indices.shape) != shape:
             raise RuntimeError("Expected shape of indices to be same as that of the input tensor "
                                f"({list(shape)}) but got indices tensor with shape: "
                                f"{list(indices.shape)}")
         return TensorSpec(shape[:-nd] + tuple(output_size), x.dtype)
     return meta
-
-
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "int32": "Int", "float16": "Half",
-               "bool": "Bool", "int16": "Short", "int8": "Char", "uint8": "Byte",
-               "bfloat16": "BFloat16"}
 
 
 def _max_unpool_vjp(ctx, g):
