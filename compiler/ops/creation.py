@@ -21,14 +21,6 @@ from dynograph.runtime import dtypes as D
 from ..lowering.scalar import Unsupported
 from .core import define, TensorSpec, check_broadcast, type_name
 
-# C++ names PyTorch prints for a dtype: in scalar-conversion errors and in random_ bounds
-SCALAR_CPP_NAMES = {D.uint8: "uint8_t", D.int8: "int8_t", D.int16: "int16_t", D.int32: "int",
-                    D.int64: "int64_t", D.float16: "c10::Half", D.bfloat16: "c10::BFloat16",
-                    D.float32: "float", D.float64: "double", D.bool: "bool"}
-RANDOM_CPP_NAMES = {D.uint8: "unsigned char", D.int8: "signed char", D.int16: "short int",
-                    D.int32: "int", D.int64: "long int", D.float16: "c10::Half",
-                    D.bfloat16: "c10::BFloat16", D.float32: "float", D.float64: "double",
-                    D.bool: "bool"}
 MANTISSA_DIGITS = {D.float16: 11, D.bfloat16: 8, D.float32: 24, D.float64: 53}
 
 def _limits(dt):
@@ -137,7 +129,7 @@ def check_scalar(value, dtype):
         raise OverflowError("int too big to convert")
     if scalar_overflows(value, dtype):
         raise RuntimeError(
-            f"value cannot be converted to type {SCALAR_CPP_NAMES[dtype]} without overflow")
+            f"value cannot be converted to type {dtype.cpp_type} without overflow")
 
 
 def _perm_shape(shape, perm):
@@ -476,7 +468,7 @@ def check_uniform(low, high, dtype):
     lo, hi = LIMITS[dtype]
     for name, v in (("from", low), ("to", high)):
         if not lo <= v <= hi:
-            raise RuntimeError(f"{name} is out of bounds for {RANDOM_CPP_NAMES[dtype]}")
+            raise RuntimeError(f"{name} is out of bounds for {dtype.type_meta_name}")
     if low > high:
         raise RuntimeError(
             f"uniform_ expects to return a [from, to) range, but found from={_cpp_double(low)} "
@@ -580,7 +572,7 @@ def random_bounds(low, high, dtype, op="random_"):
         raise RuntimeError(
             f"{op} expects 'from' to be less than 'to', but got from={low} >= to={high}")
     lo, hi = LIMITS[dtype]
-    name = RANDOM_CPP_NAMES[dtype]
+    name = dtype.type_meta_name
     if not lo <= low <= hi:
         raise RuntimeError(f"from is out of bounds for {name}")
     if not lo <= high - 1 <= hi:
@@ -589,7 +581,7 @@ def random_bounds(low, high, dtype, op="random_"):
         digits = MANTISSA_DIGITS[dtype]
         for what, v in (("from", low), ("to - 1", high - 1)):
             if not -(2 ** digits) <= v <= 2 ** digits:
-                cname = RANDOM_CPP_NAMES[dtype]
+                cname = dtype.type_meta_name
                 warnings.warn(
                     f"{what} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision "
                     f"limitations {cname} can support discrete uniform distribution only within "
@@ -618,7 +610,7 @@ def _randperm_meta(*, n, dtype, generator):
         raise NotImplementedError("\"randperm\" not implemented for 'Bool'")
     if n > 0 and not dtype.is_floating_point and scalar_overflows(n - 1, dtype):
         raise RuntimeError(
-            f"value cannot be converted to type {SCALAR_CPP_NAMES[dtype]} without overflow")
+            f"value cannot be converted to type {dtype.cpp_type} without overflow")
     return TensorSpec((n,), dtype)
 
 
@@ -729,7 +721,7 @@ poisson = define("poisson", "random", _poisson, meta=_poisson_meta, vjp=_zero_gr
 
 def _continuous(kind, dtype):
     if not dtype.is_floating_point:
-        tname = RANDOM_CPP_NAMES[dtype] if kind == "Cauchy" else type_name(dtype)
+        tname = dtype.type_meta_name if kind == "Cauchy" else type_name(dtype)
         raise RuntimeError(
             f"{kind} distribution is a continuous probability distribution. dtype must be a "
             f"floating point but you specified {tname}")
