@@ -263,6 +263,8 @@ def bad_arguments():
     raises(lambda: dist.all_gather([dynograph.zeros(3), dynograph.zeros(2)], dynograph.zeros(2)), ValueError,
            "tensor_list[0] is float32[3]", "float32[2]")
     raises(lambda: dist.broadcast(dynograph.zeros(2), src=5), ValueError, "rank 5")
+    raises(lambda: dist.broadcast(dynograph.zeros(2)), ValueError, "either src or group_src must be given")
+    raises(lambda: dist.send(dynograph.zeros(2), dst=rank()), ValueError, "should not be the same")
     raises(lambda: dist.all_reduce(np.zeros(2)), TypeError, "dynograph Tensor")
     raises(lambda: dist.init_process_group("nccl"), ValueError, "nccl")
 

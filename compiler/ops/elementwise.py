@@ -1225,17 +1225,6 @@ bitwise_right_shift = _elementwise("bitwise_right_shift", _shift(np.right_shift,
 # ---------------------------------------------------------------- ternary
 
 
-_C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
-                 "int16": "short int", "int32": "int", "int64": "long int",
-                 "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-                 "float64": "double"}
-
-
-def c_type_name(dt):
-    """The C++ name PyTorch's messages use for a dtype: 'long int', 'float', 'c10::Half'."""
-    return _C_TYPE_NAMES[dt.name]
-
-
 def _where_rule(cond, a, b, **_):
     cdt = getattr(cond, "dtype", None)
     if cdt is not D.bool:
@@ -1258,10 +1247,6 @@ def _where_vjp(ctx, g):
 # the condition is cast to the compute dtype too: its 0/1 values select the same elements
 where = _elementwise("where", _where, _where_rule, _where_vjp, lowering=_lower_where)
 
-_C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
-                "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
-
-
 def _check_bound(v, dt):
     """torch converts a Python bound to the tensor dtype and rejects values that overflow."""
     if type(v) is int and dt in INTS:
@@ -1270,11 +1255,11 @@ def _check_bound(v, dt):
         low = -info.max if dt is D.uint8 else info.min
         if not low <= v <= info.max:
             raise RuntimeError(
-                f"value cannot be converted to type {_C_INT_NAMES[dt.name]} without overflow")
+                f"value cannot be converted to type {dt.cpp_type} without overflow")
     elif type(v) is float and dt in (D.float16, D.bfloat16) and math.isfinite(v):
         if builtins.abs(v) > D.finfo(dt).max:
             raise RuntimeError(
-                f"value cannot be converted to type {_C_INT_NAMES[dt.name]} without overflow")
+                f"value cannot be converted to type {dt.cpp_type} without overflow")
 
 
 
@@ -1350,7 +1335,7 @@ def _masked_fill_rule(x, mask, value, **_):
     mdt = getattr(mask, "dtype", None)
     if mdt is not D.bool:
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{c_type_name(mdt)}")
+                           f"{mdt.type_meta_name}")
     if _is_tensor(value):
         if len(value.shape):
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
@@ -1385,12 +1370,12 @@ def _lerp(a, b, w):
 def _lerp_rule(a, b, w):
     dt = a.dtype
     if b.dtype is not dt:
-        raise RuntimeError(f"expected dtype {c_type_name(dt)} for `end` but got dtype "
-                           f"{c_type_name(b.dtype)}")
+        raise RuntimeError(f"expected dtype {dt.type_meta_name} for `end` but got dtype "
+                           f"{b.dtype.type_meta_name}")
     weight_tensor = _is_tensor(w)
     if weight_tensor and len(w.shape) and w.dtype is not dt:
-        raise RuntimeError(f"expected dtype {c_type_name(dt)} for `weight` but got dtype "
-                           f"{c_type_name(w.dtype)}")
+        raise RuntimeError(f"expected dtype {dt.type_meta_name} for `weight` but got dtype "
+                           f"{w.dtype.type_meta_name}")
     if not dt.is_floating_point:
         raise not_implemented("lerp_kernel_tensor" if weight_tensor else "lerp_kernel_scalar", dt)
     return _OPMATH.get(dt, dt), dt

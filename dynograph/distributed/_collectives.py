@@ -36,17 +36,18 @@ _OP_CODES = {"sum": 0, "product": 1, "min": 2, "max": 3, "avg": 7}
 _CALLS = {name: i + 1 for i, name in enumerate((
     "all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "broadcast", "all_gather",
     "all_gather_into_tensor", "gather", "scatter", "all_to_all", "all_to_all_single",
-    "broadcast_object_list", "all_gather_object", "DistributedDataParallel"))}
-MAX_DIMS = 8
+    "broadcast_object_list", "all_gather_object"))}
+MAX_DIMS = 8        # dimensions a signature spells out; the rest is covered by the shape's hash
 
 
 def not_member(group):
     return group is NON_GROUP_MEMBER
 
 
-def shape_text(dtype_code, dims):
+def shape_text(dtype_code, dims, ndim=None):
     name = dtypes.ALL_DTYPES[dtype_code].name
-    return f"{name}[{', '.join(str(d) for d in dims)}]"
+    more = ", ..." if ndim is not None and ndim > len(dims) else ""
+    return f"{name}[{', '.join(str(d) for d in dims)}{more}]"
 
 
 def array_of(t, what, arg="tensor"):
@@ -76,13 +77,14 @@ def describe_call(pg, what, array=None):
 
 
 def signature(what, array=None, root=-1, op=None, dtype=None):
+    """[collective, dtype, root, op, ndim, shape hash, dims...] of one rank's call."""
     sig = np.full(6 + MAX_DIMS, -1, dtype=np.int64)
     sig[0] = _CALLS[what]
     sig[2] = root
     sig[3] = -1 if op is None else _OP_CODES[op]
     if array is not None:
         sig[1] = DTYPE_CODE[dtypes.from_numpy_dtype(array.dtype).name]
-        sig[4], sig[5] = array.ndim, array.size
+        sig[4], sig[5] = array.ndim, hash(array.shape)     # ints hash alike in every process
         dims = array.shape[:MAX_DIMS]
         sig[6:6 + len(dims)] = dims
     elif dtype is not None:
@@ -106,7 +108,7 @@ def agree(pg, what, sig, deadline, roles="tensor"):
         text = f"rank {r}" + ("" if same_call else f" called {names.get(int(s[0]), 'another collective')}")
         verb = "has" if same_call else "with"
         if s[4] >= 0:
-            text += f" {verb} {shape_text(int(s[1]), s[6:6 + min(int(s[4]), MAX_DIMS)])}"
+            text += f" {verb} {shape_text(int(s[1]), s[6:6 + min(int(s[4]), MAX_DIMS)], int(s[4]))}"
         elif s[1] >= 0:
             text += f" {verb} {dtypes.ALL_DTYPES[int(s[1])].name}"
         extra = ([f"root rank {pg.ranks[int(s[2])]}"] if 0 <= s[2] < pg.size() else []) + \
@@ -152,12 +154,20 @@ def _average(array, n):
     np.divide(array, n, out=array, casting="unsafe")
 
 
-def root_rank(pg, given, group_given, what, arg):
+def root_rank(pg, given, group_given, what, arg, default=None):
+    """The group rank meant by a global rank ``given`` or a group rank ``group_given``."""
     if given is not None and group_given is not None:
         raise ValueError(f"dynograph.distributed.{what}: pass {arg} or group_{arg}, not both")
     if group_given is not None:
+        if not 0 <= group_given < pg.size():
+            raise ValueError(f"dynograph.distributed.{what}: group_{arg} {group_given} is not a rank of "
+                             f"the group (0 .. {pg.size() - 1})")
         return group_given
-    return pg.group_rank(0 if given is None else given, arg)
+    if given is None:
+        if default is None:
+            raise ValueError(f"dynograph.distributed.{what}: either {arg} or group_{arg} must be given")
+        given = default
+    return pg.group_rank(given, arg)
 
 
 # ------------------------------------------------------------------ reductions
@@ -333,7 +343,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         return None
     pg = resolve(group)
     a = array_of(tensor, "gather")
-    root = root_rank(pg, dst, group_dst, "gather", "dst")
+    root = root_rank(pg, dst, group_dst, "gather", "dst", default=0)
     mine = pg.rank() == root
     if mine:
         _list_like(gather_list, a, pg, "gather", "gather_list")
@@ -354,7 +364,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
         return None
     pg = resolve(group)
     a = array_of(tensor, "scatter")
-    root = root_rank(pg, src, group_src, "scatter", "src")
+    root = root_rank(pg, src, group_src, "scatter", "src", default=0)
     mine = pg.rank() == root
     if mine:
         send = np.stack(_list_like(scatter_list, a, pg, "scatter", "scatter_list"))

@@ -20,7 +20,7 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
     pg = resolve(group)
     not_traced("broadcast_object_list")
     MPI = mpi()
-    root = root_rank(pg, src, group_src, "broadcast_object_list", "src")
+    root = root_rank(pg, src, group_src, "broadcast_object_list", "src", default=0)
     deadline = time.monotonic() + pg.timeout
     sig = signature("broadcast_object_list", np.empty(len(object_list), np.uint8), root)
     agree(pg, "broadcast_object_list", sig, deadline, roles="list")

@@ -38,8 +38,13 @@ def _peer(pg, given, group_given, what, arg):
     if given is not None and group_given is not None:
         raise ValueError(f"dynograph.distributed.{what}: pass {arg} or group_{arg}, not both")
     if group_given is not None:
-        return group_given
-    r = pg.group_rank(given, arg)
+        r = group_given
+    elif given is None:
+        raise ValueError(f"dynograph.distributed.{what}: either {arg} or group_{arg} must be given")
+    else:
+        r = pg.group_rank(given, arg)
+    if not 0 <= r < pg.size():
+        raise ValueError(f"dynograph.distributed.{what}: group_{arg} {r} is not a rank of the group")
     if r == pg.rank():
         raise ValueError(f"Invalid {arg} rank: {arg} rank should not be the same as the rank of "
                          "the current process.")
