@@ -1247,6 +1247,7 @@ def _where_vjp(ctx, g):
 # the condition is cast to the compute dtype too: its 0/1 values select the same elements
 where = _elementwise("where", _where, _where_rule, _where_vjp, lowering=_lower_where)
 
+
 def _check_bound(v, dt):
     """torch converts a Python bound to the tensor dtype and rejects values that overflow."""
     if type(v) is int and dt in INTS:
