@@ -321,11 +321,6 @@ def _listed(name, v, k):
                            f"to match the convolution dimensions, but got {name}={list(v)}")
 
 
-def _type_word(dt):
-    return {"float32": "float", "float64": "double", "float16": "c10::Half",
-            "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int"}.get(dt.name, dt.name)
-
-
 def _tensor_type(dt):
     """A dtype as PyTorch's MKLDNN type check names it ('dynograph.FloatTensor')."""
     return {"bfloat16": "CPUBFloat16Type", "bool": "CPUBoolType"}.get(
@@ -435,8 +430,8 @@ def _check_types(x, w, bias, transposed, k):
     if bias is None or bias.dtype is x.dtype:
         return
     if not transposed:
-        raise RuntimeError(f"Input type ({_type_word(x.dtype)}) and bias type "
-                           f"({_type_word(bias.dtype)}) should be the same")
+        raise RuntimeError(f"Input type ({x.dtype.type_meta_name}) and bias type "
+                           f"({bias.dtype.type_meta_name}) should be the same")
     if x.dtype is D.float32:
         raise RuntimeError(
             f"Input type (dynograph.FloatTensor) and bias type ({_tensor_type(bias.dtype)}) should be "

@@ -38,14 +38,9 @@ LinAlgError.__module__ = "dynograph.linalg"
 
 # ---------------------------------------------------------------- shared helpers
 
-_CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int",
-              "int32": "int", "int64": "long int", "float16": "c10::Half",
-              "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
-
-
 def cpp_name(dt):
     """The C++ scalar type name PyTorch prints in some kernel errors ('float', 'long int')."""
-    return _CPP_NAMES[dt.name]
+    return dt.type_meta_name
 
 
 def _not_bool(dt, kernel):

@@ -200,8 +200,8 @@ def hardshrink(input, lambd=0.5):
     """input where |input| > lambd, 0 elsewhere (NaN stays NaN)."""
     _check_shrink(input, "hardshrink_cpu")
     if math.isfinite(lambd) and abs(lambd) > _d.finfo(input.dtype).max:     # lambd takes its type
-        word = {"float16": "c10::Half", "bfloat16": "c10::BFloat16"}.get(str(input.dtype)[10:], "float")
-        raise RuntimeError(f"value cannot be converted to type {word} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {input.dtype.cpp_type} without "
+                           "overflow")
     inside = (input >= -lambd) & (input <= lambd)
     return _d.where(inside, _d.zeros((), dtype=input.dtype), input)
 

@@ -12,14 +12,6 @@ from dynograph.compiler.ops.core import type_name as _type_name
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward", "_canonical_mask",
            "_none_or_dtype"]
 
-# the C++ scalar-type names PyTorch prints in its SDPA dtype-mismatch errors
-_CPP_DTYPE_NAMES = {
-    "float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-    "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-    "uint8": "unsigned char", "bool": "bool",
-}
-
-
 # ----------------------------------------------------------------------------- scaled dot product
 
 def _check_sdpa_inputs(query, key, value, attn_mask):
@@ -28,15 +20,15 @@ def _check_sdpa_inputs(query, key, value, attn_mask):
                            f"got query.dim: {query.dim()} key.dim: {key.dim()} and value.dim: "
                            f"{value.dim()} instead.")
     if not (query.dtype == key.dtype == value.dtype):
-        names = [_CPP_DTYPE_NAMES[t.dtype.name] for t in (query, key, value)]
+        names = [t.dtype.type_meta_name for t in (query, key, value)]
         raise RuntimeError("Expected query, key, and value to have the same dtype, but got "
                            f"query.dtype: {names[0]} key.dtype: {names[1]} and value.dtype: "
                            f"{names[2]} instead.")
     if not query.is_floating_point():
         raise RuntimeError(f"expected scalar type Float but found {_type_name(query.dtype)}")
     if attn_mask is not None and attn_mask.dtype not in (_d.bool, _d.float32, query.dtype):
-        mask_name = _CPP_DTYPE_NAMES[attn_mask.dtype.name]
-        query_name = _CPP_DTYPE_NAMES[query.dtype.name]
+        mask_name = attn_mask.dtype.type_meta_name
+        query_name = query.dtype.type_meta_name
         raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, "
                            f"but got attn_mask.dtype: {mask_name} and  query.dtype: "
                            f"{query_name} instead.")
