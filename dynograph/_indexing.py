@@ -322,8 +322,8 @@ Tensor.__getitem__ = _getitem
 
 # ---------------------------------------------------------------- __setitem__
 
-_OVERFLOW_NAMES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
-                   "uint8": "uint8_t", "float32": "float"}
+# the dtypes a written Python number is checked to fit (torch's checked conversion)
+_OVERFLOW_CHECKED = (D.int8, D.int16, D.int32, D.int64, D.uint8, D.float32)
 
 
 def scalar_array(value, dtype):
@@ -332,8 +332,7 @@ def scalar_array(value, dtype):
         value = value.item()
     if type(value) is int and not -2 ** 63 <= value < 2 ** 63:
         raise ValueError("Overflow when unpacking long long")
-    name = _OVERFLOW_NAMES.get(dtype.name)
-    if name is not None and type(value) is not bool:
+    if dtype in _OVERFLOW_CHECKED and type(value) is not bool:
         if dtype is D.float32:
             bad = type(value) is float and np.isfinite(value) and abs(value) > 3.4028234663852886e38
         else:
@@ -345,7 +344,8 @@ def scalar_array(value, dtype):
             else:
                 bad = not info.min <= value <= info.max
         if bad:
-            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {dtype.cpp_type} without "
+                               "overflow")
     a = np.asarray(value)
     if a.dtype.kind == "i" and dtype.np.kind == "u":
         return a.astype(np.int64).astype(dtype.np)
