@@ -9,6 +9,7 @@ here without MPI.
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -182,3 +183,21 @@ def test_post_accumulate_grad_hook_in_a_compiled_backward_falls_back():
         step(dynograph.ones(3))
     step(dynograph.ones(3))
     assert calls == [1, 1] and w.grad.tolist() == [2.0] * 3
+
+
+def test_the_launcher_forwards_sigterm_and_the_job_ends(tmp_path):
+    mpiexec()
+    script = tmp_path / "sleeper.py"
+    script.write_text("import os, time\nprint('ready', os.environ['RANK'], flush=True)\ntime.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-m", "dynograph.distributed.run", "-n", "2", str(script)],
+                            stdout=subprocess.PIPE, text=True, env=env(), cwd=ROOT)
+    try:
+        ready = {proc.stdout.readline().split()[-1] for _ in range(2)}
+        assert ready == {"0", "1"}
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert rc != 0 and time.monotonic() - start < 30
