@@ -159,6 +159,25 @@ def test_input_mutation_and_buffers():
     np.testing.assert_array_equal(out.numpy(), np.broadcast_to(2 + ep.state["seen"].numpy(), (2, 3)))
 
 
+def test_training_mode_program_keeps_its_generator_and_statistics(tmp_path):
+    """Dropout draws from a generator the program holds (saved with it); BatchNorm in training
+    mode updates the program's running statistics."""
+    model = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5), nn.BatchNorm1d(4)).train()
+    ep = export(model, (dynograph.ones(4, 3),))
+    assert any(i["kind"] == "rng" for i in ep.inputs)
+    save(ep, tmp_path / "train.dgx")
+    loaded = load(tmp_path / "train.dgx")
+    x = dynograph.randn(4, 3)
+    first = [ep.module("interpreter")(x) for _ in range(2)]
+    again = [loaded.module()(x) for _ in range(2)]
+    assert not dynograph.equal(first[0], first[1])         # fresh dropout masks each call
+    for a, b in zip(first, again):                          # the same draws after a round trip
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ep.state["2.running_mean"].numpy(),
+                               loaded.state["2.running_mean"].numpy(), rtol=1e-6)
+    assert int(loaded.state["2.num_batches_tracked"]) == int(ep.state["2.num_batches_tracked"])
+
+
 def test_training_step_program_continues_training_like_eager(tmp_path):
     dynograph.manual_seed(1)
     model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))

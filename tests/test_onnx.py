@@ -175,6 +175,9 @@ def test_unsupported_primitive_names_the_op_and_the_line():
 def test_training_mode_randomness_and_options_are_refused():
     with pytest.raises(UnsupportedOperatorError, match=r"call model.eval\(\)"):
         dynograph.onnx.export(nn.Dropout(0.5).train(), (R(2, 3),))
+    with pytest.raises(UnsupportedOperatorError, match=r"updates its state \(0.num_batches_tracked, "
+                                                       r"0.running_mean, 0.running_var\)"):
+        dynograph.onnx.export(nn.Sequential(nn.BatchNorm1d(3)).train(), (R(2, 3),))
     with pytest.raises(ValueError, match="opset_version 9 is not supported"):
         dynograph.onnx.export(nn.ReLU(), (R(2, 3),), opset_version=9)
     with pytest.raises(ValueError, match="one symbolic size"):

@@ -12,6 +12,12 @@ from .convert import RULES, Converter, UnsupportedOp, model_proto, value_info
 def build_model(ep, opset, input_names=None, output_names=None, dynamic_axes=None):
     from dynograph.compiler.ir import Value
     graph = ep.graph
+    if ep.training or graph.updates:
+        what = "is a training step" if ep.training else \
+            f"updates its state ({', '.join(sorted(s for s, _ in graph.updates))})"
+        raise UnsupportedOperatorError(
+            f"ONNX export: the program {what}; ONNX models are stateless: export the model for "
+            "inference (model.eval(): BatchNorm then reads its running statistics)")
     axis = _axis_name(dynamic_axes)
     tensor_leaves = [i for i, a in enumerate(ep.args) if a["kind"] == "tensor"]
     given = list(input_names or [])
