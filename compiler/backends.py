@@ -2,6 +2,7 @@
 import numpy as np
 
 from . import interpreter
+from .binding import assign_binding, write_binding
 
 BACKENDS = ("interpreter", "llvm")
 DEFAULT_BACKEND = "llvm"        # tensors live on the CPU: native kernels from LLVM
@@ -20,7 +21,6 @@ def get_runner(backend):
 def run_entry(backend, entry, flat):
     """Execute ``entry``'s graph on the arguments ``flat``; returns the flat outputs."""
     from dynograph._tensor import Tensor
-    from .compiled import _write_binding, assign_binding
     arrays = entry.read_inputs(flat)
     batch = entry.guards.batch_size(flat) if entry.guards.dynamic else None
     outs, updates = get_runner(backend)(entry.graph, arrays, batch, entry.writable)
@@ -38,7 +38,7 @@ def run_entry(backend, entry, flat):
     for slot, array in updates.items():
         binding, kind = entry.effects[slot]
         if kind == "write":
-            _write_binding(binding, flat, array)
+            write_binding(binding, flat, array)
         else:
             assign_binding(binding, flat, Tensor._wrap(fresh(array)))
     for slot in entry.clears:

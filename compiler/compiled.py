@@ -18,6 +18,9 @@ import numpy as np
 from dynograph._trace_hook import TRACE, SizeInt, plain
 from dynograph.runtime import dtypes as D
 from . import logs
+from .backends import DEFAULT_BACKEND, get_runner, run_entry
+from .binding import assign_binding, binding_tensor, read_binding
+from .explain import explain_compiled
 from .guards import Guards
 from .aot import make_function, split, trace_backward
 from .symbolic import generalize, holds_at_other_sizes, size_guards
@@ -117,73 +120,19 @@ class Entry:
                 gen.bit_generator.state = gens[id(b[1])]
                 out.append(gen)
             else:
-                out.append(Tensor._wrap(_read_binding(b, flat_args)))
+                out.append(Tensor._wrap(read_binding(b, flat_args)))
         return out
 
     def read_inputs(self, flat_args):
         arrays = []
         for b in self.bindings:
-            arrays.append(_read_binding(b, flat_args))
+            arrays.append(read_binding(b, flat_args))
         return arrays
-
-
-def _read_leaf(b, flat_args):
-    return _binding_tensor(b, flat_args)
-
-
-def _binding_tensor(b, flat_args):
-    """The tensor behind binding ``b`` in this call: an argument, an argument's ``.grad``
-    (``("arg_grad", i)``) or a slot's tensor."""
-    if isinstance(b, tuple):
-        t = flat_args[b[1]]
-        return t._grad if b[0] == "arg_grad" else t
-    return b.get()
-
-
-def assign_binding(b, flat_args, t):
-    """Put tensor ``t`` (or None) in the place of binding ``b`` (an 'assign' effect)."""
-    if isinstance(b, tuple):
-        flat_args[b[1]]._grad = t
-    else:
-        b.set(t)
 
 
 def _is_const(x):
     from dynograph._tensor import Tensor
     return not isinstance(x, Tensor)
-
-
-def _read_binding(b, flat_args):
-    if isinstance(b, tuple):
-        kind, what = b
-        if kind == "arg":
-            return flat_args[what]._data
-        if kind == "arg_grad":
-            return storage_root(flat_args[what]._grad._data)
-        if kind == "scalar":
-            return np.array(what(), dtype=np.float64)
-        if kind == "rng":
-            return what._np
-        raise AssertionError(kind)
-    t = b.get()
-    return storage_root(t._data)
-
-
-def _write_binding(b, flat_args, array):
-    """Write ``array`` into the buffer behind binding ``b`` (an in-place state update)."""
-    t = _binding_tensor(b, flat_args)
-    root = t._data if isinstance(b, tuple) and b[0] == "arg" else storage_root(t._data)
-    if not _same_memory(root, array):           # else the backend updated it in place
-        if not root.flags.writeable:
-            from dynograph._inplace import writable
-            root = writable(root)
-        np.copyto(root, array, casting="unsafe")
-    t._bump_version()
-
-
-def _same_memory(a, b):
-    return a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and \
-        a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
 
 
 # ---------------------------------------------------------------- outputs that alias
@@ -264,8 +213,8 @@ def restore_aliases(aliases, outs, flat):
 def _snapshot(entry, flat):
     """Copies of every buffer and slot a replay may change, and the generators' states."""
     arrays = [None if isinstance(b, tuple) and b[0] in ("scalar", "rng") else
-              _read_binding(b, flat).copy() for b in entry.bindings]
-    slots = {name: _binding_tensor(b, flat) for name, (b, kind) in entry.effects.items()
+              read_binding(b, flat).copy() for b in entry.bindings]
+    slots = {name: binding_tensor(b, flat) for name, (b, kind) in entry.effects.items()
              if kind == "assign"}
     slots.update({s.name: s.get() for s in entry.clears})
     rngs = [(b[1], b[1]._np.bit_generator.state) for b in entry.bindings
@@ -277,7 +226,7 @@ def _restore(entry, flat, snapshot):
     arrays, slots, rngs = snapshot
     for b, a in zip(entry.bindings, arrays):
         if a is not None:
-            np.copyto(_read_binding(b, flat), a)
+            np.copyto(read_binding(b, flat), a)
     setters = {name: b for name, (b, kind) in entry.effects.items() if kind == "assign"}
     setters.update({s.name: s for s in entry.clears})
     for name, t in slots.items():
@@ -289,7 +238,7 @@ def _restore(entry, flat, snapshot):
 def _slot_values(entry, flat):
     out = {}
     for name, (b, kind) in entry.effects.items():
-        t = _binding_tensor(b, flat)
+        t = binding_tensor(b, flat)
         out[name] = None if t is None else t._data.copy()
     for s in entry.clears:
         out[s.name] = None if s.get() is None else s.get()._data.copy()
@@ -434,7 +383,6 @@ class CompiledFunction:
         return self.fn(*args, **kwargs)
 
     def _run(self, entry, flat, args, kwargs):
-        from .backends import run_entry
         if self.verify:
             return self._run_verified(entry, flat, args, kwargs)
         try:
@@ -453,7 +401,6 @@ class CompiledFunction:
 
     def _run_differentiable(self, entry, flat):
         """Outputs that carry a grad_fn running the compiled backward graph."""
-        from .backends import get_runner, run_entry
         if entry.function is None:
             def run_forward(f):
                 outs = run_entry(self.backend, entry, f)
@@ -464,7 +411,7 @@ class CompiledFunction:
                 batch = entry.guards.batch_size(f) if entry.guards.dynamic else None
                 return get_runner(self.backend)(entry.backward_graph, feeds, batch)[0]
             entry.function = make_function(entry, run_forward, run_backward)
-        leaves = [_read_leaf(b, flat) for b, _ in entry.aot.leaves]
+        leaves = [binding_tensor(b, flat) for b, _ in entry.aot.leaves]
         from dynograph.autograd.grad_mode import enable_grad
         with enable_grad():         # the outputs needed gradients when traced (maybe inside enable_grad)
             tensors = iter(entry.function.apply(flat, *leaves))
@@ -473,7 +420,6 @@ class CompiledFunction:
 
     def _run_verified(self, entry, flat, args, kwargs):
         """verify=True: run compiled, put the state back, run eagerly, compare everything."""
-        from .backends import run_entry
         before = _snapshot(entry, flat)
         compiled_out = run_entry(self.backend, entry, flat)
         compiled_state = _slot_values(entry, flat)
@@ -611,7 +557,6 @@ class CompiledFunction:
         return [e.graph for e in self.entries]
 
     def explain(self):
-        from .explain import explain_compiled
         return explain_compiled(self)
 
 
@@ -666,7 +611,6 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, mode=None, 
             return loss
     """
     options = dict(options or {})
-    from .backends import DEFAULT_BACKEND, get_runner
     backend = backend or options.pop("backend", None) or DEFAULT_BACKEND
     get_runner(backend)                 # an unknown backend is an error now, not at the first call
 
@@ -735,3 +679,14 @@ def trace(fn, *example_args, **example_kwargs):
 
 
 del D
+
+
+def explain(fn, *args, **kwargs):
+    """Compile ``fn`` (unless it already is compiled), call it on ``args`` and report.
+
+    The call really runs (its side effects happen).  Calling ``explain`` on an already compiled
+    function reports its whole history so far, including this call."""
+    compiled = fn if isinstance(fn, CompiledFunction) else CompiledFunction(fn)
+    if args or kwargs:
+        compiled(*args, **kwargs)
+    return explain_compiled(compiled)

@@ -51,15 +51,3 @@ def explain_compiled(compiled):
         elif kind == "dynamic":
             out.dynamic.append(text)
     return out
-
-
-def explain(fn, *args, **kwargs):
-    """Compile ``fn`` (unless it already is compiled), call it on ``args`` and report.
-
-    The call really runs (its side effects happen).  Calling ``explain`` on an already compiled
-    function reports its whole history so far, including this call."""
-    from .compiled import CompiledFunction
-    compiled = fn if isinstance(fn, CompiledFunction) else CompiledFunction(fn)
-    if args or kwargs:
-        compiled(*args, **kwargs)
-    return explain_compiled(compiled)

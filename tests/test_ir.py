@@ -9,7 +9,8 @@ import pytest
 
 import dynograph as dg
 from dynograph.compiler import interpreter
-from dynograph.compiler.compiled import CompiledFunction, CompileError, _read_binding, flatten
+from dynograph.compiler.binding import read_binding
+from dynograph.compiler.compiled import CompiledFunction, CompileError, flatten
 from dynograph.compiler.ir import Graph, Input, Node, TensorType, Value
 from dynograph.compiler.ops import REGISTRY
 from dynograph.compiler.ops.groups import DATA_DEPENDENT as DATA_DEPENDENT_OPS
@@ -104,7 +105,7 @@ def _trace_case(fn, inputs):
         if isinstance(b, tuple) and b[0] == "grad_output":    # the backward's seed gradient
             feed.append(np.ones(inp.value.type.shape, inp.value.type.dtype.np))
         else:
-            feed.append(_read_binding(b, flat))
+            feed.append(read_binding(b, flat))
     return entry.captured, feed
 
 

@@ -12,7 +12,8 @@ import dynograph as dg
 import dynograph.nn as nn
 import dynograph.nn.functional as F
 from dynograph.compiler import interpreter
-from dynograph.compiler.compiled import CompiledFunction, _read_binding, flatten
+from dynograph.compiler.binding import read_binding
+from dynograph.compiler.compiled import CompiledFunction, flatten
 from dynograph.compiler.ir import RNG
 from dynograph.compiler.passes.cse import cse
 from dynograph.compiler.passes.dce import dce
@@ -555,7 +556,7 @@ def _traced(step, x, y, calls=2):
     entry = c.entries[-1]
     flat = []
     flatten(((x, y), {}), flat)
-    arrays = [_read_binding(b, flat) for b in entry.captured_bindings]
+    arrays = [read_binding(b, flat) for b in entry.captured_bindings]
     return entry.captured, {inp: (None if inp.value.type == RNG else np.array(a))
                             for inp, a in zip(entry.captured.inputs, arrays)}
 
