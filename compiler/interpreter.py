@@ -9,25 +9,15 @@ from dynograph.runtime import dtypes as D
 from .ir import Value
 from .ops import REGISTRY
 from .ops.core import TensorSpec
+from .ops.evaluate import elementwise
 from .symbolic import Sym
 
 
 def evaluate(op, args, attrs):
     """Apply one primitive to numpy arrays and Python literals (as eager execution does)."""
-    if op.kind != "elementwise":
-        return _arrays(op.impl(*args, **attrs))
-    ct, odt = op.dtype_rule(*[_spec(a) for a in args], **attrs)
-    if op.cast_inputs:
-        args = [a.astype(ct.np) if isinstance(a, np.ndarray) and a.dtype != ct.np else a
-                for a in args]
-    try:
-        r = op.impl(*args, **attrs)
-    except OverflowError:
-        # a Python int that does not fit the compute dtype wraps around, as in torch
-        args = [np.array(a).astype(ct.np) if isinstance(a, int) else a for a in args]
-        r = op.impl(*args, **attrs)
-    r = np.asarray(r)
-    return r if r.dtype == odt.np else r.astype(odt.np)
+    if op.kind == "elementwise":
+        return elementwise(op, [_spec(a) for a in args], args, attrs)
+    return _arrays(op.impl(*args, **attrs))
 
 
 def _arrays(r):

@@ -3,6 +3,8 @@
 Each primitive is reached by tracing a small call (the gradcheck cases for the differentiable
 ones, ``OTHER_CASES`` below for the rest); the captured graph must print, parse back to the
 same text, pass the verifier, and run in the interpreter to the values eager execution gave.
+An elementwise op's nodes are also run over every dtype by eager dispatch and the interpreter,
+which must agree exactly (values, dtype, errors).
 """
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from dynograph.compiler.ops import REGISTRY
 from dynograph.compiler.ops.groups import DATA_DEPENDENT as DATA_DEPENDENT_OPS
 from dynograph.compiler.text import ParseError, parse_graph, print_graph
 from dynograph.compiler.verify import VerifyError, verify
+from dynograph.runtime import dtypes as D
 from grad_inputs import r
 from test_gradcheck_ops import CASES
 
@@ -141,6 +144,54 @@ def test_every_op_round_trips_verifies_and_interprets(name):
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64),
                                    rtol=1e-6, atol=1e-9)
+    if REGISTRY[name].kind == "elementwise":
+        _check_dtypes_agree(graph, name)
+
+
+def _operand(v, dt):
+    """A deterministic array of ``v``'s shape in ``dt``: zero, negatives, fractions for floats."""
+    n = int(np.prod(v.type.shape, dtype=np.int64))
+    ints = np.arange(n, dtype=np.int64) % 5 - 2
+    if dt is dg.bool:
+        x = ints % 2 == 1
+    elif dt.is_floating_point:
+        x = (ints * 0.75).astype(dt.np)
+    else:
+        x = ints.astype(dt.np)          # wraps around for uint8, as integer casts do
+    return x.reshape(v.type.shape)
+
+
+def _outcome(run):
+    try:
+        return run()
+    except Exception as e:  # noqa: BLE001 - both paths must fail the same way
+        return type(e), str(e)
+
+
+def _check_dtypes_agree(graph, name):
+    """Eager dispatch and the interpreter give the same values, dtype and errors for the op's
+    nodes over every dtype: all tensor operands in it, and only the first one in it (the others
+    keep their traced dtype, so mixed dtypes promote)."""
+    from dynograph._dispatch import call
+    op = REGISTRY[name]
+    for node in graph.nodes:
+        if node.op != name:
+            continue
+        tensors = [a for a in node.args if isinstance(a, Value)]
+        for dt in D.ALL_DTYPES:
+            for only_first in (False, True):
+                values = [_operand(a, dt if not only_first or a is tensors[0] else a.type.dtype)
+                          if isinstance(a, Value) else a for a in node.args]
+                attrs = dict(node.attrs)
+                got = _outcome(lambda: interpreter.evaluate(op, values, attrs))
+                want = _outcome(lambda: call(op, *[dg.from_numpy(x) if isinstance(x, np.ndarray)
+                                                   else x for x in values], **attrs))
+                where = f"{name} on {[getattr(x, 'dtype', x) for x in values]}"
+                if isinstance(want, tuple):
+                    assert got == want, where
+                    continue
+                assert isinstance(got, np.ndarray) and got.dtype == want.dtype.np, where
+                np.testing.assert_array_equal(got, want.numpy(), err_msg=where)
 
 
 def test_every_primitive_is_covered():

@@ -1,0 +1,78 @@
+"""Applying a primitive to numpy values: the one evaluation path of elementwise ops.
+
+Eager execution (``dynograph/_dispatch.py``) and the IR interpreter (``compiler/interpreter.py``)
+both call ``elementwise``, so an op computes the same values, in the same dtypes, with the same
+errors whether it runs now or from a graph.  Values are numpy arrays and Python scalars; the
+dtype rule sees each operand as the caller describes it (a tensor, or a ``TensorSpec``).
+"""
+import functools
+
+import numpy as np
+
+from .core import TensorSpec
+
+__all__ = ["elementwise", "quiet", "restore"]
+
+_ndarray = np.ndarray
+
+# numpy reports float overflow, x / 0 and log(-1) as warnings; torch returns inf/nan quietly.
+# Ops' impls run with numpy's floating-point errors ignored.  numpy >= 2 keeps that state in
+# a context variable: setting it to a prebuilt state costs ~0.25 us a call, where np.errstate
+# costs ~1.4 us (half again the cost of a small op).
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _np_errstate
+    with np.errstate(all="ignore"):
+        quiet = functools.partial(_np_errstate.set, _np_errstate.get())
+    restore = _np_errstate.reset
+except ImportError:     # numpy 1.x
+    quiet = functools.partial(np.seterr, all="ignore")
+
+    def restore(old):
+        np.seterr(**old)
+
+
+def elementwise(op, operands, values, attrs):
+    """``op`` (an elementwise primitive) applied to ``values``, numpy arrays and Python scalars.
+
+    ``operands`` are the same operands as the dtype rule reads them: for each array, anything
+    with a ``shape`` and a ``dtypes.dtype`` ``dtype`` (an eager tensor, a ``TensorSpec``); the
+    scalars themselves.  Inputs are cast to the rule's compute dtype, the impl runs with numpy's
+    floating-point errors ignored, and the result is an array of the rule's result dtype.
+    Shapes that do not broadcast raise PyTorch's error (from the meta rule)."""
+    ct, odt = op.dtype_rule(*operands, **attrs)
+    ctn = ct.np
+    # one pass over the operands: note whether an array needs casting to the compute dtype,
+    # and whether array shapes differ (then the meta rule checks they broadcast)
+    cast = False
+    shape = None
+    broadcast = False
+    for a in values:
+        if type(a) is _ndarray:
+            # ``is`` first: numpy's builtin dtypes are singletons, and ``!=`` costs more
+            if a.dtype is not ctn and a.dtype != ctn:
+                cast = True
+            if shape is None:
+                shape = a.shape
+            elif a.shape != shape:
+                broadcast = True
+    if broadcast:
+        op.meta(*[TensorSpec(v.shape, o.dtype) if type(v) is _ndarray else o
+                  for o, v in zip(operands, values)], **attrs)     # PyTorch's broadcast error
+    arrays = values
+    if cast and op.cast_inputs:
+        arrays = [a.astype(ctn) if type(a) is _ndarray and a.dtype != ctn else a for a in values]
+    token = quiet()
+    try:
+        r = op.impl(*arrays, **attrs)
+    except OverflowError:
+        # a Python int that does not fit the dtype wraps around, as in torch
+        arrays = [np.array(a).astype(ctn) if isinstance(a, int) else a for a in arrays]
+        r = op.impl(*arrays, **attrs)
+    finally:
+        restore(token)
+    if type(r) is not _ndarray:
+        r = np.asarray(r)
+    odtn = odt.np
+    if r.dtype is not odtn and r.dtype != odtn:
+        r = r.astype(odtn)
+    return r
