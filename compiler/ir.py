@@ -30,6 +30,32 @@ INPUT_KINDS = ("input", "param", "buffer", "state", "const", "scalar", "rng")
 
 
 @dataclass(frozen=True)
+class Sym:
+    """A number of a graph that depends on the batch size ``s0`` (``symbolic.generalize`` finds
+    them): ``a * s0 + b`` (kind 'int'), ``a * s0`` or ``a / s0`` (kinds 'mul' and 'div', floats)."""
+    a: object
+    b: object = 0
+    kind: str = "int"
+
+    def at(self, s):
+        if self.kind == "int":
+            return int(self.a * s + self.b)
+        if self.kind == "mul":
+            return float(self.a * s)
+        return float(self.a / s)
+
+    def __str__(self):
+        if self.kind == "mul":
+            return f"{self.a!r}*s0"
+        if self.kind == "div":
+            return f"{self.a!r}/s0"
+        text = "s0" if self.a == 1 else f"{self.a}*s0"
+        if self.b:
+            text += f"{self.b:+d}"
+        return text
+
+
+@dataclass(frozen=True)
 class TensorType:
     """dtype[shape] on device: the static type of a tensor value."""
     shape: tuple

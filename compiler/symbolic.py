@@ -8,37 +8,11 @@ dimension ``a*s0 + b`` (the batch, a flattened batch ``s0*C*H*W``, ``s0 + 1``) o
 were; the runtime evaluates them from the argument's size before each call.  Anything that does
 not line up keeps one graph per batch size, which is always correct.
 """
-from dataclasses import dataclass
 from fractions import Fraction
 
 from dynograph._trace_hook import COMPARE, SizeInt, plain  # noqa: F401  (SizeInt, plain: for importers)
 from dynograph.runtime import dtypes as D
-from .ir import Graph, Input, Node, TensorType, Value, remap
-
-
-@dataclass(frozen=True)
-class Sym:
-    """``a * s0 + b`` (kind 'int'), ``a * s0`` or ``a / s0`` (kinds 'mul' and 'div', floats)."""
-    a: object
-    b: object = 0
-    kind: str = "int"
-
-    def at(self, s):
-        if self.kind == "int":
-            return int(self.a * s + self.b)
-        if self.kind == "mul":
-            return float(self.a * s)
-        return float(self.a / s)
-
-    def __str__(self):
-        if self.kind == "mul":
-            return f"{self.a!r}*s0"
-        if self.kind == "div":
-            return f"{self.a!r}/s0"
-        text = "s0" if self.a == 1 else f"{self.a}*s0"
-        if self.b:
-            text += f"{self.b:+d}"
-        return text
+from .ir import Graph, Input, Node, Sym, TensorType, Value, remap
 
 
 def fit(x1, x2, s1, s2):

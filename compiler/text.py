@@ -19,8 +19,7 @@ import math
 import re
 
 from dynograph.runtime import dtypes as D
-from .ir import RNG, Graph, Input, INPUT_KINDS, Node, TensorType, Value
-from .symbolic import Sym
+from .ir import RNG, Graph, Input, INPUT_KINDS, Node, Sym, TensorType, Value
 
 _ABBR = {d.abbr: d for d in D.ALL_DTYPES}
 _OUT = re.compile(r"(%\d+): (\w+\[[^\]]*\](?: on [^,\s]+)?|rng)")
