@@ -13,16 +13,12 @@ import numpy as np
 from . import _pytree
 from .errors import ExportError
 
-CLEANUP = ("simplify", "fold", "cse", "dce")
-
-
 def capture(fn, args, kwargs, dynamic_shapes, training):
     """Trace ``fn(*args, **kwargs)``; returns the pieces of an ExportedProgram (a dict)."""
     from dynograph._tensor import Tensor
     from dynograph.autograd.grad_mode import enable_grad, no_grad
-    from dynograph.compiler.compiled import CompiledFunction
-    from dynograph.compiler.pipeline import DEFAULT_PASSES
     from dynograph.nn import Module
+    from ._compiler import tracer
 
     target, names = _callable(fn, args, kwargs)
     flat, in_spec = _pytree.flatten((tuple(args), dict(kwargs)))
@@ -37,8 +33,7 @@ def capture(fn, args, kwargs, dynamic_shapes, training):
                               "takes tensors, numbers, strings, None and tuples, lists and "
                               "dicts of them")
     dims, bounds = _dynamic_dims(dynamic_shapes, args, kwargs, flat, names, fn)
-    cleanup = [p for p in DEFAULT_PASSES if p[0] in CLEANUP]
-    compiled = CompiledFunction(target, backend="interpreter", fullgraph=True, passes=cleanup)
+    compiled = tracer(target)
     mode = enable_grad() if training else no_grad()
     a, k = _pytree.unflatten(in_spec, flat)
     with mode:
@@ -97,7 +92,7 @@ def capture(fn, args, kwargs, dynamic_shapes, training):
 def _slot_buffer(slot):
     """The whole buffer behind a parameter, buffer or state slot: the graph input is the
     buffer, and a tensor that views part of it is read through a strided_view."""
-    from dynograph.compiler.tracer import storage_root
+    from ._compiler import storage_root
     return storage_root(slot.get()._data)
 
 
@@ -237,7 +232,7 @@ def _pick_entry(compiled, dims, names):
 
 def _named_inputs(graph, bindings, names):
     """The graph with its argument inputs named after the function's parameters."""
-    from dynograph.compiler.ir import Input
+    from ._compiler import Input
     renames = {}
     inputs = []
     taken = {inp.name for inp, b in zip(graph.inputs, bindings)

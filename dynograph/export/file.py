@@ -33,7 +33,7 @@ _CHECK_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 def save(ep, f):
     """Write exported program ``ep`` to ``f`` (a path, written atomically, or a binary file)."""
     import dynograph
-    from dynograph.compiler.text import print_graph
+    from ._compiler import print_graph
     if not isinstance(ep, ExportedProgram):
         raise TypeError(f"dynograph.export.save expects an ExportedProgram, got {type(ep).__name__}")
     program = {
@@ -101,7 +101,7 @@ class _Reader:
         return ExportedProgram(**parts)
 
     def graph(self, p):
-        from dynograph.compiler.text import ParseError, parse_graph
+        from ._compiler import ParseError, parse_graph
         text = self.field(p, "graph", str)
         try:
             return parse_graph(text)
@@ -161,8 +161,7 @@ class _Reader:
 
     def check_inputs(self, parts, graph, state):
         from dynograph._tensor import Tensor
-        from dynograph.compiler.ir import RNG, TensorType
-        from dynograph.compiler.symbolic import Sym
+        from ._compiler import RNG, Sym, TensorType
         inputs = parts["inputs"]
         if len(inputs) != len(graph.inputs):
             self.fail(f"the program lists {len(inputs)} inputs, its graph has {len(graph.inputs)}")
@@ -217,11 +216,10 @@ class _Reader:
             self.fail(f"the program's generator {name} has a malformed state ({e})")
 
     def check_graph(self, parts, graph):
-        from dynograph.compiler.symbolic import instantiate
-        from dynograph.compiler.verify import VerifyError, verify
+        from ._compiler import VerifyError, check_graph
         batch = parts["batch"]
         try:
-            verify(graph if batch is None else instantiate(graph, batch["min"]), "the graph")
+            check_graph(graph, None if batch is None else batch["min"])
         except VerifyError as e:
             self.fail(f"the program's graph is invalid: {e}")
         except (ValueError, TypeError, ArithmeticError, IndexError, KeyError, AttributeError,

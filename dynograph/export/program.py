@@ -78,7 +78,7 @@ class ExportedProgram:
         return lines
 
     def __str__(self):
-        from dynograph.compiler.text import print_graph
+        from ._compiler import print_graph
         return "\n".join([f"ExportedProgram {self.name}" + (" (training step)" if self.training
                                                             else ""),
                           print_graph(self.graph), "Preconditions:",
@@ -90,7 +90,7 @@ class ExportedProgram:
     def module(self, backend="llvm"):
         """A callable ``nn.Module`` running the program on ``backend`` (``"llvm"`` or
         ``"interpreter"``).  A training step updates ``self.state`` at each call."""
-        from dynograph.compiler.backends import BACKENDS
+        from ._compiler import BACKENDS
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; available: {', '.join(BACKENDS)}")
         return _module_class()(self, backend)
@@ -165,9 +165,8 @@ class ExportedProgram:
                 arrays.append(self._generators()[inp["name"]])
             else:
                 arrays.append(self.state[inp["name"]]._data)
-        graph = self._runnable(batch)
-        from dynograph.compiler.backends import get_runner
-        outs, updates = get_runner(backend)(graph, arrays, None, ())
+        from ._compiler import run
+        outs, updates = run(backend, self._runnable(batch), arrays)
         inputs = [a for a in arrays if isinstance(a, np.ndarray)]
         args_by_name = {inp["name"]: flat[inp["arg"]] for inp in self.inputs if "arg" in inp}
         for slot, value in updates.items():
@@ -198,10 +197,8 @@ class ExportedProgram:
         """The graph optimized for this batch size (the passes work on concrete sizes)."""
         g = self._graphs.get(batch)
         if g is None:
-            from dynograph.compiler.pipeline import optimize
-            from dynograph.compiler.symbolic import instantiate
-            concrete = self.graph if batch is None else instantiate(self.graph, batch)
-            g, _ = optimize(concrete)
+            from ._compiler import runnable
+            g = runnable(self.graph, batch)
             if len(self._graphs) >= _CACHE_SIZES:
                 self._graphs.pop(next(iter(self._graphs)))
             self._graphs[batch] = g

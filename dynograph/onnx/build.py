@@ -10,7 +10,7 @@ from .convert import RULES, Converter, UnsupportedOp, model_proto, value_info
 
 
 def build_model(ep, opset, input_names=None, output_names=None, dynamic_axes=None):
-    from dynograph.compiler.ir import Value
+    from dynograph.export._compiler import Value
     graph = ep.graph
     if ep.training or graph.updates:
         what = "is a training step" if ep.training else \
@@ -51,8 +51,7 @@ def build_model(ep, opset, input_names=None, output_names=None, dynamic_axes=Non
         if value is not None:
             inputs.append(value_info(leaf_name[i], value.type, axis))
         else:                           # an input the program never reads: still an input
-            from dynograph.compiler.ir import TensorType
-            from dynograph.compiler.symbolic import Sym
+            from dynograph.export._compiler import Sym, TensorType
             from dynograph.runtime import dtypes as D
             t = TensorType(tuple(Sym(1, 0) if n is None else n for n in a["shape"]),
                            D.BY_NAME[a["dtype"]])
@@ -110,7 +109,7 @@ def _axis_name(dynamic_axes):
 
 
 def _names(x, names):
-    from dynograph.compiler.ir import Value
+    from dynograph.export._compiler import Value
     if isinstance(x, Value):
         return names[x]
     if isinstance(x, tuple):

@@ -62,7 +62,7 @@ class Converter:
 
     def ints(self, values):
         """A 1-d int64 tensor of ``values`` (ints and Syms of the batch size)."""
-        from dynograph.compiler.symbolic import Sym
+        from dynograph.export._compiler import Sym
         values = list(values)
         if not any(isinstance(v, Sym) for v in values):
             return self.const(np.array(values, dtype=np.int64), "ints")
@@ -87,7 +87,7 @@ class Converter:
 
     def number(self, value, dtype):
         """A Python number or a Sym as a 0-d tensor of ``dtype``."""
-        from dynograph.compiler.symbolic import Sym
+        from dynograph.export._compiler import Sym
         if not isinstance(value, Sym):
             return self.scalar(value, dtype)
         s = self.node("Cast", [self.node("Squeeze", [self.s0(), self.ints([0])])],
@@ -120,7 +120,7 @@ class Converter:
 
 def value_info(name, type, axis_name="batch"):
     """An ONNX ValueInfo for a dynograph TensorType (symbolic sizes named)."""
-    from dynograph.compiler.symbolic import Sym
+    from dynograph.export._compiler import Sym
     dims = []
     for n in type.shape:
         if isinstance(n, Sym):
@@ -150,13 +150,11 @@ def _dtype(node_value):
 def _elementwise_operands(cv, node, args, attrs):
     """The tensor operands cast to the op's compute dtype, numbers as constants of it; and
     (compute dtype, result dtype)."""
-    from dynograph.compiler.ir import Value
-    from dynograph.compiler.ops import REGISTRY
-    from dynograph.compiler.ops.core import TensorSpec
-    op = REGISTRY[node.op]
-    specs = [TensorSpec(a.type.shape, a.type.dtype) if isinstance(a, Value) else a
+    from dynograph.export._compiler import Value
+    from dynograph.export._compiler import dtype_rule, tensor_spec
+    specs = [tensor_spec(a.type.shape, a.type.dtype) if isinstance(a, Value) else a
              for a in node.args]
-    ct, odt = op.dtype_rule(*specs, **attrs)
+    ct, odt = dtype_rule(node.op, specs, attrs)
     out = []
     for raw, name in zip(node.args, args):
         if isinstance(raw, Value):
@@ -281,7 +279,7 @@ def _bitwise(cv, node, args, attrs):
 
 @rule("where")
 def _where(cv, node, args, attrs):
-    from dynograph.compiler.ir import Value
+    from dynograph.export._compiler import Value
     cond_raw = node.args[0]
     cond = cv.cast(args[0], cond_raw.type.dtype, D.bool) if isinstance(cond_raw, Value) else \
         cv.scalar(bool(cond_raw), D.bool)
@@ -291,7 +289,7 @@ def _where(cv, node, args, attrs):
 
 @rule("masked_fill")
 def _masked_fill(cv, node, args, attrs):
-    from dynograph.compiler.ir import Value
+    from dynograph.export._compiler import Value
     x_raw, mask_raw, value_raw = node.args
     dt = x_raw.type.dtype
     mask = cv.cast(args[1], mask_raw.type.dtype, D.bool)
@@ -474,7 +472,7 @@ def _view(cv, node, args, attrs):
 def _identity(cv, node, args, attrs):
     src = args[-1] if node.op == "copy" else args[0]
     raw = node.args[-1] if node.op == "copy" else node.args[0]
-    from dynograph.compiler.ir import Value
+    from dynograph.export._compiler import Value
     if not isinstance(raw, Value):
         return cv.node("Expand", [cv.number(raw, node.outs[0].type.dtype),
                                   cv.ints(node.outs[0].type.shape)])
@@ -570,7 +568,7 @@ def _slice(cv, node, args, attrs):
 
 @rule("narrow_copy")
 def _narrow(cv, node, args, attrs):
-    from dynograph.compiler.symbolic import Sym
+    from dynograph.export._compiler import Sym
     start, length = attrs["start"], attrs["length"]
     end = Sym(start.a, start.b + length) if isinstance(start, Sym) else start + length
     return cv.node("Slice", [args[0], cv.ints([start]), cv.ints([end]), cv.ints([attrs["dim"]])])
@@ -584,7 +582,7 @@ def _select(cv, node, args, attrs):
     if isinstance(index, int) and index < 0:
         size = shape[dim]
         if not isinstance(size, int):
-            from dynograph.compiler.symbolic import Sym
+            from dynograph.export._compiler import Sym
             index = Sym(1, index)
         else:
             index = index + size
@@ -795,7 +793,7 @@ def _resample(cv, node, args, attrs):
 
 @rule("index")
 def _index(cv, node, args, attrs):
-    from dynograph.compiler.ir import Value
+    from dynograph.export._compiler import Value
     tensors = [(d, a, raw) for d, (a, raw) in enumerate(zip(args[1:], node.args[1:]))
                if raw is not None]
     if len(tensors) != 1 or not isinstance(tensors[0][2], Value):
@@ -813,7 +811,7 @@ def _index(cv, node, args, attrs):
 
 @rule("index_fill")
 def _index_fill(cv, node, args, attrs):
-    from dynograph.compiler.ir import Value
+    from dynograph.export._compiler import Value
     x_raw, index_raw = node.args[0], node.args[1]
     shape = x_raw.type.shape
     dim = attrs["dim"] % max(len(shape), 1)
