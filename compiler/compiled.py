@@ -9,14 +9,13 @@ cannot be captured (a graph break) runs eagerly from then on, with one warning.
 """
 import copy
 import functools
-import os
 import types
 import warnings
 
 import numpy as np
 
 from dynograph._trace_hook import TRACE, SizeInt, plain
-from dynograph.runtime import dtypes as D
+from dynograph.runtime import config, dtypes as D
 from . import logs
 from .backends import DEFAULT_BACKEND, get_runner, run_entry
 from .binding import assign_binding, binding_tensor, read_binding
@@ -31,7 +30,7 @@ DEFAULT_CACHE_LIMIT = 8
 
 
 def _enabled():
-    return os.environ.get("DYNOGRAPH_COMPILE", "1") != "0"
+    return config.get("COMPILE")
 
 
 class CompileError(RuntimeError):
@@ -321,7 +320,7 @@ class CompiledFunction:
             name, expected, actual = failures[-1]
             self._event("recompile", f"guard failed: {name}: expected {expected!r}, got {actual!r}")
             logs.log("recompiles", f"{self.__name__}: recompiling because {name} changed "
-                                   f"(expected {expected!r}, got {actual!r})", also=("guards",))
+                                   f"(expected {expected!r}, got {actual!r})")
         result = self._trace(args, kwargs, flat, spec)
         if self.dynamic is not False and len(self.entries) > 1 and self.eager_reason is None:
             self._try_dynamic()
@@ -475,7 +474,7 @@ class CompiledFunction:
             err = CompileError("dynograph.compile: graph break under fullgraph=True",
                                str(e).split("\n")[0], "move the call out of the compiled function, "
                                "or compile without fullgraph=True", where)
-            if os.environ.get("DYNOGRAPH_VERBOSE") == "1":
+            if config.debug("tracebacks"):
                 raise err from e            # the compiler's own frames, for its developers
             raise err.with_traceback(None) from None
         finally:

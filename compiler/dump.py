@@ -26,6 +26,7 @@ import os
 import re
 import warnings
 
+from dynograph.runtime import config
 from dynograph.viz.render import EXTENSIONS  # graph format -> file extension
 
 STAGES = ("captured", "optimized", "fused", "kernels", "llvm", "cuda")
@@ -48,17 +49,17 @@ _STATE = _State()
 
 
 def _setting(name, default, allowed):
-    raw = os.environ.get(name, "")
-    items = tuple(s.strip() for s in raw.split(",") if s.strip()) or default
+    items = config.get(name) or default
     unknown = [s for s in items if s not in allowed]
     if unknown:
-        raise ValueError(f"{name}: unknown {', '.join(unknown)}; choose from {', '.join(allowed)}")
+        raise ValueError(f"{config.PREFIX}{name}: unknown {', '.join(unknown)}; choose from "
+                         f"{', '.join(allowed)}")
     return items
 
 
 def maybe_dump(compiled, entry):
     """Called after each trace: dump ``entry`` when ``DYNOGRAPH_DUMP`` names a folder."""
-    folder = os.environ.get("DYNOGRAPH_DUMP")
+    folder = config.get("DUMP")
     if not folder:
         return
     if id(compiled) not in _STATE.names:
@@ -102,7 +103,7 @@ def _register(compiled):
 
 
 def _at_exit():
-    folder = os.environ.get("DYNOGRAPH_DUMP")
+    folder = config.get("DUMP")
     if folder and not _STATE.finished:
         dump_all(folder)
 
@@ -277,8 +278,8 @@ def code_text(code):
 
 def dump_entry(folder, name, index, entry, stages=None, formats=None):
     """Write the stages of one specialization; returns the paths written."""
-    stages = stages or _setting("DYNOGRAPH_DUMP_STAGES", STAGES, STAGES)
-    formats = formats or _setting("DYNOGRAPH_DUMP_FORMATS", DEFAULT_FORMATS, tuple(EXTENSIONS))
+    stages = stages or _setting("DUMP_STAGES", STAGES, STAGES)
+    formats = formats or _setting("DUMP_FORMATS", DEFAULT_FORMATS, tuple(EXTENSIONS))
     os.makedirs(folder, exist_ok=True)
     base = os.path.join(folder, f"{name}.{index}.")
     written = []

@@ -1,18 +1,11 @@
-"""``DYNOGRAPH_LOGS=breaks,recompiles,guards``: print compiler events as they happen."""
-import os
+"""``DYNOGRAPH_DEBUG=1``: print compiler events (graph breaks, recompilations and their reasons,
+the guards of each new graph) on stderr as they happen, each tagged with its kind."""
 import sys
 
-KINDS = ("breaks", "recompiles", "guards", "graphs")
+from dynograph.runtime import config
 
 
-def enabled():
-    return {k.strip() for k in os.environ.get("DYNOGRAPH_LOGS", "").split(",") if k.strip()}
-
-
-def log(kind, text, also=()):
-    """Print ``text`` when ``kind`` (or one of ``also``, or 'all') is enabled."""
-    on = enabled()
-    for k in (kind, *also):
-        if k in on or "all" in on:
-            print(f"[dynograph {k}] {text}", file=sys.stderr)
-            return
+def log(kind, text):
+    """Print ``text`` when ``DYNOGRAPH_DEBUG`` reaches ``kind``'s level (runtime/config.py)."""
+    if config.debug(kind):
+        print(f"[dynograph {kind}] {text}", file=sys.stderr)

@@ -6,16 +6,16 @@ those three left unread; ``fusion`` then groups what remains into kernels (share
 ``-lr`` are copied into each kernel that reads them); the second ``dce`` is a safety net after
 the regrouping; ``memory`` plans buffers last, on the final node order.
 """
-import os
 import time
 
+from dynograph.runtime import config
 from .passes.cse import cse
 from .passes.dce import dce
 from .passes.fold import fold
 from .passes.fusion import fusion
 from .passes.memory import memory
 from .passes.simplify import simplify
-from .verify import verify, ENABLED as VERIFY_ENABLED
+from .verify import verify
 
 # (name, pass); a pass is Graph -> Graph
 DEFAULT_PASSES = [
@@ -33,7 +33,7 @@ def optimize(graph, passes=None):
     """Run the pipeline; returns (graph, stats) where stats holds node counts and pass timings.
     Passes keep the Input objects of the inputs they keep (the runtime binds them by identity)."""
     passes = DEFAULT_PASSES if passes is None else passes
-    check = VERIFY_ENABLED or os.environ.get("DYNOGRAPH_VERIFY") == "1"
+    check = config.get("VERIFY")
     stats = {"captured_nodes": len(graph.nodes), "timings": {}}
     out = graph
     if check:

@@ -1,12 +1,8 @@
 """The IR verifier: SSA, topological order, known ops, and types that agree with each op's
 meta rule.  Tests run it after every pass; ``DYNOGRAPH_VERIFY=1`` runs it in the compiler."""
-import os
-
 from .ir import RNG, TensorType, Value
 from .ops import REGISTRY
 from .ops.core import TensorSpec
-
-ENABLED = os.environ.get("DYNOGRAPH_VERIFY") == "1"
 
 
 class VerifyError(AssertionError):

@@ -4,14 +4,13 @@ Eager mode runs the op's numpy implementation now and, when an input requires gr
 and grad mode is on, records an ``OpNode`` in the dynamic graph.  (The tracer adds a
 second mode that appends IR nodes instead.)
 """
-import os
 import warnings
 
 import numpy as np
 
 from dynograph.compiler.ops.core import TensorSpec
 from dynograph.compiler.ops.evaluate import elementwise, quiet as _np_quiet, restore as _np_restore
-from dynograph.runtime import dtypes as D
+from dynograph.runtime import config, dtypes as D
 from ._tensor import Tensor
 from ._trace_hook import TRACE, SizeInt, plain
 from .autograd.grad_mode import STATE
@@ -24,7 +23,7 @@ _wrap = Tensor._wrap
 
 # DYNOGRAPH_CHECK_META=1 (always on in the test suite) checks every op's meta rule against
 # what eager execution produced, so shape/dtype rules used by the tracer cannot drift.
-CHECK_META = os.environ.get("DYNOGRAPH_CHECK_META") == "1"
+CHECK_META = config.get("CHECK_META")
 
 # the warnings numpy's Python code issues itself ("Mean of empty slice"): filtered by module
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"dynograph\.")

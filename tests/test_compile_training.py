@@ -330,7 +330,7 @@ def test_dynamic_graph_text_round_trips():
 
 
 def test_logs_print_what_explain_reports(monkeypatch, capsys):
-    monkeypatch.setenv("DYNOGRAPH_LOGS", "breaks,recompiles,guards")
+    monkeypatch.setenv("DYNOGRAPH_DEBUG", "1")
 
     def f(x):
         return x * 2 if x.shape[0] < 3 else x.sum().item()

@@ -1,9 +1,9 @@
 """Process groups: the default (world) group made by init_process_group, and subgroups."""
 import atexit
 import datetime
-import os
 import sys
 
+from dynograph.runtime import config
 from ._mpi import DistError, mpi
 
 default_pg_timeout = datetime.timedelta(minutes=30)     # torch's default for CPU backends
@@ -105,8 +105,8 @@ def is_initialized():
 
 def _timeout_seconds(timeout):
     if timeout is None:
-        env = os.environ.get("DYNOGRAPH_DIST_TIMEOUT")
-        return float(env) if env else default_pg_timeout.total_seconds()
+        seconds = config.get("DIST_TIMEOUT")
+        return seconds if seconds is not None else default_pg_timeout.total_seconds()
     if isinstance(timeout, datetime.timedelta):
         return timeout.total_seconds()
     raise TypeError(f"timeout must be a datetime.timedelta, got {type(timeout).__name__}")
