@@ -763,6 +763,12 @@ def new(self, *args, **kwargs):
 
 # ---------------------------------------------------------------- legacy constructors
 
+@tensor_method(name="__init__")
+def _legacy_init(self, *args, **kwargs):
+    # torch.Tensor(...) is the legacy constructor: Tensor([1, 2]) or Tensor(2, 3)
+    self._data = legacy_new(D.get_default_dtype(), args, kwargs)._data
+
+
 def legacy_new(dtype, args, kwargs, strict=False):
     """``dynograph.Tensor(...)``, ``FloatTensor(...)``: no argument, sizes, a Size, data, or
     a tensor to alias (of any dtype for ``Tensor``, of its own for the ``strict`` types)."""

@@ -21,7 +21,8 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import CPU
-from ._tensor import Tensor
+from ._tensor import Tensor, tensor_method
+from ._trace_hook import TRACE
 
 __all__ = ["set_printoptions", "get_printoptions"]
 
@@ -249,6 +250,13 @@ def _add_suffixes(text, suffixes, indent):
             last_line_len += width + 2
     parts.append(")")
     return "".join(parts)
+
+
+@tensor_method(name="__repr__")
+def _repr(self, *, tensor_contents=None):
+    if TRACE.tracer is not None:
+        TRACE.tracer.graph_break('printing a tensor reads its values')
+    return tensor_repr(self, tensor_contents=tensor_contents)
 
 
 def tensor_repr(t, *, tensor_contents=None):

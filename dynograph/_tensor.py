@@ -66,11 +66,8 @@ class Tensor:
     _hooks = None
     _is_param = False
 
-    def __init__(self, *args, **kwargs):
-        # torch.Tensor(...) is the legacy constructor: Tensor([1, 2]) or Tensor(2, 3)
-        from . import _creation
-        t = _creation.legacy_new(D.get_default_dtype(), args, kwargs)
-        self._data = t._data
+    # __init__ (torch.Tensor(...), the legacy constructor) and __repr__ are attached by
+    # _creation and _printing, which build on this module
 
     # ---------------------------------------------------------------- construction
 
@@ -292,11 +289,6 @@ class Tensor:
         return (_rebuild, (self._data.copy() if not self._data.flags.c_contiguous else self._data,
                            self.requires_grad))
 
-    def __repr__(self, *, tensor_contents=None):
-        if TRACE.tracer is not None:
-            TRACE.tracer.graph_break('printing a tensor reads its values')
-        from ._printing import tensor_repr
-        return tensor_repr(self, tensor_contents=tensor_contents)
 
     def __format__(self, spec):
         if self._data.ndim == 0:        # torch formats 0-d tensors as their Python value
