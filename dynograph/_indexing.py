@@ -789,6 +789,8 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         indices = indices.broadcast_to(want_i)
     if tuple(xs) != want_x:
         input = input.broadcast_to(want_x)
+    if indices._data.size and indices._data.min() < 0:      # along a dim, negatives count from the end
+        indices = indices + (indices < 0) * xs[d]
     return _finish(call(I.gather, input, indices, dim=d), out)
 
 

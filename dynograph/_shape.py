@@ -151,8 +151,9 @@ def reshape(input, shape):
 
 
 @tensor_method(name="reshape")
-def _reshape_method(self, *shape):
+def _reshape_method(self, *shape, **kwargs):
     """Tensor.reshape(*shape)."""
+    shape = _varargs(shape, kwargs, "reshape", "shape")
     if not shape:
         raise TypeError("reshape() missing 1 required positional arguments: \"shape\"")
     return _reshape(self, _sizes(shape, "reshape", "shape"))
@@ -204,11 +205,26 @@ def unflatten(input, dim, sizes):
     return view(input, d.shape[:dim] + inferred + d.shape[dim + 1:])
 
 
+def _varargs(args, kwargs, fn, name, ignored=()):
+    """The sizes a varargs method got: ``x.flip(0, 1)``, ``x.flip((0, 1))`` or, as PyTorch also
+    accepts, one keyword (``x.flip(dims=(0, 1))``)."""
+    kwargs = {k: v for k, v in kwargs.items() if k not in ignored or v is not False}
+    if not kwargs:
+        return args
+    extra = sorted(set(kwargs) - {name})
+    if extra:
+        raise TypeError(f"{fn}() got an unexpected keyword argument '{extra[0]}'")
+    if args:
+        raise TypeError(f"{fn}() got multiple values for argument '{name}'")
+    return (kwargs[name],)
+
+
 # ---------------------------------------------------------------- expand
 
 @tensor_method
-def expand(self, *sizes):
+def expand(self, *sizes, **kwargs):
     """A stride-0 view repeating size-1 dimensions up to ``sizes`` (-1 keeps a size)."""
+    sizes = _varargs(sizes, kwargs, "expand", "size", ("implicit",))
     sizes = _sizes(sizes, "expand")
     d = self._data
     if sizes != d.shape:
@@ -243,8 +259,9 @@ def permute(input, dims):
 
 
 @tensor_method(name="permute")
-def _permute_method(self, *dims):
+def _permute_method(self, *dims, **kwargs):
     """Tensor.permute(*dims)."""
+    dims = _varargs(dims, kwargs, "permute", "dims")
     if not dims:
         raise TypeError("permute() missing 1 required positional arguments: \"dims\"")
     return _permute(self, _sizes(dims, "permute", "dims"))
@@ -514,8 +531,9 @@ def flip(input, dims):
 
 
 @tensor_method(name="flip")
-def _flip_method(self, *dims):
+def _flip_method(self, *dims, **kwargs):
     """Tensor.flip(*dims)."""
+    dims = _varargs(dims, kwargs, "flip", "dims")
     if not dims:
         raise TypeError("flip() missing 1 required positional arguments: \"dims\"")
     if len(dims) == 1:
@@ -577,8 +595,9 @@ def rot90(input, k=1, dims=(0, 1)):
 # ---------------------------------------------------------------- repeat / tile
 
 @tensor_method
-def repeat(self, *repeats):
+def repeat(self, *repeats, **kwargs):
     """Tile this tensor ``repeats[i]`` times along each dimension (Tensor.repeat)."""
+    repeats = _varargs(repeats, kwargs, "repeat", "repeats")
     if not repeats:
         raise TypeError("repeat() missing 1 required positional arguments: \"repeats\"")
     repeats = _sizes(repeats, "repeat", "repeats")

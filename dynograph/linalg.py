@@ -164,6 +164,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     dim = _matrix_norm_dims(A, dim, dtype, abs(ord) != 2.0)
 
     def max_min(x, d, kd):
+        if ord > 0 and x.shape[d] == 0:      # the largest of no values is 0 here, as in PyTorch
+            return x.sum(d, keepdim=kd)
         return x.amax(d, keepdim=kd) if ord > 0 else x.amin(d, keepdim=kd)
     if abs(ord) == 2.0:
         s, perm = _svdvals_last(A, dim, dtype)
@@ -301,19 +303,40 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
                            "a tensor with 2 or more dimensions of float, double, cfloat or cdouble "
                            "types")
     atol, rtol = _tolerances(A, atol, rtol, rcond)
+    P = _pinv_value(A.detach(), atol, rtol, hermitian)
+    if A.requires_grad and STATE.grad_enabled:
+        # differentiate the pseudo-inverse itself, not the decomposition: the SVD's rule is
+        # singular where singular values repeat or vanish, pinv's is not (PyTorch's pinv_backward)
+        tangent = _pinv_tangent(A, P)
+        P = P + (tangent - tangent.detach())
+    return _finish(P, out)
+
+
+def _pinv_value(A, atol, rtol, hermitian):
+    if A.numel() == 0:
+        return A.new_zeros(tuple(A.shape[:-2]) + (A.shape[-1], A.shape[-2]))
     if hermitian:
         S, U = eigh(A)
         S_abs = S.abs()
-        tol = _maximum(_as_tol(atol), _as_tol(rtol) * S_abs.amax(-1, keepdim=True))
-        keep = S_abs > tol
-        S_inv = (1 / S).masked_fill(~keep, 0)
-        return _finish(matmul(U * S_inv.unsqueeze(-2), U.mT), out)
+        s_max = S_abs.amax(-1, keepdim=True) if S_abs.numel() else S_abs.sum(-1, keepdim=True)
+        keep = S_abs > _maximum(_as_tol(atol), _as_tol(rtol) * s_max)
+        return matmul(U * (1 / S).masked_fill(~keep, 0).unsqueeze(-2), U.mT)
     U, S, Vh = svd(A, full_matrices=False)
-    if A.numel() == 0:
-        return _finish(matmul(Vh.mT * (1 / S).unsqueeze(-2), U.mT), out)
     tol = _maximum(_as_tol(atol), _as_tol(rtol) * S.narrow(-1, 0, 1))
-    S_inv = (1 / S).masked_fill(~(S > tol), 0)
-    return _finish(matmul(Vh.mT * S_inv.unsqueeze(-2), U.mT), out)
+    return matmul(Vh.mT * (1 / S).masked_fill(~(S > tol), 0).unsqueeze(-2), U.mT)
+
+
+def _pinv_tangent(A, P):
+    """dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P at A (P and A constant),
+    applied to A: linear in A, so its vector-Jacobian product is pinv's."""
+    A0, Pt = A.detach(), P.mT
+    left = -matmul(A0, P)
+    left.diagonal(0, -2, -1).add_(1)
+    right = -matmul(P, A0)
+    right.diagonal(0, -2, -1).add_(1)
+    At = A.mT
+    return (-matmul(matmul(P, A), P) + matmul(matmul(matmul(P, Pt), At), left)
+            + matmul(matmul(right, At), matmul(Pt, P)))
 
 
 def _maximum(a, b):

@@ -1,6 +1,7 @@
 """dtypes: attributes, promotion, the default dtype, finfo/iinfo, compared with PyTorch."""
 import copy
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -34,6 +35,26 @@ def test_aliases_are_the_same_objects():
     d = dynograph
     assert d.float is d.float32 and d.double is d.float64 and d.half is d.float16
     assert d.long is d.int64 and d.int is d.int32 and d.short is d.int16
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pytorch_names_of_each_dtype(torch, name):
+    """The names PyTorch's messages give a dtype (runtime/dtypes.py holds them), read from
+    torch's own messages: tensor type, ScalarType name, TypeMeta name, C++ type."""
+    ours, theirs = getattr(dynograph, name), getattr(torch, name)
+    assert f"torch.{ours.tensor_type}" == torch.empty(0, dtype=theirs).type()
+    if name != "int64":             # max_unpool names the ScalarType of indices not int64
+        with pytest.raises(RuntimeError) as e:
+            torch.nn.functional.max_unpool1d(torch.zeros(1, 1, 2),
+                                             torch.zeros(1, 1, 2, dtype=theirs), 2)
+        assert str(e.value).endswith(f"got: {ours.scalar_type_name}")
+    other = torch.float32 if name == "float64" else torch.float64
+    with pytest.raises(RuntimeError) as e:
+        torch.mm(torch.zeros(2, 2, dtype=theirs), torch.zeros(2, 2, dtype=other))
+    assert f"but got: {ours.type_meta_name} != " in str(e.value)
+    if name not in ("bool", "float16", "bfloat16", "float64"):     # these take 1e300
+        with pytest.raises(RuntimeError, match=f"converted to type {re.escape(ours.cpp_type)} "):
+            torch.zeros(1, dtype=theirs).fill_(1e300)
 
 
 @pytest.mark.parametrize("name", NAMES)

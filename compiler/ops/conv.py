@@ -550,6 +550,8 @@ def _im2col(x, kernel_size, dilation, padding, stride):
     if any(o <= 0 for o in osizes):
         raise ValueError("im2col")
     n = x.shape[0]
+    if x.size == 0:
+        return np.zeros((n, x.shape[1] * math.prod(kernel_size), math.prod(osizes)), x.dtype)
     cols = _columns(_channel_major(x, padding), kernel_size, stride, dilation, osizes, flat=False)
     return np.ascontiguousarray(cols.reshape(cols.shape[0], n, -1).swapaxes(0, 1))
 

@@ -1056,7 +1056,8 @@ pow = _elementwise(  # noqa: A001
 
 def _atan2_vjp(ctx, g):
     a, b = ctx.inputs
-    recip = (a * a + b * b).reciprocal()
+    denom = a * a + b * b
+    recip = denom.reciprocal().masked_fill(denom == 0, 0)     # PyTorch's zero gradient at (0, 0)
     return (ctx.needs(0) and g * b * recip, ctx.needs(1) and g * -a * recip)
 
 
@@ -1157,8 +1158,11 @@ def _heaviside(a, b):
 
 heaviside = _elementwise("heaviside", _heaviside, _heaviside_rule, _no_derivative("heaviside"),
                          grad_name=NOT_IMPLEMENTED, lowering=_lower_heaviside)
+# PyTorch passes the gradient through to self (the step is below float resolution) and
+# gives other a zero gradient
 nextafter = _elementwise("nextafter", np.nextafter,
-                         rejecting(exact, "nextafter_cpu", INTEGRAL), None, differentiable=False,
+                         rejecting(exact, "nextafter_cpu", INTEGRAL),
+                         lambda ctx, g: (g, ctx.needs(1) and g.new_zeros(g.shape)),
                          lowering=_math("nextafter"))
 
 
@@ -1278,8 +1282,13 @@ def _clamp_rule(x, lo=None, hi=None, fn="clamp"):
         return dt, dt
     dt = result_type(*[v for v in (x, lo, hi) if v is not None])
     if dt is D.bool:
-        raise not_implemented("clamp_min_scalar_cpu" if lo is not None else
-                              "clamp_max_scalar_cpu", dt)
+        # PyTorch's tensor-bound kernels take bool (one bound at a time); its scalar ones do not
+        scalars = [v is not None and not _is_tensor(v) for v in (lo, hi)]
+        if any(scalars):
+            raise not_implemented("clamp_scalar_cpu" if all(scalars) else
+                                  "clamp_min_scalar_cpu" if scalars[0] else "clamp_max_scalar_cpu", dt)
+        if lo is not None and hi is not None:
+            raise not_implemented("clamp_cpu", dt)
     if dt is getattr(x, "dtype", None):
         for v in (lo, hi):
             if v is not None and not _is_tensor(v):

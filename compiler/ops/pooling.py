@@ -420,13 +420,13 @@ def adaptive_matrix(size, out, dtype):
     return (inside / np.maximum(end - start, 1)[:, None]).astype(dtype)
 
 
-def _check_adaptive(x, nd, output_size, name, got_sep=""):
+def _check_adaptive(x, nd, output_size, name, got_sep="", empty_channels=False):
     shape = tuple(x.shape)
     if len(shape) not in (nd + 1, nd + 2):
         raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got{got_sep} "
                            f"{list(shape)}")
     for i, n in enumerate(shape[1:], 1):
-        if n == 0:
+        if n == 0 and not (empty_channels and i < len(shape) - nd):
             raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
                                f"dimensions, but input has sizes {list(shape)} with dimension {i} "
                                "being empty")
@@ -439,6 +439,8 @@ def _check_adaptive(x, nd, output_size, name, got_sep=""):
 
 def _adaptive_avg_impl(x, output_size):
     nd = len(output_size)
+    if x.size == 0:         # numpy would average an empty plane quietly
+        _check_adaptive(x, nd, output_size, f"adaptive_avg_pool{nd}d", empty_channels=nd < 3)
     # integers average in double, half precision in float (as PyTorch's opmath type)
     acc = np.float64 if _is_int(x.dtype) else (np.float32 if x.dtype.itemsize < 4 else x.dtype)
     y = x.astype(acc, copy=False)
@@ -468,7 +470,9 @@ def _adaptive_avg_impl(x, output_size):
 
 def _adaptive_avg_meta_for(nd):
     def meta(x, output_size):
-        return TensorSpec(_check_adaptive(x, nd, output_size, f"adaptive_avg_pool{nd}d"), x.dtype)
+        # PyTorch's 1-d and 2-d average kernels check only the spatial sizes
+        return TensorSpec(_check_adaptive(x, nd, output_size, f"adaptive_avg_pool{nd}d",
+                                          empty_channels=nd < 3), x.dtype)
     return meta
 
 

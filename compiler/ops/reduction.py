@@ -971,6 +971,8 @@ topk = define("topk", "sort", _topk_impl, meta=_topk_meta, vjp=_scatter_back_vjp
 def _kth_check(shape, k, dim, dtype):
     _not_implemented(dtype, "kthvalue_cpu")
     n = shape[dim] if len(shape) else 1
+    if n == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {dim} to have non-zero size.")
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
 

@@ -50,7 +50,19 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """input clamped to [min_val, max_val]."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
+    return _inplace_result(input, _clip(input, min_val, max_val, input), inplace)
+
+
+def _check_float(input, kernel):
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(input.dtype)}'")
+
+
+def _clip(input, low, high, inside):
+    """``inside`` where low < input < high, else input clamped to [low, high] without a
+    gradient: PyTorch's hard activations have a zero gradient at the edges (clamp has one)."""
+    clipped = input.clamp(low, high).detach().to(input.dtype)      # integers stay integers
+    return _d.where((input > low) & (input < high), inside, clipped)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
@@ -151,12 +163,18 @@ def softsign(input):
 
 def hardsigmoid(input, inplace=False):
     """relu6(input + 3) / 6."""
-    return _inplace_result(input, (input / 6 + 0.5).clamp(0.0, 1.0), inplace)
+    _check_float(input, "hardsigmoid_cpu")
+    out = _d.where((input > -3.0) & (input < 3.0), input / 6 + 0.5,
+                   (input / 6 + 0.5).clamp(0.0, 1.0).detach())
+    return _inplace_result(input, out, inplace)
 
 
 def hardswish(input, inplace=False):
     """input * relu6(input + 3) / 6."""
-    return _inplace_result(input, input * (input + 3).clamp(0.0, 6.0) / 6, inplace)
+    _check_float(input, "hardswish_cpu")
+    # gradient 0 up to -3 (inclusive), x/3 + 1/2 inside, 1 from 3 on, as PyTorch's kernel
+    out = _d.where(input <= -3.0, input * 0.0, _d.where(input < 3.0, input * (input + 3) / 6, input))
+    return _inplace_result(input, out, inplace)
 
 
 def sigmoid(input):
@@ -247,9 +265,26 @@ def _softmax_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _shifted(x, dim):
+    """x minus its (constant, detached) max along dim, so exp cannot overflow; an empty dim
+    has no max and nothing to shift."""
+    if x.dim() and x.shape[dim] == 0:
+        return x
+    return x - x.amax(dim, keepdim=True).detach()
+
+
+def _softmax_input(name, input, dim, dtype):
+    """input cast to dtype; PyTorch's kernels refuse integer and bool inputs."""
+    x = input if dtype is None else input.to(dtype)
+    if not x.dtype.is_floating_point:
+        last = "lastdim_" if dim % max(x.dim(), 1) == max(x.dim(), 1) - 1 else ""
+        raise NotImplementedError(
+            f"\"{name}_{last}kernel_impl\" not implemented for '{type_name(x.dtype)}'")
+    return x
+
+
 def _log_softmax(x, dim):
-    # subtract the (constant, detached) max before exponentiating: no overflow
-    shifted = x - x.amax(dim, keepdim=True).detach()
+    shifted = _shifted(x, dim)
     return shifted - shifted.exp().sum(dim, keepdim=True).log()
 
 
@@ -257,8 +292,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum(exp(x)) along dim."""
     if dim is None:
         dim = _softmax_dim("softmax", input.dim(), _stacklevel)
-    x = input if dtype is None else input.to(dtype)
-    e = (x - x.amax(dim, keepdim=True).detach()).exp()
+    x = _softmax_input("softmax", input, dim, dtype)
+    e = _shifted(x, dim).exp()
     return e / e.sum(dim, keepdim=True)
 
 
@@ -266,7 +301,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """log(softmax(x)) along dim, computed stably."""
     if dim is None:
         dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
-    x = input if dtype is None else input.to(dtype)
+    x = _softmax_input("log_softmax", input, dim, dtype)
     return _log_softmax(x, dim)
 
 
@@ -275,7 +310,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("softmin", input.dim(), _stacklevel)
     x = input if dtype is None else input.to(dtype)
-    return softmax(-x, dim)
+    return softmax(-x, dim)     # a bool input fails in neg, as in PyTorch
 
 
 # ----------------------------------------------------------------------------- linear layers
@@ -455,6 +490,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Cosine of the angle between x1 and x2 along dim (norms clamped below by eps)."""
+    if x1.shape != x2.shape:        # the norms are taken along dim of the broadcast operands
+        x1, x2 = _d.broadcast_tensors(x1, x2)
     n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
     n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)

@@ -182,7 +182,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     if dim < 3:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-dim}, {dim - 1}], "
                          f"but got {dim})")
-    if dim > 4:
+    if dim > 4 or 0 in input.shape[dim - 3:]:
         raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and "
                            f"other non-zero dimensions for input, but got: {list(input.shape)}")
     args = _block_args(kernel_size, dilation, padding, stride)
@@ -195,7 +195,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Sums columns (N, C * kH * kW, L) or (C * kH * kW, L) back into (N, C, *output_size)
     (col2im, the adjoint of unfold)."""
     dim = input.dim()
-    if dim not in (2, 3):
+    if dim not in (2, 3) or 0 in input.shape[dim - 2:]:
         raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch "
                            f"size and non-zero dimensions for input, but got: {list(input.shape)}")
     output_size = _pair("output_size", output_size)

@@ -1,4 +1,6 @@
 """Batch, layer, group and instance normalization, and embeddings."""
+import math
+
 import dynograph as _d
 from dynograph._dispatch import call as _call
 from dynograph.compiler.ops import indexing as _indexing_ops
@@ -143,11 +145,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if momentum is None or isinstance(momentum, bool):
         raise TypeError("batch_norm(): argument 'momentum' (position 7) must be float, not "
                         f"{type(momentum).__name__}")
+    if input.numel() == 0 and input.dim() < 2:
+        return input.clone()        # no channels to normalize (PyTorch returns the empty input)
     channels = input.size(1)
     for label, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                      ("bias", bias)):
         _check_numel(label, t, channels)
     _check_dtypes("batch_norm", input, weight, bias, running_mean, running_var)
+    if input.numel() == 0:
+        return input.clone()        # no statistics to take: PyTorch leaves the running ones alone
     view = _channel_view(input)
     x = _opmath(input)
     if training:
@@ -194,6 +200,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     _check_dtypes("batch_norm", input, weight, bias, running_mean, running_var)
     if not use_input_stats:
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    if input.numel() == 0:
+        return input.clone()        # no statistics to take (nor running ones to update)
     dims = tuple(range(2, input.dim()))
     x = _opmath(input)
     mean, var = _moments(x, dims)
@@ -224,8 +232,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                                f"channels in input, but got {label} of shape {_size_text(t.shape)} "
                                f"and input of shape {_size_text(shape)}")
     _check_dtypes("GroupNormKernelImpl", input, weight, bias)
+    if input.numel() == 0:
+        return input.clone()        # empty groups have no statistics (and need none)
     x = _opmath(input)
-    grouped = x.reshape(batch, num_groups, -1)
+    grouped = x.reshape(batch, num_groups, (channels // num_groups) * math.prod(shape[2:]))
     mean, var = _moments(grouped, -1)
     # the group statistics repeated for each channel of the group, shaped (N, C, 1, ...)
     view = _channel_view(input)

@@ -148,6 +148,9 @@ def _sizes_and_scales(input, size, scale_factor, mode, recompute_scale_factor):
 
 def _check_sizes(input, out, name):
     spatial = list(input.shape[2:])
+    if input.shape[1] == 0 and all(spatial):
+        raise RuntimeError(f"Non-empty {input.dim()}D data tensor expected but got a tensor with "
+                           f"sizes {list(input.shape)}")
     if any(n <= 0 for n in out):
         def sizes(ns):
             return ", ".join(f"{k}: {n}" for k, n in zip("DHW"[-len(ns):], ns))
@@ -405,8 +408,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     spatial = tuple(input.shape[2:])
     nd = len(spatial)
     out_spatial = tuple(grid.shape[1:-1])
-    pts = grid.reshape(n, -1, nd)
-    flat = input.reshape(n, c, -1)
+    pts = grid.reshape(n, math.prod(out_spatial), nd)      # explicit sizes: n may be 0
+    flat = input.reshape(n, c, math.prod(spatial))
     # grid's last axis lists x (W) first: coordinate i addresses spatial dim nd - 1 - i
     sizes = spatial[::-1]
     if mode == "bicubic":
