@@ -114,6 +114,25 @@ LAYERS = [
         x.index_fill(1, dynograph.tensor([0, -1]), 0.5), x.cumsum(1), x.clamp(min=-0.5, max=0.5),
         dynograph.where(x > 0, x, dynograph.zeros_like(x)).masked_fill(x < -1, 3.0))),
      lambda: (dynograph.arange(12.0).reshape(3, 4).sin(),)),
+    ("attention_masks", lambda: _Fn(lambda q: (
+        F.scaled_dot_product_attention(q, q, q, is_causal=True),
+        F.scaled_dot_product_attention(q, q, q, attn_mask=dynograph.ones(3, 3).bool().tril()))),
+     lambda: (R(2, 3, 4),)),
+    ("encoder_stack", lambda: _Encoder(), lambda: (R(2, 3, 8),)),
+    ("grids_unpool", lambda: _Fn(lambda x, theta: (
+        F.grid_sample(x, F.affine_grid(theta, (1, 1, 4, 4), align_corners=False), align_corners=False),
+        F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2),
+        F.max_pool2d(x, 2, return_indices=True)[1])),
+     lambda: (R(1, 1, 4, 4), R(1, 2, 3))),
+    ("losses_options", lambda: _Fn(lambda x: (
+        F.cross_entropy(x, dynograph.tensor([0, 2, 1, 1]), weight=dynograph.tensor([1., 2., 3.]),
+                        label_smoothing=0.1, ignore_index=1),
+        F.cross_entropy(x, dynograph.softmax(x * 2, 1)),
+        F.nll_loss(x, dynograph.tensor([0, 2, 1, 1]), weight=dynograph.tensor([1., 2., 3.]), reduction="sum"))),
+     lambda: (R(4, 3),)),
+    ("more_layers", lambda: nn.Sequential(nn.ConvTranspose3d(1, 2, 2, stride=2), nn.RMSNorm(4),
+                                          nn.Upsample(scale_factor=1.5, mode="nearest-exact")),
+     lambda: (R(1, 1, 2, 2, 2),)),
     ("glu_threshold", lambda: nn.Sequential(nn.GLU(), nn.Threshold(0.1, 2.0), nn.Unflatten(1, (2, 1)),
                                             nn.Flatten()), lambda: (R(3, 4),)),
 ]
@@ -129,6 +148,18 @@ class _Fn(nn.Module):
 
     def forward(self, *args):
         return self.fn(*args)
+
+
+class _Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8), enable_nested_tensor=False)
+
+    def forward(self, x):
+        mask = nn.Transformer.generate_square_subsequent_mask(3)
+        padding = dynograph.tensor([[False, False, True], [False, False, False]])
+        return self.encoder(x, mask=mask, src_key_padding_mask=padding)
 
 
 class _Cells(nn.Module):

@@ -6,18 +6,20 @@ else in the two packages imports the compiler.
 """
 from dynograph.compiler.backends import BACKENDS, get_runner
 from dynograph.compiler.compiled import CompiledFunction
+from dynograph.compiler.interpreter import evaluate as _evaluate
 from dynograph.compiler.ir import RNG, Input, TensorType, Value
 from dynograph.compiler.ops import REGISTRY
 from dynograph.compiler.ops.core import TensorSpec
 from dynograph.compiler.pipeline import DEFAULT_PASSES, optimize
 from dynograph.compiler.symbolic import Sym, instantiate
+from dynograph.compiler.symbolic import _has_sym as has_sym
 from dynograph.compiler.text import ParseError, parse_graph, print_graph
 from dynograph.compiler.tracer import storage_root
 from dynograph.compiler.verify import VerifyError, verify
 
 __all__ = ["BACKENDS", "RNG", "Input", "ParseError", "Sym", "TensorType", "Value", "VerifyError",
-           "check_graph", "dtype_rule", "parse_graph", "print_graph", "run", "runnable",
-           "storage_root", "tensor_spec", "tracer"]
+           "check_graph", "dtype_rule", "evaluate", "has_sym", "parse_graph", "print_graph", "run",
+           "runnable", "storage_root", "tensor_spec", "tracer"]
 
 # the passes that keep primitive nodes: what a saved program holds and ONNX maps
 _CLEANUP = ("simplify", "fold", "cse", "dce")
@@ -50,6 +52,11 @@ def check_graph(graph, batch):
 def dtype_rule(op_name, specs, attrs):
     """(compute dtype, result dtype) of an elementwise op on these operands."""
     return REGISTRY[op_name].dtype_rule(*specs, **attrs)
+
+
+def evaluate(op_name, args, attrs):
+    """One primitive applied to literal arguments, as the interpreter applies it."""
+    return _evaluate(REGISTRY[op_name], args, attrs)
 
 
 def tensor_spec(shape, dtype):

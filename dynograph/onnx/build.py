@@ -56,6 +56,7 @@ def build_model(ep, opset, input_names=None, output_names=None, dynamic_axes=Non
             t = TensorType(tuple(Sym(1, 0) if n is None else n for n in a["shape"]),
                            D.BY_NAME[a["dtype"]])
             inputs.append(value_info(leaf_name[i], t, axis))
+    cv.used = {v for n in graph.nodes for v in n.input_values()} | set(graph.outputs)
     missing = {}
     for node, source in zip(graph.nodes, ep.sources):
         fn = RULES.get(node.op)

@@ -32,7 +32,7 @@ class Converter:
         self.counter = 0
         self.s0_source = s0_source       # (onnx input name, dim) carrying the batch size
         self._s0 = None
-        self.types = {}                  # onnx name -> dynograph dtype
+        self.used = set()                # the Values some node or output reads
 
     # ------------------------------------------------------------ building blocks
 
@@ -656,6 +656,15 @@ def _arange(cv, node, args, attrs):
                              cv.number(attrs["step"], dt)])
 
 
+@rule("linspace", "logspace", "eye", "empty")
+def _constant(cv, node, args, attrs):
+    """Creation ops with literal arguments: their values, computed by the op's own code."""
+    from dynograph.export._compiler import evaluate, has_sym
+    if has_sym(node.args) or has_sym(tuple(attrs.values())):
+        raise UnsupportedOp("a tensor created with a size that depends on the batch size")
+    return cv.const(np.asarray(evaluate(node.op, node.args, attrs)), node.op)
+
+
 @rule("tril", "triu")
 def _tri(cv, node, args, attrs):
     return cv.node("Trilu", [args[0], cv.const(np.array(attrs.get("diagonal", 0), np.int64))],
@@ -724,9 +733,40 @@ def _max_pool(cv, node, args, attrs):
     nd = len(node.args[0].type.shape) - 2
     k, s, p = _pool_geometry(attrs, nd)
     d = list(attrs.get("dilation", (1,) * nd))
-    values = cv.node("MaxPool", [args[0]], kernel_shape=k, strides=s, pads=p + p,
-                     dilations=d * nd if len(d) == 1 else d, ceil_mode=int(attrs["ceil_mode"]))
-    return [values, None]           # torch's indices have no ONNX counterpart: used -> error
+    if node.outs[1] not in cv.used:
+        return [cv.node("MaxPool", [args[0]], kernel_shape=k, strides=s, pads=p + p,
+                        dilations=d * nd if len(d) == 1 else d,
+                        ceil_mode=int(attrs["ceil_mode"])), None]
+    values, flat = cv.node("MaxPool", [args[0]], n_out=2, kernel_shape=k, strides=s, pads=p + p,
+                           dilations=d * nd if len(d) == 1 else d,
+                           ceil_mode=int(attrs["ceil_mode"]))
+    # ONNX numbers the elements of the whole input, torch those of each plane
+    plane = 1
+    for n in node.args[0].type.shape[-nd:]:
+        if not isinstance(n, int):
+            return [values, None]
+        plane *= n
+    return [values, cv.node("Mod", [flat, cv.scalar(plane, D.int64)])]
+
+
+@rule("max_unpool2d", "max_unpool3d")
+def _max_unpool(cv, node, args, attrs):
+    """Scatter each plane's values to their (torch-numbered) positions in a zero plane."""
+    size = 1
+    for n in attrs["output_size"]:
+        size *= n
+    window = node.args[0].type.shape[-len(attrs["output_size"]):]
+    per_plane = 1
+    for n in window:
+        per_plane *= n
+    x = cv.node("Reshape", [args[0], cv.ints([-1, per_plane])])
+    idx = cv.node("Reshape", [cv.cast(args[1], node.args[1].type.dtype, D.int64),
+                              cv.ints([-1, per_plane])])
+    planes = cv.node("Shape", [x], start=0, end=1)
+    zeros = cv.node("Expand", [cv.scalar(0, node.outs[0].type.dtype),
+                               cv.node("Concat", [planes, cv.ints([size])], axis=0)])
+    out = cv.node("ScatterElements", [zeros, idx, x], axis=1)
+    return cv.node("Reshape", [out, cv.ints(node.outs[0].type.shape)])
 
 
 @rule("avg_pool2d", "avg_pool3d")
