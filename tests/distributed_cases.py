@@ -436,6 +436,20 @@ def ddp_find_unused_parameters():
 
 
 @check
+def ddp_a_rank_that_skips_backward_times_out_naming_the_all_reduce():
+    g = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=1))
+    ddp = DDP(nn.Linear(4, 2), process_group=g)
+    x = dynograph.ones(3, 4)
+    if rank() == 0:
+        raises(lambda: ddp(x).sum().backward(), dist.DistBackendError,
+               "all_reduce of DistributedDataParallel bucket 0 timed out")
+        dist.barrier()
+    else:
+        dist.barrier()
+        ddp(x).sum().backward()     # late: rank 0's all-reduce completes, nothing stays pending
+
+
+@check
 def ddp_checks_the_model_across_ranks():
     model = nn.Linear(3, 2 + rank())
     raises(lambda: DDP(model), RuntimeError, "DDP expects same model across all ranks",

@@ -71,7 +71,7 @@ class Reducer:
         self.ready = set()
         self.next_bucket = 0
         self.used = None            # find_unused_parameters: 1 per parameter used locally
-        self.deadline = None
+        self.used_request = None
         for b in self.buckets:
             b.pending = len(b.params)
             b.request = None
@@ -114,8 +114,6 @@ class Reducer:
                 "or checkpointed part of the model. Make sure each forward is followed by one "
                 "backward, or use no_sync() for the passes that only accumulate.")
         self.ready.add(id(p))
-        if self.deadline is None:
-            self.deadline = time.monotonic() + self.pg.timeout
         b, i = self.where[id(p)]
         g = p._grad
         if g is None:
@@ -137,21 +135,21 @@ class Reducer:
             b.flat /= n                       # torch divides before summing
             b.request = self.pg.comm.Iallreduce(MPI.IN_PLACE, buffer(b.flat), reduce_op("sum", b.flat.dtype))
             self.next_bucket += 1
-        if self.next_bucket == len(self.buckets) and self.used is not None and not hasattr(self, "_used_req"):
-            self._used_req = self.pg.comm.Iallreduce(MPI.IN_PLACE, [self.used, MPI.UINT8_T], MPI.MAX)
+        if self.next_bucket == len(self.buckets) and self.used is not None and self.used_request is None:
+            self.used_request = self.pg.comm.Iallreduce(MPI.IN_PLACE, [self.used, MPI.UINT8_T], MPI.MAX)
 
     def _finish(self):
         from dynograph.distributed._mpi import wait
         from dynograph._tensor import Tensor
         pg = self.pg
+        deadline = time.monotonic() + pg.timeout
         for b in self.buckets:
-            wait(b.request, self.deadline, f"all_reduce of DistributedDataParallel bucket {b.index}",
+            wait(b.request, deadline, f"all_reduce of DistributedDataParallel bucket {b.index}",
                  lambda b=b: f"after {pg.timeout:g} s ({b.flat.size} {b.flat.dtype} gradient values)")
         used = None
         if self.used is not None:
-            wait(self._used_req, self.deadline, "all_reduce of DistributedDataParallel's used parameters",
+            wait(self.used_request, deadline, "all_reduce of DistributedDataParallel's used parameters",
                  lambda: f"after {pg.timeout:g} s")
-            del self._used_req
             used = {id(p): bool(u) for p, u in zip(self.params, self.used)}
         as_view = self.ddp.gradient_as_bucket_view
         for b in self.buckets:
