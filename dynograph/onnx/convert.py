@@ -205,10 +205,55 @@ RULES["log10"] = _unary(lambda cv, x, ct: cv.node("Div", [cv.node("Log", [x]),
                                                           cv.scalar(math.log(10), ct)]))
 RULES["exp2"] = _unary(lambda cv, x, ct: cv.node("Pow", [cv.scalar(2, ct), x]))
 RULES["erfc"] = _unary(lambda cv, x, ct: cv.node("Sub", [cv.scalar(1, ct), cv.node("Erf", [x])]))
-RULES["trunc"] = _unary(lambda cv, x, ct: cv.node("Mul", [cv.node("Sign", [x]),
-                                                          cv.node("Floor", [cv.node("Abs", [x])])]))
+def _trunc(cv, x, ct):
+    return cv.node("Mul", [cv.node("Sign", [x]), cv.node("Floor", [cv.node("Abs", [x])])])
+
+
+RULES["trunc"] = _unary(_trunc)
 RULES["isinf"] = _unary(lambda cv, x, ct: cv.node("IsInf", [x]) if ct.is_floating_point else
                         cv.node("Equal", [x, cv.node("Add", [x, cv.scalar(1, ct)])]))
+
+
+RULES["isfinite"] = _unary(lambda cv, x, ct: cv.node("Not", [cv.node("Or", [
+    cv.node("IsInf", [x]), cv.node("IsNaN", [x])])]) if ct.is_floating_point else
+    cv.node("Equal", [x, x]))
+RULES["frac"] = _unary(lambda cv, x, ct: cv.node("Sub", [x, _trunc(cv, x, ct)]))
+RULES["deg2rad"] = _unary(lambda cv, x, ct: cv.node("Mul", [x, cv.scalar(math.pi / 180, ct)]))
+RULES["rad2deg"] = _unary(lambda cv, x, ct: cv.node("Mul", [x, cv.scalar(180 / math.pi, ct)]))
+
+
+@rule("logaddexp", "hypot", "heaviside")
+def _binary_composites(cv, node, args, attrs):
+    (a, b), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    if node.op == "logaddexp":
+        m = cv.node("Max", [a, b])
+        d = cv.node("Neg", [cv.node("Abs", [cv.node("Sub", [a, b])])])
+        out = cv.node("Add", [m, cv.node("Log", [cv.node("Add", [cv.scalar(1, ct),
+                                                                 cv.node("Exp", [d])])])])
+    elif node.op == "hypot":
+        out = cv.node("Sqrt", [cv.node("Add", [cv.node("Mul", [a, a]), cv.node("Mul", [b, b])])])
+    else:
+        zero = cv.scalar(0, ct)
+        step = cv.cast(cv.node("Greater", [a, zero]), D.bool, ct)
+        out = cv.node("Where", [cv.node("Equal", [a, zero]), b, step])
+    return cv.cast(out, ct, odt)
+
+
+@rule("nan_to_num")
+def _nan_to_num(cv, node, args, attrs):
+    (x,), ct, odt = _elementwise_operands(cv, node, args[:1], {})
+    if not ct.is_floating_point:
+        return cv.cast(x, ct, odt)
+    info = np.finfo(ct.np)
+    nan = attrs.get("nan", 0.0)
+    posinf = attrs.get("posinf")
+    neginf = attrs.get("neginf")
+    x = cv.node("Where", [cv.node("IsNaN", [x]), cv.scalar(0.0 if nan is None else nan, ct), x])
+    x = cv.node("Where", [cv.node("IsInf", [x], detect_negative=0),
+                          cv.scalar(info.max if posinf is None else posinf, ct), x])
+    x = cv.node("Where", [cv.node("IsInf", [x], detect_positive=0),
+                          cv.scalar(info.min if neginf is None else neginf, ct), x])
+    return cv.cast(x, ct, odt)
 
 
 @rule("round")
@@ -627,19 +672,158 @@ def _repeat(cv, node, args, attrs):
     return cv.node("Tile", [x, cv.ints(reps)])
 
 
+def _strided_index(cv, size, stride, offset):
+    """The flat element index of each element of a strided window: a constant when every size
+    is known, else computed from the batch size."""
+    from dynograph.export._compiler import Sym
+    if any(isinstance(v, Sym) for v in stride):
+        raise UnsupportedOp("a strided window whose strides depend on the batch size")
+    if not any(isinstance(n, Sym) for n in tuple(size) + (offset,)):
+        index = np.full(tuple(size), offset, dtype=np.int64)
+        for d, (n, st) in enumerate(zip(size, stride)):
+            r = [1] * len(size)
+            r[d] = n
+            index = index + (np.arange(n, dtype=np.int64) * st).reshape(r)
+        return cv.const(index, "index")
+    index = cv.node("Squeeze", [cv.ints([offset]), cv.ints([0])])
+    for d, (n, st) in enumerate(zip(size, stride)):
+        r = [1] * len(size)
+        r[d] = -1
+        steps = cv.node("Range", [cv.const(np.array(0, np.int64)),
+                                  cv.node("Squeeze", [cv.ints([n]), cv.ints([0])]),
+                                  cv.const(np.array(1, np.int64))])
+        steps = cv.node("Reshape", [cv.node("Mul", [steps, cv.const(np.array(st, np.int64))]),
+                                    cv.ints(r)])
+        index = cv.node("Add", [index, steps])
+    return index
+
+
 @rule("strided_view")
 def _strided_view(cv, node, args, attrs):
-    shape = node.args[0].type.shape
-    if not all(isinstance(n, int) for n in shape + tuple(attrs["size"]) + tuple(attrs["stride"])) \
-            or not isinstance(attrs["offset"], int):
-        raise UnsupportedOp("a strided view whose layout depends on the batch size")
-    index = np.full(tuple(attrs["size"]), attrs["offset"], dtype=np.int64)
-    for d, (n, s) in enumerate(zip(attrs["size"], attrs["stride"])):
-        r = [1] * len(attrs["size"])
-        r[d] = n
-        index = index + (np.arange(n, dtype=np.int64) * s).reshape(r)
+    index = _strided_index(cv, attrs["size"], attrs["stride"], attrs["offset"])
     flat = cv.node("Reshape", [args[0], cv.ints([-1])])
-    return cv.node("Gather", [flat, cv.const(index, "index")], axis=0)
+    return cv.node("Gather", [flat, index], axis=0)
+
+
+@rule("strided_scatter")
+def _strided_scatter(cv, node, args, attrs):
+    """The window's elements replaced: a scatter into the flattened buffer."""
+    dt = node.outs[0].type.dtype
+    index = _strided_index(cv, attrs["size"], attrs["stride"], attrs["offset"])
+    src = cv.cast(args[1], node.args[1].type.dtype, dt)
+    src = cv.node("Expand", [src, cv.ints(attrs["size"])])
+    flat = cv.node("ScatterElements", [cv.node("Reshape", [args[0], cv.ints([-1])]),
+                                       cv.node("Reshape", [index, cv.ints([-1])]),
+                                       cv.node("Reshape", [src, cv.ints([-1])])], axis=0)
+    return cv.node("Reshape", [flat, cv.ints(node.outs[0].type.shape)])
+
+
+def _positions(cv, node, dim, positions, like):
+    """int64 indices holding ``positions`` along ``dim``, broadcast to the shape of ``like``."""
+    rank = len(node.outs[0].type.shape)
+    r = [1] * rank
+    r[dim] = -1
+    idx = cv.node("Reshape", [positions, cv.ints(r)])
+    return cv.node("Expand", [idx, cv.node("Shape", [like])])
+
+
+@rule("slice_scatter", "select_scatter")
+def _slice_scatter(cv, node, args, attrs):
+    shape = node.outs[0].type.shape
+    dim = attrs["dim"] % len(shape)
+    dt = node.outs[0].type.dtype
+    src = cv.cast(args[1], node.args[1].type.dtype, dt)
+    if node.op == "select_scatter":
+        index = attrs["index"]
+        if index < 0:
+            if not isinstance(shape[dim], int):
+                raise UnsupportedOp("a negative index into the symbolic batch dimension")
+            index += shape[dim]
+        src = cv.node("Unsqueeze", [src, cv.ints([dim])])
+        positions = cv.const(np.array([index], np.int64))
+    else:
+        start, step = attrs["start"] or 0, attrs["step"]
+        n = node.args[1].type.shape[dim]
+        if not all(isinstance(v, int) for v in (start, n, step)):
+            raise UnsupportedOp("a slice write whose bounds depend on the batch size")
+        if start < 0:
+            if not isinstance(shape[dim], int):
+                raise UnsupportedOp("a negative slice start in the symbolic batch dimension")
+            start += shape[dim]
+        positions = cv.const(start + step * np.arange(n, dtype=np.int64))
+    return cv.node("ScatterElements", [args[0], _positions(cv, node, dim, positions, src), src],
+                   axis=dim)
+
+
+@rule("scatter", "scatter_add", "scatter_value", "scatter_reduce")
+def _scatter(cv, node, args, attrs):
+    from dynograph.export._compiler import Value
+    dt = node.outs[0].type.dtype
+    dim = attrs["dim"] % len(node.outs[0].type.shape)
+    index = cv.cast(args[1], node.args[1].type.dtype, D.int64)
+    if node.op == "scatter_value":
+        src = cv.node("Expand", [cv.number(attrs["value"], dt), cv.node("Shape", [index])])
+    else:
+        raw = node.args[2]
+        src = cv.cast(args[2], raw.type.dtype, dt) if isinstance(raw, Value) else \
+            cv.node("Expand", [cv.number(raw, dt), cv.node("Shape", [index])])
+    # the index may cover only part of src: the scatter reads src's matching corner
+    src = cv.node("Slice", [src, cv.ints([0] * len(node.args[1].type.shape)),
+                            cv.node("Shape", [index])])
+    reduce = {"scatter_add": "add"}.get(node.op, attrs.get("reduce"))
+    if node.op == "scatter_reduce":
+        if not attrs.get("include_self", True):
+            raise UnsupportedOp("scatter_reduce with include_self=False")
+        reduce = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}.get(reduce)
+        if reduce is None:
+            raise UnsupportedOp(f"scatter_reduce with reduce={attrs.get('reduce')!r}")
+    else:
+        reduce = {None: "none", "add": "add", "multiply": "mul"}[reduce]
+    return cv.node("ScatterElements", [args[0], index, src], axis=dim, reduction=reduce)
+
+
+@rule("index_add", "index_copy")
+def _index_add(cv, node, args, attrs):
+    dt = node.outs[0].type.dtype
+    dim = attrs["dim"] % len(node.outs[0].type.shape)
+    src = cv.cast(args[2], node.args[2].type.dtype, dt)
+    alpha = attrs.get("alpha", 1)
+    if alpha != 1:
+        src = cv.node("Mul", [src, cv.number(alpha, dt)])
+    index = cv.cast(args[1], node.args[1].type.dtype, D.int64)
+    return cv.node("ScatterElements", [args[0], _positions(cv, node, dim, index, src), src],
+                   axis=dim, reduction="add" if node.op == "index_add" else "none")
+
+
+@rule("roll")
+def _roll(cv, node, args, attrs):
+    shape = node.args[0].type.shape
+    shifts, dims = list(attrs["shifts"]), list(attrs["dims"])
+    x = args[0]
+    if not dims:                     # roll of the flattened tensor
+        x = cv.node("Reshape", [x, cv.ints([-1])])
+        n = 1
+        for k in shape:
+            n *= k if isinstance(k, int) else 0
+        if not n:
+            raise UnsupportedOp("roll over the symbolic batch dimension")
+        x = _roll_axis(cv, x, 0, n, shifts[0])
+        return cv.node("Reshape", [x, cv.ints(shape)])
+    for shift, d in zip(shifts, dims):
+        d %= len(shape)
+        if not isinstance(shape[d], int):
+            raise UnsupportedOp("roll over the symbolic batch dimension")
+        x = _roll_axis(cv, x, d, shape[d], shift)
+    return x
+
+
+def _roll_axis(cv, x, axis, n, shift):
+    shift %= max(n, 1)
+    if not shift:
+        return x
+    tail = cv.node("Slice", [x, cv.ints([n - shift]), cv.ints([n]), cv.ints([axis])])
+    head = cv.node("Slice", [x, cv.ints([0]), cv.ints([n - shift]), cv.ints([axis])])
+    return cv.node("Concat", [tail, head], axis=axis)
 
 
 @rule("full")
