@@ -219,9 +219,21 @@ def _elementwise(x, y):
             dynograph.hypot(x, y), dynograph.heaviside(x, y.round()), dynograph.nan_to_num(x / 0.0))
 
 
+def _reductions_and_views(x, y):
+    m = x[:, :3]
+    return (dynograph.var_mean(x, 1), dynograph.std_mean(x, 0, keepdim=True), dynograph.aminmax(x, dim=1),
+            x.nansum(), dynograph.count_nonzero(x > 0, 1), dynograph.atan2(x, y), dynograph.logaddexp2(x, y),
+            dynograph.logit(x.sigmoid(), eps=1e-3), dynograph.sinc(x), m.diagonal(), x.diagonal(1),
+            x.unfold(1, 2, 1), m.trace(), x.take(dynograph.tensor([0, -1, 5])), x.rot90(1, (0, 1)),
+            x.rot90(3, (0, 1)),
+            dynograph.addbmm(dynograph.ones(3, 3), x[None, :, :2].expand(2, 3, 2), y[None, :2, :3].expand(2, 2, 3)),
+            dynograph.addr(dynograph.ones(3, 4), x[:, 0], y[0]))
+
+
 @pytest.mark.parametrize("fn,n_inputs,dynamic", [(_writes, 1, True), (_scatters, 1, False),
-                                                 (_elementwise, 2, True)],
-                         ids=["writes", "scatters", "elementwise"])
+                                                 (_elementwise, 2, True),
+                                                 (_reductions_and_views, 2, False)],
+                         ids=["writes", "scatters", "elementwise", "reductions_and_views"])
 def test_tensor_writes_and_scatters(fn, n_inputs, dynamic):
     """In-place writes in a forward become strided scatters; each runs in onnxruntime (at
     another batch size where the batch size is dynamic; roll needs its size)."""

@@ -256,6 +256,48 @@ def _nan_to_num(cv, node, args, attrs):
     return cv.cast(x, ct, odt)
 
 
+@rule("atan2")
+def _atan2(cv, node, args, attrs):
+    (y, x), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    zero = cv.scalar(0, ct)
+    base = cv.node("Atan", [cv.node("Div", [y, x])])
+    turn = cv.node("Where", [cv.node("GreaterOrEqual", [y, zero]), cv.scalar(math.pi, ct),
+                             cv.scalar(-math.pi, ct)])
+    out = cv.node("Add", [base, cv.node("Where", [cv.node("Less", [x, zero]), turn, zero])])
+    vertical = cv.node("Where", [cv.node("Greater", [y, zero]), cv.scalar(math.pi / 2, ct),
+                                 cv.node("Where", [cv.node("Less", [y, zero]),
+                                                   cv.scalar(-math.pi / 2, ct), zero])])
+    return cv.cast(cv.node("Where", [cv.node("Equal", [x, zero]), vertical, out]), ct, odt)
+
+
+@rule("logaddexp2")
+def _logaddexp2(cv, node, args, attrs):
+    (a, b), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    m = cv.node("Max", [a, b])
+    d = cv.node("Neg", [cv.node("Abs", [cv.node("Sub", [a, b])])])
+    s = cv.node("Log", [cv.node("Add", [cv.scalar(1, ct), cv.node("Pow", [cv.scalar(2, ct), d])])])
+    return cv.cast(cv.node("Add", [m, cv.node("Div", [s, cv.scalar(math.log(2), ct)])]), ct, odt)
+
+
+@rule("logit")
+def _logit(cv, node, args, attrs):
+    (x,), ct, odt = _elementwise_operands(cv, node, args[:1], {})
+    eps = attrs.get("eps")
+    if eps is not None:
+        x = cv.node("Min", [cv.node("Max", [x, cv.scalar(eps, ct)]), cv.scalar(1 - eps, ct)])
+    return cv.cast(cv.node("Log", [cv.node("Div", [x, cv.node("Sub", [cv.scalar(1, ct), x])])]),
+                   ct, odt)
+
+
+@rule("sinc")
+def _sinc(cv, node, args, attrs):
+    (x,), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    px = cv.node("Mul", [x, cv.scalar(math.pi, ct)])
+    out = cv.node("Where", [cv.node("Equal", [x, cv.scalar(0, ct)]), cv.scalar(1, ct),
+                            cv.node("Div", [cv.node("Sin", [px]), px])])
+    return cv.cast(out, ct, odt)
+
+
 @rule("round")
 def _round(cv, node, args, attrs):
     (x,), ct, odt = _elementwise_operands(cv, node, args[:1], {})
@@ -452,7 +494,7 @@ def _argmax(cv, node, args, attrs):
     return cv.node(op, [x], axis=dim, keepdims=int(keep))
 
 
-@rule("var", "std")
+@rule("var", "std", "var_mean", "std_mean")
 def _var(cv, node, args, attrs):
     x = args[0]
     dims = attrs.get("dim")
@@ -460,17 +502,46 @@ def _var(cv, node, args, attrs):
     dims_list = list(range(len(shape))) if dims is None else \
         [d % len(shape) for d in (dims if isinstance(dims, (tuple, list)) else [dims])]
     dt = node.outs[0].type.dtype
+    keep = attrs.get("keepdim", False)
     mean = cv.reduce("ReduceMean", x, dims_list, True)
     sq = cv.node("Mul", [cv.node("Sub", [x, mean])] * 2)
-    total = cv.reduce("ReduceSum", sq, dims_list, attrs.get("keepdim", False))
+    total = cv.reduce("ReduceSum", sq, dims_list, keep)
     n = 1
     for d in dims_list:
-        n = n * shape[d] if not hasattr(shape[d], "kind") and not hasattr(n, "kind") else None
-    correction = attrs.get("correction", 1)
-    if n is None:
-        raise UnsupportedOp("a variance over the symbolic batch dimension")
-    out = cv.node("Div", [total, cv.scalar(max(n - correction, 0), dt)])
-    return cv.node("Sqrt", [out]) if node.op == "std" else out
+        if not isinstance(shape[d], int):
+            raise UnsupportedOp("a variance over the symbolic batch dimension")
+        n *= shape[d]
+    out = cv.node("Div", [total, cv.scalar(max(n - attrs.get("correction", 1), 0), dt)])
+    if node.op.startswith("std"):
+        out = cv.node("Sqrt", [out])
+    if node.op.endswith("_mean"):
+        return [out, mean if keep else cv.reduce("ReduceMean", x, dims_list, False)]
+    return out
+
+
+@rule("aminmax")
+def _aminmax(cv, node, args, attrs):
+    dim, keep = attrs.get("dim"), attrs.get("keepdim", False)
+    dims = None if dim is None else [dim]
+    return [cv.reduce("ReduceMin", args[0], dims, keep), cv.reduce("ReduceMax", args[0], dims, keep)]
+
+
+@rule("nansum")
+def _nansum(cv, node, args, attrs):
+    x, dt = _reduction_input(cv, node, args[0])
+    if dt.is_floating_point:
+        x = cv.node("Where", [cv.node("IsNaN", [x]), cv.scalar(0, dt), x])
+    return cv.reduce("ReduceSum", x, attrs.get("dim"), attrs.get("keepdim", False))
+
+
+@rule("count_nonzero")
+def _count_nonzero(cv, node, args, attrs):
+    src = node.args[0].type.dtype
+    nonzero = cv.node("Not", [cv.node("Equal", [args[0], cv.scalar(0, src)])]) \
+        if src is not D.bool else args[0]
+    dim = attrs.get("dim")
+    dims = None if dim is None else (list(dim) if isinstance(dim, (tuple, list)) else [dim])
+    return cv.reduce("ReduceSum", cv.cast(nonzero, D.bool, D.int64), dims, False)
 
 
 @rule("logsumexp")
@@ -826,6 +897,87 @@ def _roll_axis(cv, x, axis, n, shift):
     return cv.node("Concat", [tail, head], axis=axis)
 
 
+def _contiguous_strides(shape):
+    """Element strides of a contiguous tensor (only its first size may be symbolic)."""
+    strides, step = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = step
+        if not isinstance(shape[d], int):
+            if d:
+                raise UnsupportedOp("a strided view across the symbolic batch dimension")
+            break
+        step *= shape[d]
+    return strides
+
+
+def _view_of(cv, x, size, stride, offset):
+    index = _strided_index(cv, size, stride, offset)
+    return cv.node("Gather", [cv.node("Reshape", [x, cv.ints([-1])]), index], axis=0)
+
+
+@rule("diagonal", "diagonal_copy")
+def _diagonal(cv, node, args, attrs):
+    shape = node.args[0].type.shape
+    st = _contiguous_strides(shape)
+    d1, d2, k = attrs["dim1"] % len(shape), attrs["dim2"] % len(shape), attrs["offset"]
+    rest = [d for d in range(len(shape)) if d not in (d1, d2)]
+    offset = k * st[d2] if k >= 0 else -k * st[d1]
+    size = list(node.outs[0].type.shape)
+    return _view_of(cv, args[0], size, [st[d] for d in rest] + [st[d1] + st[d2]], offset)
+
+
+@rule("unfold")
+def _tensor_unfold(cv, node, args, attrs):
+    shape = node.args[0].type.shape
+    st = _contiguous_strides(shape)
+    d = attrs["dimension"] % max(len(shape), 1)
+    stride = list(st)
+    stride[d] = st[d] * attrs["step"]
+    return _view_of(cv, args[0], list(node.outs[0].type.shape), stride + [st[d]], 0)
+
+
+@rule("trace")
+def _trace(cv, node, args, attrs):
+    n, m = node.args[0].type.shape
+    diag = _view_of(cv, args[0], [min(n, m)], [m + 1], 0)
+    x = cv.cast(diag, node.args[0].type.dtype, node.outs[0].type.dtype)
+    return cv.node("ReduceSum", [x], keepdims=0)
+
+
+@rule("take")
+def _take(cv, node, args, attrs):
+    n = 1
+    for k in node.args[0].type.shape:
+        if not isinstance(k, int):
+            raise UnsupportedOp("take from a tensor with a symbolic size")
+        n *= k
+    idx = cv.cast(args[1], node.args[1].type.dtype, D.int64)
+    idx = cv.node("Where", [cv.node("Less", [idx, cv.scalar(0, D.int64)]),
+                            cv.node("Add", [idx, cv.scalar(n, D.int64)]), idx])
+    return cv.node("Gather", [cv.node("Reshape", [args[0], cv.ints([-1])]), idx], axis=0)
+
+
+@rule("rot90")
+def _rot90(cv, node, args, attrs):
+    shape = node.args[0].type.shape
+    a, b = (d % len(shape) for d in attrs["dims"])
+    k = attrs["k"] % 4
+    x = args[0]
+    big = 2 ** 62
+
+    def flip(t, d):
+        return cv.node("Slice", [t, cv.ints([-1]), cv.ints([-big]), cv.ints([d]), cv.ints([-1])])
+    perm = list(range(len(shape)))
+    perm[a], perm[b] = perm[b], perm[a]
+    if k == 1:
+        return cv.node("Transpose", [flip(x, b)], perm=perm)
+    if k == 2:
+        return flip(flip(x, a), b)
+    if k == 3:
+        return cv.node("Transpose", [flip(x, a)], perm=perm)
+    return cv.node("Identity", [x])
+
+
 @rule("full")
 def _full(cv, node, args, attrs):
     dt = node.outs[0].type.dtype
@@ -873,10 +1025,16 @@ def _dot(cv, node, args, attrs):
     return cv.node("ReduceSum", [cv.node("Mul", list(args))], keepdims=0)
 
 
-@rule("addmm", "baddbmm", "addmv")
+@rule("addmm", "baddbmm", "addmv", "addbmm", "addr")
 def _addmm(cv, node, args, attrs):
     dt = node.outs[0].type.dtype
-    prod = cv.node("MatMul", [args[1], args[2]])
+    if node.op == "addr":
+        prod = cv.node("Mul", [cv.node("Unsqueeze", [args[1], cv.ints([1])]),
+                               cv.node("Unsqueeze", [args[2], cv.ints([0])])])
+    else:
+        prod = cv.node("MatMul", [args[1], args[2]])
+    if node.op == "addbmm":
+        prod = cv.node("ReduceSum", [prod, cv.ints([0])], keepdims=0)
     alpha, beta = attrs.get("alpha", 1), attrs.get("beta", 1)
     if alpha != 1:
         prod = cv.node("Mul", [prod, cv.scalar(alpha, dt)])
