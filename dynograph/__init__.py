@@ -6,7 +6,7 @@
 """
 from dynograph.runtime.dtypes import (  # noqa: F401
     dtype, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-    promote_types, get_default_dtype, set_default_dtype, finfo, iinfo)
+    complex64, complex128, promote_types, get_default_dtype, set_default_dtype, finfo, iinfo)
 from dynograph.runtime.device import device  # noqa: F401
 
 from ._tensor import Tensor, Size  # noqa: F401
@@ -17,6 +17,7 @@ from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  # noqa
 from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled  # noqa: F401
 from ._creation import *  # noqa: F401,F403
 from ._math import *  # noqa: F401,F403
+from ._complex import *  # noqa: F401,F403
 
 from . import cuda, backends, version  # noqa: F401
 from ._threads import get_num_threads, set_num_threads  # noqa: F401
@@ -35,6 +36,7 @@ from . import special  # noqa: F401,E402
 from .special import i0, igamma, igammac  # noqa: F401,E402
 from ._windows import *  # noqa: F401,F403,E402
 from . import signal  # noqa: F401,E402
+from . import fft  # noqa: F401,E402
 from .compiler.compiled import compile, trace  # noqa: F401,E402,A004
 from .serialization import save, load  # noqa: F401,E402
 
@@ -51,6 +53,8 @@ half = float16
 long = int64
 int = int32       # noqa: A001
 short = int16
+cfloat = complex64
+cdouble = complex128
 
 
 def __getattr__(name):

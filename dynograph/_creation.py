@@ -44,7 +44,7 @@ def _tname(x):
 def _finish(t, requires_grad, out=None):
     """Apply ``requires_grad`` / ``out=`` to a freshly created tensor."""
     if requires_grad:
-        if not t.dtype.is_floating_point:
+        if not (t.dtype.is_floating_point or t.dtype.is_complex):
             raise RuntimeError(
                 "Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad = True
@@ -468,7 +468,7 @@ def _scalar_dtype(x):
     if isinstance(x, builtins.float):
         return D.get_default_dtype()
     if isinstance(x, complex):
-        raise TypeError("dynograph does not support complex numbers")
+        return D.get_default_dtype().to_complex()
     if isinstance(x, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
     raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
@@ -549,7 +549,7 @@ def _unwrap(data):
 
 def _check_fits(arr, dtype):
     """torch.tensor's overflow check when Python numbers become integers."""
-    if dtype is D.bool or dtype.is_floating_point or arr.size == 0:
+    if dtype is D.bool or dtype.is_floating_point or dtype.is_complex or arr.size == 0:
         return
     low, high = C.LIMITS[dtype]
     if arr.dtype.kind == "f":
@@ -581,7 +581,9 @@ def _from_data(data, dtype):
     if "tensor" in found:
         _validate(data, shape, 0, dtype)
         data = _unwrap(data)
-    if dtype.is_floating_point or inferred.is_floating_point:
+    if dtype.is_complex or inferred.is_complex:
+        build = np.complex128
+    elif dtype.is_floating_point or inferred.is_floating_point:
         build = np.float64
     elif inferred is D.bool:
         build = np.bool_
@@ -607,8 +609,8 @@ def _np_dtype(arr):
     except TypeError:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{arr.dtype.type.__name__}. The only "
-            "supported types are: float64, float32, float16, bfloat16, int64, int32, int16, "
-            "int8, uint8, and bool.") from None
+            "supported types are: float64, float32, float16, bfloat16, complex64, complex128, "
+            "int64, int32, int16, int8, uint8, and bool.") from None
 
 
 def _no_negative_strides(arr):

@@ -239,24 +239,7 @@ def mvlgamma(input, p):
 _inplace_of(mvlgamma)
 
 
-@_public
-def conj(input):
-    """The complex conjugate: for real tensors, ``input`` itself."""
-    _need_tensor(input, "conj")
-    return input
 
-
-@_public
-def conj_physical(input, *, out=None):
-    """The complex conjugate materialized: for real tensors, ``input`` itself."""
-    _need_tensor(input, "conj_physical")
-    return input if out is None else _finish("conj_physical", call(E.add, input, 0), out)
-
-
-@_public
-def resolve_conj(input):
-    """``input`` with a lazy conjugation applied: real tensors have none."""
-    return input
 
 
 @_public
@@ -266,39 +249,12 @@ def resolve_neg(input):
 
 
 @tensor_method
-def is_conj(self):
-    """Whether the tensor is a lazily conjugated view (never, for real tensors)."""
-    return False
-
-
-@tensor_method
 def is_neg(self):
     """Whether the tensor is a lazily negated view (never, in dynograph)."""
     return False
 
 
-def real(input):
-    """The real part: ``input`` itself for real tensors."""
-    _need_tensor(input, "real")
-    return input
-
-
-def imag(input):
-    """The imaginary part, which real tensors do not have."""
-    _need_tensor(input, "imag")
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-
-
-__all__ += ["real", "imag"]
-Tensor.real = property(real)
-Tensor.imag = property(imag)
-
-
-@_public
-def isreal(input):
-    """Whether each element is real: always True for dynograph's real dtypes."""
-    _need_tensor(input, "isreal")
-    return input.new_ones(input.shape, dtype=D.bool)
+# (conj, real, imag, isreal ...: dynograph/_complex.py)
 
 
 # ---------------------------------------------------------------- binary
@@ -678,7 +634,7 @@ for _name in ("abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcs
 # ---------------------------------------------------------------- operators
 
 def _operand(x):
-    return isinstance(x, (Tensor, int, float))
+    return isinstance(x, (Tensor, int, float, complex))
 
 
 _np_generic = np.generic

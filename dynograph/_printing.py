@@ -106,6 +106,8 @@ def _float64(a):
 
 def _py_values(a, floating):
     """The elements of a 1-D or 0-d array as Python numbers (what ``tolist`` gives torch)."""
+    if a.dtype.kind == "c":
+        return a.astype(np.complex128).tolist()
     return _float64(a).tolist() if floating else a.tolist()
 
 
@@ -195,6 +197,23 @@ class _Formatter:
         return ret.rjust(self.max_width)
 
 
+class _ComplexFormatter:
+    """Complex elements: the real parts and the imaginary parts each have a formatter, and
+    print as ``re+imj`` (PyTorch's layout, widths included)."""
+
+    floating = True
+
+    def __init__(self, values):
+        self.re = _Formatter(values.real, True)
+        self.im = _Formatter(values.imag, True)
+        self.max_width = self.re.max_width + self.im.max_width + 1     # and the "j"
+
+    def format(self, value):
+        re = self.re.format(value.real)
+        im = (self.im.format(value.imag) + "j").lstrip()
+        return re + im if im[0] in "+-" else re + "+" + im
+
+
 # ------------------------------------------------------------------ layout
 
 def _vector_str(a, indent, summarize, fmt):
@@ -228,7 +247,8 @@ def _nested_str(a, indent, summarize, fmt):
 def _contents_str(a, floating, indent):
     """The bracketed contents of a non-empty array."""
     summarize = a.size > _OPTS.threshold
-    fmt = _Formatter(_summarized(a, _OPTS.edgeitems) if summarize else a, floating)
+    shown = _summarized(a, _OPTS.edgeitems) if summarize else a
+    fmt = _ComplexFormatter(shown) if a.dtype.kind == "c" else _Formatter(shown, floating)
     return _nested_str(a, indent, summarize, fmt)
 
 
@@ -281,7 +301,8 @@ def tensor_repr(t, *, tensor_contents=None):
     else:
         if not _OPTS.edgeitems:
             suffixes.append(f"size={tuple(a.shape)}")
-        if dt is not D.get_default_dtype() and dt is not D.int64 and dt is not D.bool:
+        default = D.get_default_dtype()
+        if dt not in (default, default.to_complex(), D.int64, D.bool):
             suffixes.append(f"dtype={dt}")
         body = None if tensor_contents is not None else \
             _contents_str(a, dt.is_floating_point, indent)

@@ -143,7 +143,7 @@ class Tensor:
         return self._data.dtype.kind == "f" or self.dtype is D.bfloat16
 
     def is_complex(self):
-        return False
+        return self._data.dtype.kind == "c"
 
     def stride(self, dim=None):
         item = self._data.itemsize
@@ -176,7 +176,7 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, value):
         if value:
-            if not self.is_floating_point():
+            if not (self.is_floating_point() or self.is_complex()):
                 raise RuntimeError(
                     "only Tensors of floating point and complex dtype can require gradients")
         elif self.grad_fn is not None:

@@ -11,8 +11,8 @@ import ml_dtypes  # bfloat16 as a numpy dtype; well kept, used by JAX
 
 __all__ = [
     "dtype", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-    "float32", "float64", "promote_types", "from_numpy_dtype", "get_default_dtype",
-    "set_default_dtype", "finfo", "iinfo", "ALL_DTYPES",
+    "float32", "float64", "complex64", "complex128", "promote_types", "from_numpy_dtype",
+    "get_default_dtype", "set_default_dtype", "finfo", "iinfo", "ALL_DTYPES",
 ]
 
 _MODULE = "dynograph"
@@ -21,26 +21,28 @@ _MODULE = "dynograph"
 class dtype:
     """A tensor element type; compares by identity like torch.dtype."""
 
-    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "category",
-                 "_rank", "tensor_type", "abbr")
+    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize",
+                 "category", "_rank", "tensor_type", "abbr")
 
     def __init__(self, name, np_dtype, category, rank, tensor_type, abbr):
         self.name = name
         self.np = np.dtype(np_dtype)
-        self.category = category            # 0 bool, 1 integer, 2 floating
+        self.category = category            # 0 bool, 1 integer, 2 floating, 3 complex
         self.is_floating_point = category == 2
+        self.is_complex = category == 3
         self.is_signed = name not in ("bool", "uint8")
         self.itemsize = self.np.itemsize
         self._rank = rank                   # order inside the category
         self.tensor_type = tensor_type      # legacy name: "FloatTensor"
         self.abbr = abbr                    # short name: "f32"
 
-    @property
-    def is_complex(self):
-        return False
-
     def to_real(self):
-        return self
+        """The dtype of the real and imaginary parts (complex64 -> float32); real dtypes: self."""
+        return _TO_REAL.get(self, self)
+
+    def to_complex(self):
+        """The complex dtype with parts of this dtype (float64 -> complex128)."""
+        return _TO_COMPLEX[self]
 
     def __repr__(self):
         return f"{_MODULE}.{self.name}"
@@ -90,12 +92,22 @@ bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2, 0, "BFloat16Tensor", "bf16")
 float32 = dtype("float32", np.float32, 2, 1, "FloatTensor", "f32")
 float64 = dtype("float64", np.float64, 2, 2, "DoubleTensor", "f64")
 
+# complex numbers (docs/complex.md says what works on them): a pair of floats
+complex64 = dtype("complex64", np.complex64, 3, 1, "ComplexFloatTensor", "c64")
+complex128 = dtype("complex128", np.complex128, 3, 2, "ComplexDoubleTensor", "c128")
+
+# the real dtypes: what most ops, the compiler and the file formats support
 ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+COMPLEX_DTYPES = (complex64, complex128)
+EVERY_DTYPE = ALL_DTYPES + COMPLEX_DTYPES
 BY_NAME = {d.name: d for d in ALL_DTYPES}     # "float32" -> float32 (text forms, file headers)
 ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64,
-           "int": int32, "short": int16}
+           "int": int32, "short": int16, "cfloat": complex64, "cdouble": complex128}
+_TO_REAL = {complex64: float32, complex128: float64}
+_TO_COMPLEX = {float16: complex64, bfloat16: complex64, float32: complex64, float64: complex128,
+               complex64: complex64, complex128: complex128}
 
-_FROM_NP = {d.np: d for d in ALL_DTYPES}
+_FROM_NP = {d.np: d for d in EVERY_DTYPE}
 
 
 def from_numpy_dtype(np_dtype):
@@ -108,13 +120,18 @@ def from_numpy_dtype(np_dtype):
             return _FROM_NP[d]
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{d}. The only supported types are: "
-            "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool."
+            "float64, float32, float16, bfloat16, complex64, complex128, int64, int32, int16, "
+            "int8, uint8, and bool."
         ) from None
 
 
 def _promote(a, b):
     if a is b:
         return a
+    if a.category == 3 or b.category == 3:
+        # complex wins, with parts wide enough for the other operand (float64 + complex64)
+        wide = _promote(a.to_real(), b.to_real())
+        return complex128 if wide is float64 else complex64
     if a.category != b.category:
         return a if a.category > b.category else b
     if a.category == 2:
@@ -127,7 +144,7 @@ def _promote(a, b):
     return a if a._rank > b._rank else b
 
 
-_PROMOTE = {(a, b): _promote(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
+_PROMOTE = {(a, b): _promote(a, b) for a in EVERY_DTYPE for b in EVERY_DTYPE}
 
 
 def promote_types(type1, type2):
@@ -154,6 +171,8 @@ def python_scalar_dtype(value):
         return bool
     if isinstance(value, (int, np.integer)):
         return int64
+    if isinstance(value, (complex, np.complexfloating)):
+        return _TO_COMPLEX[_default[0]]
     return _default[0]
 
 
@@ -161,7 +180,7 @@ class finfo:
     """Machine limits of a floating dtype (torch.finfo)."""
 
     def __init__(self, type=None):
-        type = _default[0] if type is None else type
+        type = _default[0] if type is None else type.to_real()     # complex: its parts
         if not type.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo "
                             "to handle 'torch.finfo'")

@@ -156,5 +156,6 @@ def test_numpy_storage_types():
     assert dynograph.bfloat16.np.name == "bfloat16"
     from dynograph.runtime.dtypes import from_numpy_dtype
     assert from_numpy_dtype(np.dtype(np.int16)) is dynograph.int16
-    with pytest.raises(TypeError, match="can't convert np.ndarray of type numpy.complex128"):
-        from_numpy_dtype(np.complex128)
+    assert from_numpy_dtype(np.complex128) is dynograph.complex128
+    with pytest.raises(TypeError, match="can't convert np.ndarray of type numpy.uint64"):
+        from_numpy_dtype(np.uint64)

@@ -180,7 +180,13 @@ def _combine_categories(higher, lower):
         return lower
     if lower is None:
         return higher
-    if lower.category > higher.category:      # a scalar of a higher kind (int + 2.5, x + 1j)
+    if higher.is_complex:
+        return higher
+    if lower.is_complex:                       # float32 tensor + complex128 scalar: complex64
+        return higher.to_complex() if higher.is_floating_point else lower
+    if higher.is_floating_point:
+        return higher
+    if higher is D.bool or lower.is_floating_point:
         return D.promote_types(higher, lower)
     return higher
 

@@ -109,7 +109,7 @@ def _np_full(shape, value, np_dtype):
 
 def scalar_overflows(value, dtype):
     """c10's ``overflows<T>(value)``: whether a Python number does not fit ``dtype``."""
-    if dtype is D.bool or isinstance(value, bool):
+    if dtype is D.bool or dtype.is_complex or isinstance(value, bool):
         return False
     lo, hi = LIMITS[dtype]
     if dtype.is_floating_point:

@@ -128,14 +128,14 @@ def sum_dtype(in_dt, dtype=None):
     """sum/prod/cumsum result dtype: ``dtype`` if given, int64 for bool/integers."""
     if dtype is not None:
         return dtype
-    return in_dt if in_dt.is_floating_point else D.int64
+    return in_dt if in_dt.is_floating_point or in_dt.is_complex else D.int64
 
 
 # numpy dtype -> (accumulation dtype, result dtype) of sum/prod/cumsum without ``dtype=``
-_SUM_TYPES = {d.np: ((_F32 if d.np in _LOW else d.np), d.np) if d.is_floating_point else (_I64, _I64)
-              for d in D.ALL_DTYPES}
+_SUM_TYPES = {d.np: ((_F32 if d.np in _LOW else d.np), d.np)
+              if d.is_floating_point or d.is_complex else (_I64, _I64) for d in D.EVERY_DTYPE}
 # result numpy dtype -> accumulation dtype (half types accumulate in float32)
-_ACC = {d.np: (_F32 if d.np in _LOW else d.np) for d in D.ALL_DTYPES}
+_ACC = {d.np: (_F32 if d.np in _LOW else d.np) for d in D.EVERY_DTYPE}
 
 
 def _sum_impl(x, dim=None, keepdim=False, dtype=None):
@@ -176,12 +176,12 @@ sum = define("sum", "reduction", _sum_impl, meta=_sum_meta, vjp=_sum_vjp,  # noq
 
 def mean_dtype(in_dt, dtype=None, name="mean"):
     if dtype is not None:
-        if not dtype.is_floating_point:
+        if not (dtype.is_floating_point or dtype.is_complex):
             raise RuntimeError(
                 f"{name}(): could not infer output dtype. Optional dtype must be either a floating "
                 f"point or complex dtype. Got: {type_name(dtype)}")
         return dtype
-    if not in_dt.is_floating_point:
+    if not (in_dt.is_floating_point or in_dt.is_complex):
         raise RuntimeError(
             f"{name}(): could not infer output dtype. Input dtype must be either a floating point "
             f"or complex dtype. Got: {type_name(in_dt)}")
@@ -189,7 +189,7 @@ def mean_dtype(in_dt, dtype=None, name="mean"):
 
 
 def _mean_impl(x, dim=None, keepdim=False, dtype=None):
-    if dtype is None and x.dtype.kind == "f":
+    if dtype is None and x.dtype.kind in "fc":
         out = x.dtype
     else:
         out = mean_dtype(D._FROM_NP[x.dtype], dtype).np

@@ -155,7 +155,7 @@ class OpNode(Node):
         from .grad_mode import STATE
         # create_graph: a floating output keeps its history (integer outputs, such as the
         # indices of sort or max, never carry one)
-        if STATE.grad_enabled and t.is_floating_point():
+        if STATE.grad_enabled and (t.is_floating_point() or t.is_complex()):
             t._rg = True
             t.grad_fn = self
             t._output_nr = nr
