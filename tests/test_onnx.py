@@ -196,6 +196,62 @@ def test_layers_run_in_onnxruntime(name, make, inputs):
     _close(session.run(None, feeds), _outputs(model, *xs))
 
 
+def _writes(x):
+    y = x.clone()
+    y[:, 0] = 1.0
+    y[1] = x[0]
+    y[:, 1:3] += 2
+    y[-1, -1] = 5.0
+    return y
+
+
+def _scatters(x):
+    idx = dynograph.tensor([[0, 1], [2, 0]])
+    return (x.scatter(1, idx, x[:, :2] * 2), x.scatter_add(1, idx, x[:, :2]), x.scatter(1, idx, 3.0),
+            x.index_add(1, dynograph.tensor([0, 2]), x[:, :2], alpha=2),
+            x.index_copy(0, dynograph.tensor([1, 0]), x[:2]), x.scatter_reduce(1, idx, x[:, :2], "amax"),
+            x.roll(1, 1), x.roll((1, -1), (0, 1)), x.roll(2), x.select_scatter(x[0] * 3, 0, 1),
+            x.slice_scatter(x[:, :2] + 1, 1, 1, 3))
+
+
+def _elementwise(x, y):
+    return (x.isfinite(), x.frac(), x.deg2rad(), x.rad2deg(), dynograph.logaddexp(x, y),
+            dynograph.hypot(x, y), dynograph.heaviside(x, y.round()), dynograph.nan_to_num(x / 0.0))
+
+
+def _reductions_and_views(x, y):
+    m = x[:, :3]
+    return (dynograph.var_mean(x, 1), dynograph.std_mean(x, 0, keepdim=True), dynograph.aminmax(x, dim=1),
+            x.nansum(), dynograph.count_nonzero(x > 0, 1), dynograph.atan2(x, y), dynograph.logaddexp2(x, y),
+            dynograph.logit(x.sigmoid(), eps=1e-3), dynograph.sinc(x), m.diagonal(), x.diagonal(1),
+            x.unfold(1, 2, 1), m.trace(), x.take(dynograph.tensor([0, -1, 5])), x.rot90(1, (0, 1)),
+            x.rot90(3, (0, 1)),
+            dynograph.addbmm(dynograph.ones(3, 3), x[None, :, :2].expand(2, 3, 2), y[None, :2, :3].expand(2, 2, 3)),
+            dynograph.addr(dynograph.ones(3, 4), x[:, 0], y[0]))
+
+
+@pytest.mark.parametrize("fn,n_inputs,dynamic", [(_writes, 1, True), (_scatters, 1, False),
+                                                 (_elementwise, 2, True),
+                                                 (_reductions_and_views, 2, False)],
+                         ids=["writes", "scatters", "elementwise", "reductions_and_views"])
+def test_tensor_writes_and_scatters(fn, n_inputs, dynamic):
+    """In-place writes in a forward become strided scatters; each runs in onnxruntime (at
+    another batch size where the batch size is dynamic; roll needs its size)."""
+    names = ["x", "y"][:n_inputs]
+    xs = [R(3, 4) for _ in names]
+    buf = io.BytesIO()
+    dynograph.onnx.export(fn, tuple(xs), buf, input_names=names,
+                          dynamic_axes={n: {0: "batch"} for n in names} if dynamic else None)
+    session = _session(buf.getvalue())
+    xs = [R(5 if dynamic else 3, 4) for _ in names]
+    got = session.run(None, dict(zip(names, (x.numpy() for x in xs))))
+    want = _outputs(_Fn(fn), *xs)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
 def test_unsupported_primitive_names_the_op_and_the_line():
     def f(x):
         return dynograph.linalg.det(x)           # no ONNX mapping

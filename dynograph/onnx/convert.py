@@ -205,10 +205,97 @@ RULES["log10"] = _unary(lambda cv, x, ct: cv.node("Div", [cv.node("Log", [x]),
                                                           cv.scalar(math.log(10), ct)]))
 RULES["exp2"] = _unary(lambda cv, x, ct: cv.node("Pow", [cv.scalar(2, ct), x]))
 RULES["erfc"] = _unary(lambda cv, x, ct: cv.node("Sub", [cv.scalar(1, ct), cv.node("Erf", [x])]))
-RULES["trunc"] = _unary(lambda cv, x, ct: cv.node("Mul", [cv.node("Sign", [x]),
-                                                          cv.node("Floor", [cv.node("Abs", [x])])]))
+def _trunc(cv, x, ct):
+    return cv.node("Mul", [cv.node("Sign", [x]), cv.node("Floor", [cv.node("Abs", [x])])])
+
+
+RULES["trunc"] = _unary(_trunc)
 RULES["isinf"] = _unary(lambda cv, x, ct: cv.node("IsInf", [x]) if ct.is_floating_point else
                         cv.node("Equal", [x, cv.node("Add", [x, cv.scalar(1, ct)])]))
+
+
+RULES["isfinite"] = _unary(lambda cv, x, ct: cv.node("Not", [cv.node("Or", [
+    cv.node("IsInf", [x]), cv.node("IsNaN", [x])])]) if ct.is_floating_point else
+    cv.node("Equal", [x, x]))
+RULES["frac"] = _unary(lambda cv, x, ct: cv.node("Sub", [x, _trunc(cv, x, ct)]))
+RULES["deg2rad"] = _unary(lambda cv, x, ct: cv.node("Mul", [x, cv.scalar(math.pi / 180, ct)]))
+RULES["rad2deg"] = _unary(lambda cv, x, ct: cv.node("Mul", [x, cv.scalar(180 / math.pi, ct)]))
+
+
+@rule("logaddexp", "hypot", "heaviside")
+def _binary_composites(cv, node, args, attrs):
+    (a, b), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    if node.op == "logaddexp":
+        m = cv.node("Max", [a, b])
+        d = cv.node("Neg", [cv.node("Abs", [cv.node("Sub", [a, b])])])
+        out = cv.node("Add", [m, cv.node("Log", [cv.node("Add", [cv.scalar(1, ct),
+                                                                 cv.node("Exp", [d])])])])
+    elif node.op == "hypot":
+        out = cv.node("Sqrt", [cv.node("Add", [cv.node("Mul", [a, a]), cv.node("Mul", [b, b])])])
+    else:
+        zero = cv.scalar(0, ct)
+        step = cv.cast(cv.node("Greater", [a, zero]), D.bool, ct)
+        out = cv.node("Where", [cv.node("Equal", [a, zero]), b, step])
+    return cv.cast(out, ct, odt)
+
+
+@rule("nan_to_num")
+def _nan_to_num(cv, node, args, attrs):
+    (x,), ct, odt = _elementwise_operands(cv, node, args[:1], {})
+    if not ct.is_floating_point:
+        return cv.cast(x, ct, odt)
+    info = np.finfo(ct.np)
+    nan = attrs.get("nan", 0.0)
+    posinf = attrs.get("posinf")
+    neginf = attrs.get("neginf")
+    x = cv.node("Where", [cv.node("IsNaN", [x]), cv.scalar(0.0 if nan is None else nan, ct), x])
+    x = cv.node("Where", [cv.node("IsInf", [x], detect_negative=0),
+                          cv.scalar(info.max if posinf is None else posinf, ct), x])
+    x = cv.node("Where", [cv.node("IsInf", [x], detect_positive=0),
+                          cv.scalar(info.min if neginf is None else neginf, ct), x])
+    return cv.cast(x, ct, odt)
+
+
+@rule("atan2")
+def _atan2(cv, node, args, attrs):
+    (y, x), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    zero = cv.scalar(0, ct)
+    base = cv.node("Atan", [cv.node("Div", [y, x])])
+    turn = cv.node("Where", [cv.node("GreaterOrEqual", [y, zero]), cv.scalar(math.pi, ct),
+                             cv.scalar(-math.pi, ct)])
+    out = cv.node("Add", [base, cv.node("Where", [cv.node("Less", [x, zero]), turn, zero])])
+    vertical = cv.node("Where", [cv.node("Greater", [y, zero]), cv.scalar(math.pi / 2, ct),
+                                 cv.node("Where", [cv.node("Less", [y, zero]),
+                                                   cv.scalar(-math.pi / 2, ct), zero])])
+    return cv.cast(cv.node("Where", [cv.node("Equal", [x, zero]), vertical, out]), ct, odt)
+
+
+@rule("logaddexp2")
+def _logaddexp2(cv, node, args, attrs):
+    (a, b), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    m = cv.node("Max", [a, b])
+    d = cv.node("Neg", [cv.node("Abs", [cv.node("Sub", [a, b])])])
+    s = cv.node("Log", [cv.node("Add", [cv.scalar(1, ct), cv.node("Pow", [cv.scalar(2, ct), d])])])
+    return cv.cast(cv.node("Add", [m, cv.node("Div", [s, cv.scalar(math.log(2), ct)])]), ct, odt)
+
+
+@rule("logit")
+def _logit(cv, node, args, attrs):
+    (x,), ct, odt = _elementwise_operands(cv, node, args[:1], {})
+    eps = attrs.get("eps")
+    if eps is not None:
+        x = cv.node("Min", [cv.node("Max", [x, cv.scalar(eps, ct)]), cv.scalar(1 - eps, ct)])
+    return cv.cast(cv.node("Log", [cv.node("Div", [x, cv.node("Sub", [cv.scalar(1, ct), x])])]),
+                   ct, odt)
+
+
+@rule("sinc")
+def _sinc(cv, node, args, attrs):
+    (x,), ct, odt = _elementwise_operands(cv, node, args, attrs)
+    px = cv.node("Mul", [x, cv.scalar(math.pi, ct)])
+    out = cv.node("Where", [cv.node("Equal", [x, cv.scalar(0, ct)]), cv.scalar(1, ct),
+                            cv.node("Div", [cv.node("Sin", [px]), px])])
+    return cv.cast(out, ct, odt)
 
 
 @rule("round")
@@ -407,7 +494,7 @@ def _argmax(cv, node, args, attrs):
     return cv.node(op, [x], axis=dim, keepdims=int(keep))
 
 
-@rule("var", "std")
+@rule("var", "std", "var_mean", "std_mean")
 def _var(cv, node, args, attrs):
     x = args[0]
     dims = attrs.get("dim")
@@ -415,17 +502,46 @@ def _var(cv, node, args, attrs):
     dims_list = list(range(len(shape))) if dims is None else \
         [d % len(shape) for d in (dims if isinstance(dims, (tuple, list)) else [dims])]
     dt = node.outs[0].type.dtype
+    keep = attrs.get("keepdim", False)
     mean = cv.reduce("ReduceMean", x, dims_list, True)
     sq = cv.node("Mul", [cv.node("Sub", [x, mean])] * 2)
-    total = cv.reduce("ReduceSum", sq, dims_list, attrs.get("keepdim", False))
+    total = cv.reduce("ReduceSum", sq, dims_list, keep)
     n = 1
     for d in dims_list:
-        n = n * shape[d] if not hasattr(shape[d], "kind") and not hasattr(n, "kind") else None
-    correction = attrs.get("correction", 1)
-    if n is None:
-        raise UnsupportedOp("a variance over the symbolic batch dimension")
-    out = cv.node("Div", [total, cv.scalar(max(n - correction, 0), dt)])
-    return cv.node("Sqrt", [out]) if node.op == "std" else out
+        if not isinstance(shape[d], int):
+            raise UnsupportedOp("a variance over the symbolic batch dimension")
+        n *= shape[d]
+    out = cv.node("Div", [total, cv.scalar(max(n - attrs.get("correction", 1), 0), dt)])
+    if node.op.startswith("std"):
+        out = cv.node("Sqrt", [out])
+    if node.op.endswith("_mean"):
+        return [out, mean if keep else cv.reduce("ReduceMean", x, dims_list, False)]
+    return out
+
+
+@rule("aminmax")
+def _aminmax(cv, node, args, attrs):
+    dim, keep = attrs.get("dim"), attrs.get("keepdim", False)
+    dims = None if dim is None else [dim]
+    return [cv.reduce("ReduceMin", args[0], dims, keep), cv.reduce("ReduceMax", args[0], dims, keep)]
+
+
+@rule("nansum")
+def _nansum(cv, node, args, attrs):
+    x, dt = _reduction_input(cv, node, args[0])
+    if dt.is_floating_point:
+        x = cv.node("Where", [cv.node("IsNaN", [x]), cv.scalar(0, dt), x])
+    return cv.reduce("ReduceSum", x, attrs.get("dim"), attrs.get("keepdim", False))
+
+
+@rule("count_nonzero")
+def _count_nonzero(cv, node, args, attrs):
+    src = node.args[0].type.dtype
+    nonzero = cv.node("Not", [cv.node("Equal", [args[0], cv.scalar(0, src)])]) \
+        if src is not D.bool else args[0]
+    dim = attrs.get("dim")
+    dims = None if dim is None else (list(dim) if isinstance(dim, (tuple, list)) else [dim])
+    return cv.reduce("ReduceSum", cv.cast(nonzero, D.bool, D.int64), dims, False)
 
 
 @rule("logsumexp")
@@ -627,19 +743,239 @@ def _repeat(cv, node, args, attrs):
     return cv.node("Tile", [x, cv.ints(reps)])
 
 
+def _strided_index(cv, size, stride, offset):
+    """The flat element index of each element of a strided window: a constant when every size
+    is known, else computed from the batch size."""
+    from dynograph.export._compiler import Sym
+    if any(isinstance(v, Sym) for v in stride):
+        raise UnsupportedOp("a strided window whose strides depend on the batch size")
+    if not any(isinstance(n, Sym) for n in tuple(size) + (offset,)):
+        index = np.full(tuple(size), offset, dtype=np.int64)
+        for d, (n, st) in enumerate(zip(size, stride)):
+            r = [1] * len(size)
+            r[d] = n
+            index = index + (np.arange(n, dtype=np.int64) * st).reshape(r)
+        return cv.const(index, "index")
+    index = cv.node("Squeeze", [cv.ints([offset]), cv.ints([0])])
+    for d, (n, st) in enumerate(zip(size, stride)):
+        r = [1] * len(size)
+        r[d] = -1
+        steps = cv.node("Range", [cv.const(np.array(0, np.int64)),
+                                  cv.node("Squeeze", [cv.ints([n]), cv.ints([0])]),
+                                  cv.const(np.array(1, np.int64))])
+        steps = cv.node("Reshape", [cv.node("Mul", [steps, cv.const(np.array(st, np.int64))]),
+                                    cv.ints(r)])
+        index = cv.node("Add", [index, steps])
+    return index
+
+
 @rule("strided_view")
 def _strided_view(cv, node, args, attrs):
-    shape = node.args[0].type.shape
-    if not all(isinstance(n, int) for n in shape + tuple(attrs["size"]) + tuple(attrs["stride"])) \
-            or not isinstance(attrs["offset"], int):
-        raise UnsupportedOp("a strided view whose layout depends on the batch size")
-    index = np.full(tuple(attrs["size"]), attrs["offset"], dtype=np.int64)
-    for d, (n, s) in enumerate(zip(attrs["size"], attrs["stride"])):
-        r = [1] * len(attrs["size"])
-        r[d] = n
-        index = index + (np.arange(n, dtype=np.int64) * s).reshape(r)
+    index = _strided_index(cv, attrs["size"], attrs["stride"], attrs["offset"])
     flat = cv.node("Reshape", [args[0], cv.ints([-1])])
-    return cv.node("Gather", [flat, cv.const(index, "index")], axis=0)
+    return cv.node("Gather", [flat, index], axis=0)
+
+
+@rule("strided_scatter")
+def _strided_scatter(cv, node, args, attrs):
+    """The window's elements replaced: a scatter into the flattened buffer."""
+    dt = node.outs[0].type.dtype
+    index = _strided_index(cv, attrs["size"], attrs["stride"], attrs["offset"])
+    src = cv.cast(args[1], node.args[1].type.dtype, dt)
+    src = cv.node("Expand", [src, cv.ints(attrs["size"])])
+    flat = cv.node("ScatterElements", [cv.node("Reshape", [args[0], cv.ints([-1])]),
+                                       cv.node("Reshape", [index, cv.ints([-1])]),
+                                       cv.node("Reshape", [src, cv.ints([-1])])], axis=0)
+    return cv.node("Reshape", [flat, cv.ints(node.outs[0].type.shape)])
+
+
+def _positions(cv, node, dim, positions, like):
+    """int64 indices holding ``positions`` along ``dim``, broadcast to the shape of ``like``."""
+    rank = len(node.outs[0].type.shape)
+    r = [1] * rank
+    r[dim] = -1
+    idx = cv.node("Reshape", [positions, cv.ints(r)])
+    return cv.node("Expand", [idx, cv.node("Shape", [like])])
+
+
+@rule("slice_scatter", "select_scatter")
+def _slice_scatter(cv, node, args, attrs):
+    shape = node.outs[0].type.shape
+    dim = attrs["dim"] % len(shape)
+    dt = node.outs[0].type.dtype
+    src = cv.cast(args[1], node.args[1].type.dtype, dt)
+    if node.op == "select_scatter":
+        index = attrs["index"]
+        if index < 0:
+            if not isinstance(shape[dim], int):
+                raise UnsupportedOp("a negative index into the symbolic batch dimension")
+            index += shape[dim]
+        src = cv.node("Unsqueeze", [src, cv.ints([dim])])
+        positions = cv.const(np.array([index], np.int64))
+    else:
+        start, step = attrs["start"] or 0, attrs["step"]
+        n = node.args[1].type.shape[dim]
+        if not all(isinstance(v, int) for v in (start, n, step)):
+            raise UnsupportedOp("a slice write whose bounds depend on the batch size")
+        if start < 0:
+            if not isinstance(shape[dim], int):
+                raise UnsupportedOp("a negative slice start in the symbolic batch dimension")
+            start += shape[dim]
+        positions = cv.const(start + step * np.arange(n, dtype=np.int64))
+    return cv.node("ScatterElements", [args[0], _positions(cv, node, dim, positions, src), src],
+                   axis=dim)
+
+
+@rule("scatter", "scatter_add", "scatter_value", "scatter_reduce")
+def _scatter(cv, node, args, attrs):
+    from dynograph.export._compiler import Value
+    dt = node.outs[0].type.dtype
+    dim = attrs["dim"] % len(node.outs[0].type.shape)
+    index = cv.cast(args[1], node.args[1].type.dtype, D.int64)
+    if node.op == "scatter_value":
+        src = cv.node("Expand", [cv.number(attrs["value"], dt), cv.node("Shape", [index])])
+    else:
+        raw = node.args[2]
+        src = cv.cast(args[2], raw.type.dtype, dt) if isinstance(raw, Value) else \
+            cv.node("Expand", [cv.number(raw, dt), cv.node("Shape", [index])])
+    # the index may cover only part of src: the scatter reads src's matching corner
+    src = cv.node("Slice", [src, cv.ints([0] * len(node.args[1].type.shape)),
+                            cv.node("Shape", [index])])
+    reduce = {"scatter_add": "add"}.get(node.op, attrs.get("reduce"))
+    if node.op == "scatter_reduce":
+        if not attrs.get("include_self", True):
+            raise UnsupportedOp("scatter_reduce with include_self=False")
+        reduce = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}.get(reduce)
+        if reduce is None:
+            raise UnsupportedOp(f"scatter_reduce with reduce={attrs.get('reduce')!r}")
+    else:
+        reduce = {None: "none", "add": "add", "multiply": "mul"}[reduce]
+    return cv.node("ScatterElements", [args[0], index, src], axis=dim, reduction=reduce)
+
+
+@rule("index_add", "index_copy")
+def _index_add(cv, node, args, attrs):
+    dt = node.outs[0].type.dtype
+    dim = attrs["dim"] % len(node.outs[0].type.shape)
+    src = cv.cast(args[2], node.args[2].type.dtype, dt)
+    alpha = attrs.get("alpha", 1)
+    if alpha != 1:
+        src = cv.node("Mul", [src, cv.number(alpha, dt)])
+    index = cv.cast(args[1], node.args[1].type.dtype, D.int64)
+    return cv.node("ScatterElements", [args[0], _positions(cv, node, dim, index, src), src],
+                   axis=dim, reduction="add" if node.op == "index_add" else "none")
+
+
+@rule("roll")
+def _roll(cv, node, args, attrs):
+    shape = node.args[0].type.shape
+    shifts, dims = list(attrs["shifts"]), list(attrs["dims"])
+    x = args[0]
+    if not dims:                     # roll of the flattened tensor
+        x = cv.node("Reshape", [x, cv.ints([-1])])
+        n = 1
+        for k in shape:
+            n *= k if isinstance(k, int) else 0
+        if not n:
+            raise UnsupportedOp("roll over the symbolic batch dimension")
+        x = _roll_axis(cv, x, 0, n, shifts[0])
+        return cv.node("Reshape", [x, cv.ints(shape)])
+    for shift, d in zip(shifts, dims):
+        d %= len(shape)
+        if not isinstance(shape[d], int):
+            raise UnsupportedOp("roll over the symbolic batch dimension")
+        x = _roll_axis(cv, x, d, shape[d], shift)
+    return x
+
+
+def _roll_axis(cv, x, axis, n, shift):
+    shift %= max(n, 1)
+    if not shift:
+        return x
+    tail = cv.node("Slice", [x, cv.ints([n - shift]), cv.ints([n]), cv.ints([axis])])
+    head = cv.node("Slice", [x, cv.ints([0]), cv.ints([n - shift]), cv.ints([axis])])
+    return cv.node("Concat", [tail, head], axis=axis)
+
+
+def _contiguous_strides(shape):
+    """Element strides of a contiguous tensor (only its first size may be symbolic)."""
+    strides, step = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = step
+        if not isinstance(shape[d], int):
+            if d:
+                raise UnsupportedOp("a strided view across the symbolic batch dimension")
+            break
+        step *= shape[d]
+    return strides
+
+
+def _view_of(cv, x, size, stride, offset):
+    index = _strided_index(cv, size, stride, offset)
+    return cv.node("Gather", [cv.node("Reshape", [x, cv.ints([-1])]), index], axis=0)
+
+
+@rule("diagonal", "diagonal_copy")
+def _diagonal(cv, node, args, attrs):
+    shape = node.args[0].type.shape
+    st = _contiguous_strides(shape)
+    d1, d2, k = attrs["dim1"] % len(shape), attrs["dim2"] % len(shape), attrs["offset"]
+    rest = [d for d in range(len(shape)) if d not in (d1, d2)]
+    offset = k * st[d2] if k >= 0 else -k * st[d1]
+    size = list(node.outs[0].type.shape)
+    return _view_of(cv, args[0], size, [st[d] for d in rest] + [st[d1] + st[d2]], offset)
+
+
+@rule("unfold")
+def _tensor_unfold(cv, node, args, attrs):
+    shape = node.args[0].type.shape
+    st = _contiguous_strides(shape)
+    d = attrs["dimension"] % max(len(shape), 1)
+    stride = list(st)
+    stride[d] = st[d] * attrs["step"]
+    return _view_of(cv, args[0], list(node.outs[0].type.shape), stride + [st[d]], 0)
+
+
+@rule("trace")
+def _trace(cv, node, args, attrs):
+    n, m = node.args[0].type.shape
+    diag = _view_of(cv, args[0], [min(n, m)], [m + 1], 0)
+    x = cv.cast(diag, node.args[0].type.dtype, node.outs[0].type.dtype)
+    return cv.node("ReduceSum", [x], keepdims=0)
+
+
+@rule("take")
+def _take(cv, node, args, attrs):
+    n = 1
+    for k in node.args[0].type.shape:
+        if not isinstance(k, int):
+            raise UnsupportedOp("take from a tensor with a symbolic size")
+        n *= k
+    idx = cv.cast(args[1], node.args[1].type.dtype, D.int64)
+    idx = cv.node("Where", [cv.node("Less", [idx, cv.scalar(0, D.int64)]),
+                            cv.node("Add", [idx, cv.scalar(n, D.int64)]), idx])
+    return cv.node("Gather", [cv.node("Reshape", [args[0], cv.ints([-1])]), idx], axis=0)
+
+
+@rule("rot90")
+def _rot90(cv, node, args, attrs):
+    shape = node.args[0].type.shape
+    a, b = (d % len(shape) for d in attrs["dims"])
+    k = attrs["k"] % 4
+    x = args[0]
+    big = 2 ** 62
+
+    def flip(t, d):
+        return cv.node("Slice", [t, cv.ints([-1]), cv.ints([-big]), cv.ints([d]), cv.ints([-1])])
+    perm = list(range(len(shape)))
+    perm[a], perm[b] = perm[b], perm[a]
+    if k == 1:
+        return cv.node("Transpose", [flip(x, b)], perm=perm)
+    if k == 2:
+        return flip(flip(x, a), b)
+    if k == 3:
+        return cv.node("Transpose", [flip(x, a)], perm=perm)
+    return cv.node("Identity", [x])
 
 
 @rule("full")
@@ -689,10 +1025,16 @@ def _dot(cv, node, args, attrs):
     return cv.node("ReduceSum", [cv.node("Mul", list(args))], keepdims=0)
 
 
-@rule("addmm", "baddbmm", "addmv")
+@rule("addmm", "baddbmm", "addmv", "addbmm", "addr")
 def _addmm(cv, node, args, attrs):
     dt = node.outs[0].type.dtype
-    prod = cv.node("MatMul", [args[1], args[2]])
+    if node.op == "addr":
+        prod = cv.node("Mul", [cv.node("Unsqueeze", [args[1], cv.ints([1])]),
+                               cv.node("Unsqueeze", [args[2], cv.ints([0])])])
+    else:
+        prod = cv.node("MatMul", [args[1], args[2]])
+    if node.op == "addbmm":
+        prod = cv.node("ReduceSum", [prod, cv.ints([0])], keepdims=0)
     alpha, beta = attrs.get("alpha", 1), attrs.get("beta", 1)
     if alpha != 1:
         prod = cv.node("Mul", [prod, cv.scalar(alpha, dt)])
