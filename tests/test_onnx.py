@@ -205,6 +205,18 @@ def _writes(x):
     return y
 
 
+def _index_writes(x):
+    y = x.clone()
+    y[dynograph.tensor([0, 2])] = 1.5
+    y[:, dynograph.tensor([1, -1])] += x[:, :2]
+    y.index_put_((dynograph.tensor([0, 1]), dynograph.tensor([2, 3])), dynograph.tensor(7.0), accumulate=True)
+    z = dynograph.zeros(2, 3, 4)
+    z[:, dynograph.tensor([2, 0])] = x[:2, None, :] * 2
+    w = dynograph.zeros(2, 3, 4)
+    w[dynograph.tensor([1]), :, dynograph.tensor([3])] = x[0, :3]
+    return y, z, w, x.index_fill(0, dynograph.tensor([1]), dynograph.tensor(-2.0))
+
+
 def _scatters(x):
     idx = dynograph.tensor([[0, 1], [2, 0]])
     return (x.scatter(1, idx, x[:, :2] * 2), x.scatter_add(1, idx, x[:, :2]), x.scatter(1, idx, 3.0),
@@ -232,8 +244,8 @@ def _reductions_and_views(x, y):
 
 @pytest.mark.parametrize("fn,n_inputs,dynamic", [(_writes, 1, True), (_scatters, 1, False),
                                                  (_elementwise, 2, True),
-                                                 (_reductions_and_views, 2, False)],
-                         ids=["writes", "scatters", "elementwise", "reductions_and_views"])
+                                                 (_reductions_and_views, 2, False), (_index_writes, 1, False)],
+                         ids=["writes", "scatters", "elementwise", "reductions_and_views", "index_writes"])
 def test_tensor_writes_and_scatters(fn, n_inputs, dynamic):
     """In-place writes in a forward become strided scatters; each runs in onnxruntime (at
     another batch size where the batch size is dynamic; roll needs its size)."""

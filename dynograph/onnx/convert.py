@@ -398,8 +398,10 @@ def _clamp(cv, node, args, attrs):
 
 
 class _Args:
-    def __init__(self, op, args):
-        self.op, self.args = op, tuple(args)
+    """A node with other arguments (the rules read op, args, attrs and outs)."""
+
+    def __init__(self, op, args, attrs=None, outs=()):
+        self.op, self.args, self.attrs, self.outs = op, tuple(args), attrs or {}, outs
 
 
 @rule("prelu")
@@ -1191,10 +1193,13 @@ def _index(cv, node, args, attrs):
     return cv.node("Gather", [args[0], idx], axis=d)
 
 
-@rule("index_fill")
+@rule("index_fill", "index_fill_tensor")
 def _index_fill(cv, node, args, attrs):
     from dynograph.export._compiler import Value
     x_raw, index_raw = node.args[0], node.args[1]
+    if node.op == "index_fill_tensor":
+        attrs = dict(attrs, value=args[2])
+        node = _Args(node.op, node.args, dict(node.attrs, value=node.args[2]), node.outs)
     shape = x_raw.type.shape
     dim = attrs["dim"] % max(len(shape), 1)
     size = shape[dim]
@@ -1214,6 +1219,55 @@ def _index_fill(cv, node, args, attrs):
     value = cv.cast(value, node.attrs["value"].type.dtype, dt) \
         if isinstance(node.attrs["value"], Value) else cv.number(value, dt)
     return cv.node("Where", [mask, value, args[0]])
+
+
+@rule("index_put")
+def _index_put(cv, node, args, attrs):
+    """x[i0, i1, ...] = values: a ScatterND over x with the indexed dimensions moved first."""
+    from dynograph.export._compiler import Value
+    shape = list(node.args[0].type.shape)
+    raw = node.args[2:]
+    indexed = [d for d, r in enumerate(raw) if r is not None]
+    if not indexed or any(not isinstance(raw[d], Value) or raw[d].type.dtype is D.bool
+                          for d in indexed):
+        raise UnsupportedOp("an index assignment with boolean masks")
+    index_shapes = [raw[d].type.shape for d in indexed]
+    if any(not isinstance(n, int) for sh in index_shapes for n in sh):
+        raise UnsupportedOp("index tensors whose sizes depend on the batch size")
+    b = list(np.broadcast_shapes(*index_shapes))
+    parts = []
+    for d in indexed:
+        i = cv.cast(args[2 + d], raw[d].type.dtype, D.int64)
+        if isinstance(shape[d], int):
+            i = cv.node("Where", [cv.node("Less", [i, cv.scalar(0, D.int64)]),
+                                  cv.node("Add", [i, cv.scalar(shape[d], D.int64)]), i])
+        i = cv.node("Expand", [i, cv.ints(b)])
+        parts.append(cv.node("Unsqueeze", [i, cv.ints([len(b)])]))
+    index = cv.node("Concat", parts, axis=len(b)) if len(parts) > 1 else parts[0]
+    rest = [d for d in range(len(shape)) if d not in indexed]
+    perm = indexed + rest
+    xt = cv.node("Transpose", [args[0]], perm=perm) if perm != list(range(len(shape))) else args[0]
+    dt = node.outs[0].type.dtype
+    values = cv.cast(args[1], node.args[1].type.dtype, dt) if isinstance(node.args[1], Value) \
+        else cv.number(node.args[1], dt)
+    adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
+    p = indexed[0]
+    if adjacent and p > 0:
+        # torch lays the result out as x's leading dims, the index shape, x's trailing dims
+        pre = shape[:p]
+        full = pre + b + shape[indexed[-1] + 1:]
+        values = cv.node("Expand", [values, cv.ints(full)])
+        order = list(range(p, p + len(b))) + list(range(p)) + \
+            list(range(p + len(b), len(full)))
+        values = cv.node("Transpose", [values], perm=order)
+    else:
+        values = cv.node("Expand", [values, cv.ints(b + [shape[d] for d in rest])])
+    out = cv.node("ScatterND", [xt, index, values],
+                  reduction="add" if attrs.get("accumulate") else "none")
+    if perm == list(range(len(shape))):
+        return out
+    inverse = [perm.index(d) for d in range(len(shape))]
+    return cv.node("Transpose", [out], perm=inverse)
 
 
 @rule("topk", "sort")
