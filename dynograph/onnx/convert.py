@@ -581,12 +581,12 @@ def _all(cv, node, args, attrs):
 
 # ---------------------------------------------------------------- shapes and movement
 
-@rule("view", "unsafe_view", "reshape")
+@rule("view", "unsafe_view")
 def _view(cv, node, args, attrs):
     return cv.node("Reshape", [args[0], cv.ints(node.outs[0].type.shape)])
 
 
-@rule("clone", "alias", "copy", "contiguous")
+@rule("clone", "alias", "copy")
 def _identity(cv, node, args, attrs):
     src = args[-1] if node.op == "copy" else args[0]
     raw = node.args[-1] if node.op == "copy" else node.args[0]
