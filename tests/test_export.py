@@ -111,6 +111,18 @@ def test_preconditions_are_checked_on_every_call():
         run("x")
 
 
+def test_comparisons_of_the_batch_size_are_preconditions():
+    def f(x):
+        if x.shape[0] > 4:              # traced at 6 and 7: the program holds for s0 > 4
+            return x * 2
+        return x
+    ep = export(f, (dynograph.ones(6, 3),), dynamic_shapes=({0: Dim("n")},))
+    assert "(s0 > 4) is True" in str(ep)
+    np.testing.assert_array_equal(ep.module()(dynograph.ones(9, 3)).numpy(), np.full((9, 3), 2.0))
+    with pytest.raises(RuntimeError, match=r"traced where \(s0 > 4\) is True; with s0 = 3 it is not"):
+        ep.module()(dynograph.ones(3, 3))
+
+
 def test_static_program_and_non_tensor_inputs():
     def f(x, scale, mode="sum"):
         y = x * scale
