@@ -13,14 +13,9 @@ table to the registry once every op module is loaded.
 import numpy as np
 
 from dynograph.runtime import dtypes as D
+from . import eager
 from .core import REGISTRY, TensorSpec, define, type_name
 from .elementwise import _elementwise, not_implemented
-
-
-def _api():
-    """The dynograph package, for derivative rules that call a function (late import)."""
-    import dynograph
-    return dynograph
 
 
 def is_complex_array(a):
@@ -49,7 +44,7 @@ def _view_as_real(x):
 
 view_as_real = define(
     "view_as_real", "movement", _view_as_real, meta=_view_as_real_meta, view=True,
-    vjp=lambda ctx, g: (_api().view_as_complex(g.contiguous()),),
+    vjp=lambda ctx, g: (eager.call(view_as_complex, g.contiguous()),),
     doc="A complex tensor's memory seen as pairs of reals: (..., 2).")
 
 
@@ -78,7 +73,7 @@ def _view_as_complex(x):
 
 view_as_complex = define(
     "view_as_complex", "movement", _view_as_complex, meta=_view_as_complex_meta, view=True,
-    vjp=lambda ctx, g: (_api().view_as_real(g.contiguous()),),
+    vjp=lambda ctx, g: (eager.call(view_as_real, g.contiguous()),),
     doc="Pairs of reals (last dim of size 2) seen as complex numbers, sharing memory.")
 
 
@@ -152,7 +147,7 @@ def _polar(r, theta):
 def _polar_vjp(ctx, g):
     r, theta = ctx.inputs
     z = ctx.output
-    unit = _api().polar(r.new_ones(()), theta)            # e^{i theta}
+    unit = eager.call(polar, r.new_ones(()), theta)       # e^{i theta}
     gr = ctx.needs(0) and (g.conj_physical() * unit).real
     gt = ctx.needs(1) and -(g.conj_physical() * z).imag
     return gr, gt

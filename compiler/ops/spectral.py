@@ -14,15 +14,10 @@ pocketfft computes the values (float32 in single precision).
 import numpy as np
 
 from dynograph.runtime import dtypes as D
+from . import eager
 from .core import TensorSpec, define, type_name
 
 NONE, BY_ROOT_N, BY_N = 0, 1, 2
-
-
-def _api():
-    """The dynograph package, for derivative rules that call a function (late import)."""
-    import dynograph
-    return dynograph
 
 
 def _numpy_norm(normalization, forward):
@@ -71,15 +66,14 @@ def _r2c(x, dim, normalization, onesided):
 def _r2c_vjp(ctx, g):
     x = ctx.inputs[0]
     dim, normalization, onesided = ctx.attrs["dim"], ctx.attrs["normalization"], ctx.attrs["onesided"]
-    fft = _api().fft
     if onesided:
         last = dim[-1]
         missing = x.shape[last] - g.shape[last]
         if missing > 0:             # the dropped half of the spectrum had zero gradient
             shape = list(g.shape)
             shape[last] = missing
-            g = _api().cat([g, g.new_zeros(shape)], last)
-    return (fft._c2c(g, dim, normalization, False).real,)
+            g = eager.cat([g, g.new_zeros(shape)], last)
+    return (eager.call(fft_c2c, g, dim=dim, normalization=normalization, forward=False).real,)
 
 
 fft_r2c = define("fft_r2c", "other", _r2c, meta=_r2c_meta, vjp=_r2c_vjp,
@@ -109,7 +103,8 @@ def _c2c(x, dim, normalization, forward):
 
 def _c2c_vjp(ctx, g):
     a = ctx.attrs
-    return (_api().fft._c2c(g, a["dim"], a["normalization"], not a["forward"]),)
+    return (eager.call(fft_c2c, g, dim=a["dim"], normalization=a["normalization"],
+                       forward=not a["forward"]),)
 
 
 fft_c2c = define("fft_c2c", "other", _c2c, meta=_c2c_meta, vjp=_c2c_vjp,
@@ -142,7 +137,7 @@ def _c2r(x, dim, normalization, last_dim_size):
 
 def _c2r_vjp(ctx, g):
     dim, normalization = ctx.attrs["dim"], ctx.attrs["normalization"]
-    gi = _api().fft._r2c(g, dim, normalization, True)
+    gi = eager.call(fft_r2c, g, dim=dim, normalization=normalization, onesided=True)
     last = dim[-1]
     doubled = g.shape[last] - gi.shape[last]
     if doubled > 0:                 # the outputs that stand for two conjugate inputs
