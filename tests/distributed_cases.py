@@ -60,7 +60,6 @@ def expect(t, array, what):
         got.astype(np.float64), want.astype(np.float64)), f"{what}: got {got!r}, expected {want!r}"
 
 
-NUMERIC = [d for d in dtypes.ALL_DTYPES if d != dynograph.bool]
 FLOATING = [dynograph.float16, dynograph.bfloat16, dynograph.float32, dynograph.float64]
 
 
@@ -115,21 +114,29 @@ def all_reduce_every_dtype_and_op():
 
 @check
 def reduce_and_reduce_scatter_every_dtype():
-    for dt in NUMERIC:
-        w = data(dt, 0).numpy().astype(np.float64) + data(dt, 1).numpy().astype(np.float64)
+    def both(dt, shape):        # what SUM gives from the two ranks' data (or, for bool)
+        a0, a1 = data(dt, 0, shape).numpy(), data(dt, 1, shape).numpy()
+        return a0 | a1 if dt == dynograph.bool else a0.astype(np.float64) + a1
+
+    def twice(t):               # a second piece: the data doubled (negated for bool)
+        return ~t if t.dtype == dynograph.bool else t * 2
+
+    for dt in dtypes.ALL_DTYPES:
         t = data(dt, rank())
         dist.reduce(t, dst=1)
         if rank() == 1:
-            expect(t, w, f"reduce {dt}")
+            expect(t, both(dt, (2, 3)), f"reduce {dt}")
+        mine = data(dt, rank(), (3,))
+        if dt == dynograph.bool:
+            parts = [both(dt, (3,)), ~data(dt, 0, (3,)).numpy() | ~data(dt, 1, (3,)).numpy()]
+        else:
+            parts = [both(dt, (3,)), both(dt, (3,)) * 2]
         out = dynograph.zeros(3, dtype=dt)
-        ins = [data(dt, rank(), (3,)), data(dt, rank(), (3,)) * 2]
-        dist.reduce_scatter(out, ins, op=dist.ReduceOp.SUM)
-        s = (data(dt, 0, (3,)).numpy().astype(np.float64) + data(dt, 1, (3,)).numpy()) * (rank() + 1)
-        expect(out, s, f"reduce_scatter {dt}")
+        dist.reduce_scatter(out, [mine, twice(mine)], op=dist.ReduceOp.SUM)
+        expect(out, parts[rank()], f"reduce_scatter {dt}")
         out = dynograph.zeros(3, dtype=dt)
-        big = dynograph.cat([data(dt, rank(), (3,)), data(dt, rank(), (3,)) * 2])
-        dist.reduce_scatter_tensor(out, big)
-        expect(out, s, f"reduce_scatter_tensor {dt}")
+        dist.reduce_scatter_tensor(out, dynograph.cat([mine, twice(mine)]))
+        expect(out, parts[rank()], f"reduce_scatter_tensor {dt}")
     t = dynograph.tensor([1.0, 3.0]) * (rank() + 1)
     dist.reduce(t, dst=0, op=dist.ReduceOp.AVG)
     if rank() == 0:
