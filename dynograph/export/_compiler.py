@@ -12,7 +12,6 @@ from dynograph.compiler.ops import REGISTRY
 from dynograph.compiler.ops.core import TensorSpec
 from dynograph.compiler.pipeline import DEFAULT_PASSES, optimize
 from dynograph.compiler.symbolic import Sym, instantiate
-from dynograph.compiler.symbolic import _has_sym as has_sym
 from dynograph.compiler.text import ParseError, parse_graph, print_graph
 from dynograph.compiler.tracer import storage_root
 from dynograph.compiler.verify import VerifyError, verify
@@ -52,6 +51,11 @@ def check_graph(graph, batch):
 def dtype_rule(op_name, specs, attrs):
     """(compute dtype, result dtype) of an elementwise op on these operands."""
     return REGISTRY[op_name].dtype_rule(*specs, **attrs)
+
+
+def has_sym(items):
+    """Whether a size that depends on the batch size is among ``items`` (nested)."""
+    return any(isinstance(a, Sym) or (isinstance(a, (tuple, list)) and has_sym(a)) for a in items)
 
 
 def evaluate(op_name, args, attrs):
