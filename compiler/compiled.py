@@ -184,7 +184,7 @@ def restore_aliases(aliases, outs, flat):
     if not any(aliases):
         return outs
     from dynograph._tensor import Tensor
-    from dynograph._dispatch import _mark_view
+    from dynograph._dispatch import mark_view
     outs = list(outs)
     for j, alias in enumerate(aliases):
         if alias is None:
@@ -202,7 +202,7 @@ def restore_aliases(aliases, outs, flat):
             root = storage_root(base._data)
             start = base._data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
             view = Tensor._wrap(np.ndarray(shape, base._data.dtype, root, start + offset, strides))
-            _mark_view(view, base)
+            mark_view(view, base)
             outs[j] = view
     return outs
 

@@ -27,6 +27,7 @@ from ._shape import *  # noqa: F401,F403
 from ._convert import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
+from ._linalg_aliases import *  # noqa: F401,F403  (torch.svd, torch.norm ...: built on linalg)
 from ._indexing import *  # noqa: F401,F403
 from ._random import *  # noqa: F401,F403
 from . import random  # noqa: F401,E402

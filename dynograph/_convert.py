@@ -294,13 +294,13 @@ def contiguous(self, memory_format=contiguous_format):
     return call(C.clone, self, memory_format=key)
 
 
-def _copy_recorded(self, src):
+def copy_recorded(self, src):
     """``self.copy_(src)`` when autograd records it.  ``commit`` gives ``self`` (or the base
     it is a view of) a history in which src's values replace the old ones."""
     return commit(self, src)
 
 
-def _records(self, src):
+def records_write(self, src):
     """Whether autograd records a write of ``src`` into ``self`` (integer results have no
     gradient, whatever their source)."""
     if not STATE.grad_enabled:
@@ -326,8 +326,8 @@ def copy_(self, src, non_blocking=False):
                         f"not {_pyname(non_blocking)}")
     check_inplace_leaf(self)
     check_no_internal_overlap(self)
-    if _records(self, src):
-        return _copy_recorded(self, src)
+    if records_write(self, src):
+        return copy_recorded(self, src)
     dst, data = self._data, src._data
     if data.shape != dst.shape:
         C.copy.meta(_spec(self), _spec(src))      # raises PyTorch's broadcast error
@@ -364,8 +364,8 @@ def fill_(self, value):
     value = _fill_value(value)
     check_inplace_leaf(self)
     if isinstance(value, Tensor):
-        if _records(self, value):
-            return _copy_recorded(self, value)
+        if records_write(self, value):
+            return copy_recorded(self, value)
         if TRACE.tracer is not None:    # the value stays a graph value (no .item())
             TRACE.tracer.write(self, value)
             writable(self._data)[...] = value._data
@@ -373,8 +373,8 @@ def fill_(self, value):
             return self
         value = value.item()
     C.check_scalar(value, self.dtype)
-    if _records(self, None):
-        return _copy_recorded(self, Tensor._wrap(np.array(value, dtype=self._data.dtype)))
+    if records_write(self, None):
+        return copy_recorded(self, Tensor._wrap(np.array(value, dtype=self._data.dtype)))
     dst = writable(self._data)                      # fill_ may write an expanded tensor
     if TRACE.tracer is not None:
         TRACE.tracer.write(self, value)
@@ -390,7 +390,7 @@ def fill_(self, value):
 def zero_(self):
     """Fill with zeros."""
     check_inplace_leaf(self)
-    if _records(self, None):
+    if records_write(self, None):
         return fill_(self, 0)
     if TRACE.tracer is not None:
         TRACE.tracer.write(self, 0)

@@ -32,7 +32,7 @@ _NUMBERS = (builtins.int, builtins.float, builtins.bool, np.number, np.bool_)
 _PLAIN = frozenset((builtins.float, builtins.int, builtins.bool))
 
 
-def _tname(x):
+def tname(x):
     """A value's type as PyTorch's argument errors name it."""
     if isinstance(x, Tensor):
         return "Tensor"
@@ -41,7 +41,7 @@ def _tname(x):
     return type(x).__name__
 
 
-def _finish(t, requires_grad, out=None):
+def finish_created(t, requires_grad, out=None):
     """Apply ``requires_grad`` / ``out=`` to a freshly created tensor."""
     if requires_grad:
         if not (t.dtype.is_floating_point or t.dtype.is_complex):
@@ -56,19 +56,19 @@ def _finish(t, requires_grad, out=None):
 _PY_DTYPES = {builtins.float: D.float64, builtins.int: D.int64, builtins.bool: D.bool}
 
 
-def _dt(dtype):
+def dtype_arg(dtype):
     """A ``dtype=`` argument: a dynograph dtype, None, or a Python type (float is float64)."""
     if dtype is None or type(dtype) is D.dtype:
         return dtype
     if dtype in _PY_DTYPES:
         return _PY_DTYPES[dtype]
-    raise TypeError(f"argument 'dtype' must be dynograph.dtype, not {_tname(dtype)}")
+    raise TypeError(f"argument 'dtype' must be dynograph.dtype, not {tname(dtype)}")
 
 
-def _out_dtype(dtype, out):
+def out_dtype(dtype, out):
     """The result dtype of a factory called with ``out=``: out's own, unless told otherwise."""
     if type(dtype) is not D.dtype:
-        dtype = _dt(dtype)
+        dtype = dtype_arg(dtype)
     if out is None:
         return dtype
     if dtype is None:
@@ -81,7 +81,7 @@ def _out_dtype(dtype, out):
 
 # ---------------------------------------------------------------- sizes
 
-def _as_int(x):
+def as_int(x):
     """``x`` as a Python int if it is an integer (numpy integer, integer 0-dim tensor), else None."""
     if type(x) is builtins.int:
         return x
@@ -111,7 +111,7 @@ def parse_size(args, size, fn):
         if args:
             raise TypeError(f"{fn}() got multiple values for argument 'size'")
         if not isinstance(size, (tuple, list)):
-            raise TypeError(f"{fn}(): argument 'size' must be tuple of ints, not {_tname(size)}")
+            raise TypeError(f"{fn}(): argument 'size' must be tuple of ints, not {tname(size)}")
         args = (size,)
     if not args:
         raise TypeError(f"{fn}() missing 1 required positional arguments: \"size\"")
@@ -120,36 +120,36 @@ def parse_size(args, size, fn):
         if isinstance(seq, (tuple, list)):
             shape = []
             for i, s in enumerate(seq):
-                n = _as_int(s)
+                n = as_int(s)
                 if n is None:
                     raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, "
-                                    f"but found element of type {_tname(s)} at pos {i}")
+                                    f"but found element of type {tname(s)} at pos {i}")
                 shape.append(n)
         else:
-            n = _as_int(seq)
+            n = as_int(seq)
             if n is None:
                 raise TypeError(
-                    f"{fn}(): argument 'size' (position 1) must be tuple of ints, not {_tname(seq)}")
+                    f"{fn}(): argument 'size' (position 1) must be tuple of ints, not {tname(seq)}")
             shape = [n]
     else:
         shape = []
         for i, s in enumerate(args):
-            n = _as_int(s)
+            n = as_int(s)
             if n is None:
                 if isinstance(args[0], (tuple, list)):
                     raise TypeError(f"{fn}() takes 1 positional argument but {len(args)} were given")
                 raise TypeError(f"{fn}(): argument 'size' failed to unpack the object at pos "
-                                f"{i + 1} with error \"type must be tuple of ints,but got {_tname(s)}\"")
+                                f"{i + 1} with error \"type must be tuple of ints,but got {tname(s)}\"")
             shape.append(n)
     shape = tuple(shape)
     _negative(shape, fn)
     return shape
 
 
-def _sequence_size(size, fn):
+def sequence_size(size, fn):
     """A size that must be a sequence (``full``, ``new_full``)."""
     if not isinstance(size, (tuple, list)):
-        raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, not {_tname(size)}")
+        raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, not {tname(size)}")
     return parse_size((size,), None, fn)
 
 
@@ -158,12 +158,12 @@ def _sequence_size(size, fn):
 def _filled(shape, value, dtype, device, requires_grad, out, perm=None):
     if device is not None:
         as_device(device)
-    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+    dtype = out_dtype(dtype, out) or D.get_default_dtype()
     if perm is None:
         t = call(C.full, shape=shape, fill_value=value, dtype=dtype)
     else:
         t = call(C.full, shape=shape, fill_value=value, dtype=dtype, perm=perm)
-    return _finish(t, requires_grad, out)
+    return finish_created(t, requires_grad, out)
 
 
 def zeros(*args, size=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
@@ -185,16 +185,16 @@ def _fill_scalar(value, fn):
     if isinstance(value, (np.number, np.bool_)):
         return value.item()
     if not isinstance(value, _NUMBERS):
-        raise TypeError(f"{fn}(): argument 'fill_value' (position 2) must be Number, not {_tname(value)}")
+        raise TypeError(f"{fn}(): argument 'fill_value' (position 2) must be Number, not {tname(value)}")
     return value
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
          requires_grad=False):
     """A tensor filled with ``fill_value``; its dtype follows the value (bool, int64, float)."""
-    shape = _sequence_size(size, "full")
+    shape = sequence_size(size, "full")
     value = _fill_scalar(fill_value, "full")
-    dtype = _out_dtype(dtype, out)
+    dtype = out_dtype(dtype, out)
     if dtype is None:
         dtype = D.python_scalar_dtype(value)
     C.check_scalar(value, dtype)
@@ -209,8 +209,8 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False,
     elif isinstance(s, (np.number, np.bool_)):
         s = s.item()
     elif not isinstance(s, _NUMBERS):
-        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {_tname(s)}")
-    dtype = _dt(dtype) or D.get_default_dtype()
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {tname(s)}")
+    dtype = dtype_arg(dtype) or D.get_default_dtype()
     C.check_scalar(s, dtype)
     return _filled((), s, dtype, device, requires_grad, None)
 
@@ -229,12 +229,12 @@ def _memory_perm(memory_format, ndim):
 def _empty(shape, dtype, device, requires_grad, out, perm=None):
     if device is not None:
         as_device(device)
-    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+    dtype = out_dtype(dtype, out) or D.get_default_dtype()
     if perm is None:
         t = call(C.empty, shape=shape, dtype=dtype)
     else:
         t = call(C.empty, shape=shape, dtype=dtype, perm=perm)
-    return _finish(t, requires_grad, out)
+    return finish_created(t, requires_grad, out)
 
 
 def empty(*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -248,7 +248,7 @@ def empty(*args, size=None, out=None, dtype=None, layout=None, device=None, requ
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
                   pin_memory=False):
     """An uninitialized tensor with the given element strides."""
-    shape = _sequence_size(size, "empty_strided")
+    shape = sequence_size(size, "empty_strided")
     stride = tuple(builtins.int(s) for s in stride)
     if len(stride) != len(shape):
         raise RuntimeError("mismatch in length of strides and shape")
@@ -256,7 +256,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     buf = _empty((storage,), dtype, device, False, None)._data
     item = buf.itemsize
     t = Tensor._wrap(np.lib.stride_tricks.as_strided(buf, shape, tuple(s * item for s in stride)))
-    return _finish(t, requires_grad)
+    return finish_created(t, requires_grad)
 
 
 # ---------------------------------------------------------------- *_like
@@ -276,15 +276,15 @@ def _like_perm(input, memory_format):
     return _memory_perm(memory_format, a.ndim)
 
 
-def _check_input(input, fn):
+def check_input(input, fn):
     if not isinstance(input, Tensor):
-        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {_tname(input)}")
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {tname(input)}")
 
 
 def _like(fn, input, value, dtype, device, requires_grad, memory_format):
-    _check_input(input, fn)
+    check_input(input, fn)
     perm = _like_perm(input, memory_format)
-    dtype = _dt(dtype) or input.dtype
+    dtype = dtype_arg(dtype) or input.dtype
     if value is None:
         return _empty(tuple(input._data.shape), dtype, device, requires_grad, None, perm)
     return _filled(tuple(input._data.shape), value, dtype, device, requires_grad, None, perm)
@@ -311,9 +311,9 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
     """``fill_value`` everywhere, with ``input``'s shape and dtype."""
-    _check_input(input, "full_like")
+    check_input(input, "full_like")
     value = _fill_scalar(fill_value, "full_like")
-    C.check_scalar(value, _dt(dtype) or input.dtype)
+    C.check_scalar(value, dtype_arg(dtype) or input.dtype)
     return _like("full_like", input, value, dtype, device, requires_grad, memory_format)
 
 
@@ -329,7 +329,7 @@ def _number(x, fn, name, pos):
     elif isinstance(x, _NUMBERS):
         return x
     where = f" (position {pos})" if pos else ""
-    raise TypeError(f"{fn}(): argument '{name}'{where} must be Number, not {_tname(x)}")
+    raise TypeError(f"{fn}(): argument '{name}'{where} must be Number, not {tname(x)}")
 
 
 def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
@@ -347,7 +347,7 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
         start = 0 if start is None else _number(start, "arange", "start", 1)
         end = _number(end, "arange", "end", 2)
     step = _number(step, "arange", "step", 3)
-    dtype = _out_dtype(dtype, out)
+    dtype = out_dtype(dtype, out)
     if dtype is None:
         integral = all(isinstance(v, builtins.int) for v in (start, end, step))
         dtype = D.int64 if integral else D.get_default_dtype()
@@ -356,7 +356,7 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
     if dtype is D.bool:
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     t = call(C.arange, start=start, end=end, step=step, dtype=dtype)
-    return _finish(t, requires_grad, out)
+    return finish_created(t, requires_grad, out)
 
 
 _RANGE_DEPRECATED = ("dynograph.range is deprecated and will be removed in a future release because its "
@@ -375,13 +375,13 @@ def range(start, end, step=1, *, out=None, dtype=None, layout=None, device=None,
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
-    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+    dtype = out_dtype(dtype, out) or D.get_default_dtype()
     count = math.floor((end - start) / step) + 1     # torch's size: a true division, floored
     if device is not None:
         as_device(device)
     # computed in float64 so that start + i * step rounds once, into the target dtype
     t = call(C.arange, start=0, end=count, step=1, dtype=D.float64).mul(step).add(start).to(dtype)
-    return _finish(t, requires_grad, out)
+    return finish_created(t, requires_grad, out)
 
 
 _SPACE_SIGNATURES = (
@@ -394,9 +394,9 @@ _SPACE_SIGNATURES = (
 
 
 def _space_args(fn, start, end, steps, extra=""):
-    n = _as_int(steps) if not isinstance(steps, Tensor) else None
+    n = as_int(steps) if not isinstance(steps, Tensor) else None
     if n is None:
-        got = [_tname(start), _tname(end)] + ([] if steps is None else [_tname(steps)])
+        got = [tname(start), tname(end)] + ([] if steps is None else [tname(steps)])
         raise TypeError(f"{fn}() received an invalid combination of arguments - got "
                         f"({', '.join(got)}), but expected one of:\n"
                         + _SPACE_SIGNATURES.replace("int steps", "int steps" + extra))
@@ -407,11 +407,11 @@ def linspace(start, end, steps=None, *, out=None, dtype=None, layout=None, devic
              pin_memory=False, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` (both included)."""
     start, end, steps = _space_args("linspace", start, end, steps)
-    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+    dtype = out_dtype(dtype, out) or D.get_default_dtype()
     if device is not None:
         as_device(device)
     t = call(C.linspace, start=start, end=end, steps=steps, dtype=dtype)
-    return _finish(t, requires_grad, out)
+    return finish_created(t, requires_grad, out)
 
 
 def logspace(start, end, steps=None, base=10.0, *, out=None, dtype=None, layout=None,
@@ -419,26 +419,26 @@ def logspace(start, end, steps=None, base=10.0, *, out=None, dtype=None, layout=
     """``base ** linspace(start, end, steps)``."""
     start, end, steps = _space_args("logspace", start, end, steps, ", float base = 10.0")
     base = _number(base, "logspace", "base", 4)
-    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+    dtype = out_dtype(dtype, out) or D.get_default_dtype()
     if device is not None:
         as_device(device)
     t = call(C.logspace, start=start, end=end, steps=steps, base=builtins.float(base), dtype=dtype)
-    return _finish(t, requires_grad, out)
+    return finish_created(t, requires_grad, out)
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
         requires_grad=False):
     """A 2-D tensor with ones on the diagonal and zeros elsewhere."""
     for name, v, pos in (("n", n, 1), ("m", m, 2)):
-        if v is not None and _as_int(v) is None:
-            raise TypeError(f"eye(): argument '{name}' (position {pos}) must be int, not {_tname(v)}")
-    n = _as_int(n)
-    m = n if m is None else _as_int(m)
-    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+        if v is not None and as_int(v) is None:
+            raise TypeError(f"eye(): argument '{name}' (position {pos}) must be int, not {tname(v)}")
+    n = as_int(n)
+    m = n if m is None else as_int(m)
+    dtype = out_dtype(dtype, out) or D.get_default_dtype()
     if device is not None:
         as_device(device)
     t = call(C.eye, n=n, m=m, dtype=dtype)
-    return _finish(t, requires_grad, out)
+    return finish_created(t, requires_grad, out)
 
 
 # ---------------------------------------------------------------- tensor() from data
@@ -655,15 +655,15 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if type(data) is builtins.float and dtype is None:      # the common scalar case
         t = Tensor._wrap(np.array(data, dtype=D.get_default_dtype().np))
     else:
-        t = Tensor._wrap(_array_of(data, _dt(dtype)))
-    return _finish(t, requires_grad)
+        t = Tensor._wrap(_array_of(data, dtype_arg(dtype)))
+    return finish_created(t, requires_grad)
 
 
 def as_tensor(data, *, dtype=None, device=None):
     """Like ``tensor`` but shares memory with a tensor or numpy array of the requested dtype."""
     if device is not None:
         as_device(device)
-    dtype = _dt(dtype)
+    dtype = dtype_arg(dtype)
     if isinstance(data, Tensor):
         return data if dtype is None or data.dtype is dtype else data.to(dtype)
     if isinstance(data, np.ndarray):
@@ -687,7 +687,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
                 raise ValueError("can't alias tensor from a different dtype without copying")
     if requires_grad:
         t = t.detach() if t is obj else t
-        _finish(t, True)
+        finish_created(t, True)
     return t
 
 
@@ -710,7 +710,7 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
     """A new tensor from ``data`` with this tensor's dtype unless told otherwise."""
     if device is not None:
         as_device(device)
-    return _finish(Tensor._wrap(_array_of(data, _dt(dtype) or self.dtype, "tensor.new_tensor")),
+    return finish_created(Tensor._wrap(_array_of(data, dtype_arg(dtype) or self.dtype, "tensor.new_tensor")),
                    requires_grad)
 
 
@@ -718,7 +718,7 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
 def new_empty(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None,
               pin_memory=False):
     """An uninitialized tensor with this tensor's dtype."""
-    return _empty(parse_size(args, size, "new_empty"), _dt(dtype) or self.dtype, device,
+    return _empty(parse_size(args, size, "new_empty"), dtype_arg(dtype) or self.dtype, device,
                   requires_grad, None)
 
 
@@ -726,7 +726,7 @@ def new_empty(self, *args, size=None, dtype=None, device=None, requires_grad=Fal
 def new_zeros(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None,
               pin_memory=False):
     """Zeros with this tensor's dtype."""
-    return _filled(parse_size(args, size, "new_zeros"), 0, _dt(dtype) or self.dtype, device,
+    return _filled(parse_size(args, size, "new_zeros"), 0, dtype_arg(dtype) or self.dtype, device,
                    requires_grad, None)
 
 
@@ -734,7 +734,7 @@ def new_zeros(self, *args, size=None, dtype=None, device=None, requires_grad=Fal
 def new_ones(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False):
     """Ones with this tensor's dtype."""
-    return _filled(parse_size(args, size, "new_ones"), 1, _dt(dtype) or self.dtype, device,
+    return _filled(parse_size(args, size, "new_ones"), 1, dtype_arg(dtype) or self.dtype, device,
                    requires_grad, None)
 
 
@@ -742,9 +742,9 @@ def new_ones(self, *args, size=None, dtype=None, device=None, requires_grad=Fals
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
              layout=None, pin_memory=False):
     """``fill_value`` everywhere, with this tensor's dtype unless told otherwise."""
-    shape = _sequence_size(size, "new_full")
+    shape = sequence_size(size, "new_full")
     value = _fill_scalar(fill_value, "new_full")
-    dtype = _dt(dtype) or self.dtype
+    dtype = dtype_arg(dtype) or self.dtype
     C.check_scalar(value, dtype)
     return _filled(shape, value, dtype, device, requires_grad, None)
 
@@ -753,7 +753,7 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
                       layout=None, pin_memory=False):
     """An uninitialized tensor with the given strides and this tensor's dtype."""
-    return empty_strided(size, stride, dtype=_dt(dtype) or self.dtype, device=device,
+    return empty_strided(size, stride, dtype=dtype_arg(dtype) or self.dtype, device=device,
                          requires_grad=requires_grad)
 
 
@@ -777,7 +777,7 @@ def legacy_new(dtype, args, kwargs, strict=False):
     kwargs = dict(kwargs)
     device = kwargs.pop("device", None)
     if kwargs:
-        got = ", ".join([_tname(a) for a in args] + [f"{k}={_tname(v)}" for k, v in kwargs.items()])
+        got = ", ".join([tname(a) for a in args] + [f"{k}={tname(v)}" for k, v in kwargs.items()])
         raise TypeError(f"new() received an invalid combination of arguments - got ({got}), but "
                         "expected one of:\n * (*, dynograph.device device = None)\n"
                         " * (Tensor other)\n * (tuple of ints size, *, dynograph.device device = None)\n"
@@ -794,10 +794,10 @@ def legacy_new(dtype, args, kwargs, strict=False):
             return first.detach()
         if isinstance(first, Size):
             return _empty(parse_size((tuple(first),), None, "new"), dtype, None, False, None)
-        if _as_int(first) is None:
+        if as_int(first) is None:
             if isinstance(first, (builtins.float, builtins.bool)) or not (
                     _is_sequence(first) or isinstance(first, np.ndarray)):
-                raise TypeError(f"new(): data must be a sequence (got {_tname(first)})")
+                raise TypeError(f"new(): data must be a sequence (got {tname(first)})")
             return Tensor._wrap(_array_of(first, dtype))
     return _empty(parse_size(args, None, "new"), dtype, None, False, None)
 

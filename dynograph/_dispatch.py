@@ -71,11 +71,11 @@ def _result(op, args, attrs, result):
         outs = tuple(_wrap(r) for r in result)
         if op.view:
             for o in outs:
-                _mark_view(o, args[0])
+                mark_view(o, args[0])
         return outs
     out = _wrap(result)
     if op.view:
-        _mark_view(out, args[0])
+        mark_view(out, args[0])
     return out
 
 
@@ -148,7 +148,7 @@ def _record(op, args, attrs, result):
                 t.grad_fn = node
                 t._output_nr = i
             if op.view:
-                _mark_view(t, args[0])
+                mark_view(t, args[0])
             outs.append(t)
         # derivative rules may read the outputs: record their versions to detect overwrites
         node._saved_out = tuple((t._version_box(), t._version) for t in outs)
@@ -158,7 +158,7 @@ def _record(op, args, attrs, result):
         out._rg = True
         out.grad_fn = node
     if op.view:
-        _mark_view(out, args[0])
+        mark_view(out, args[0])
         node._saved_out = ((out._vc, out._vc[0]),)
     else:
         out._vc = box = [0]
@@ -166,7 +166,7 @@ def _record(op, args, attrs, result):
     return out
 
 
-def _mark_view(out, src):
+def mark_view(out, src):
     """``out`` shares memory with ``src``: share its base and version counter."""
     base = src._base if src._base is not None else src
     out._base = base

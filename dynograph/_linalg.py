@@ -1,6 +1,7 @@
 """Public linear algebra in the dynograph namespace: matmul (and ``@``), mm, bmm, mv, dot,
 the fused ``add*`` products, einsum, tensordot, inner/outer/kron, cross, trace and the
-top-level decomposition aliases (det, inverse, logdet, slogdet ...), with their Tensor methods.
+top-level aliases det, inverse, logdet and cholesky, with their Tensor methods (the aliases
+that build on ``dynograph.linalg`` are in _linalg_aliases.py).
 
 ``matmul`` decomposes into the mm/mv/dot/bmm primitives plus views exactly as PyTorch's
 ``_matmul_impl`` does (folding batch dims into mm when that needs no copy), so
@@ -35,7 +36,7 @@ def _function(fn):
     return fn
 
 
-def _finish(result, out):
+def finish(result, out):
     if out is None:
         return result
     if isinstance(result, tuple):          # several results: ``out`` is a tuple of tensors
@@ -45,7 +46,7 @@ def _finish(result, out):
     return write_out(out, result)
 
 
-def _need_tensor(x, fn, name, pos):
+def need_tensor(x, fn, name, pos):
     if not isinstance(x, Tensor):
         raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, "
                         f"not {type(x).__name__}")
@@ -73,53 +74,53 @@ def _prod(shape):
 @_public
 def dot(input, other, *, out=None):
     """Inner product of two 1-D tensors of one dtype (torch.dot)."""
-    _need_tensor(input, "dot", "input", 1)
-    _need_tensor(other, "dot", "tensor", 2)
-    return _finish(call(L.dot, input, other), out)
+    need_tensor(input, "dot", "input", 1)
+    need_tensor(other, "dot", "tensor", 2)
+    return finish(call(L.dot, input, other), out)
 
 
 @_public
 def vdot(input, other, *, out=None):
     """dot with the first argument conjugated; equal to dot for real tensors (torch.vdot)."""
-    _need_tensor(input, "vdot", "input", 1)
-    _need_tensor(other, "vdot", "other", 2)
-    return _finish(call(L.vdot, input, other), out)
+    need_tensor(input, "vdot", "input", 1)
+    need_tensor(other, "vdot", "other", 2)
+    return finish(call(L.vdot, input, other), out)
 
 
 @_public
 def mv(input, vec, *, out=None):
     """Matrix @ vector (torch.mv)."""
-    _need_tensor(input, "mv", "input", 1)
-    _need_tensor(vec, "mv", "vec", 2)
-    return _finish(call(L.mv, input, vec), out)
+    need_tensor(input, "mv", "input", 1)
+    need_tensor(vec, "mv", "vec", 2)
+    return finish(call(L.mv, input, vec), out)
 
 
 @_public
 def mm(input, mat2, *, out=None):
     """Matrix @ matrix, both 2-D and of one dtype (torch.mm)."""
-    _need_tensor(input, "mm", "input", 1)
-    _need_tensor(mat2, "mm", "mat2", 2)
-    return _finish(call(L.mm, input, mat2), out)
+    need_tensor(input, "mm", "input", 1)
+    need_tensor(mat2, "mm", "mat2", 2)
+    return finish(call(L.mm, input, mat2), out)
 
 
 @_public
 def bmm(input, mat2, *, out=None):
     """Batched matrix @ matrix of two 3-D tensors with equal batch sizes (torch.bmm)."""
-    _need_tensor(input, "bmm", "input", 1)
-    _need_tensor(mat2, "bmm", "mat2", 2)
-    return _finish(call(L.bmm, input, mat2), out)
+    need_tensor(input, "bmm", "input", 1)
+    need_tensor(mat2, "bmm", "mat2", 2)
+    return finish(call(L.bmm, input, mat2), out)
 
 
 def _fused_fn(op, names):
     a, b = names
 
     def fn(input, x, y, *, beta=1, alpha=1, out=None):
-        _need_tensor(input, op.name, "input", 1)
-        _need_tensor(x, op.name, a, 2)
-        _need_tensor(y, op.name, b, 3)
+        need_tensor(input, op.name, "input", 1)
+        need_tensor(x, op.name, a, 2)
+        need_tensor(y, op.name, b, 3)
         if beta == 1 and alpha == 1:
-            return _finish(call(op, input, x, y), out)
-        return _finish(call(op, input, x, y, beta=beta, alpha=alpha), out)
+            return finish(call(op, input, x, y), out)
+        return finish(call(op, input, x, y, beta=beta, alpha=alpha), out)
     fn.__name__ = op.name
     return fn
 
@@ -158,7 +159,7 @@ def _should_fold(t1, t2, has_out):
     return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(big.ndim - 2))
 
 
-def _matmul(t1, t2, has_out=False):
+def matmul_impl(t1, t2, has_out=False):
     d1, d2 = t1._data.ndim, t2._data.ndim
     if d1 == 0 or d2 == 0:
         raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
@@ -213,9 +214,9 @@ def _matmul_batched(t1, t2, has_out):
     if d1 == 3 and d2 == 3 and batch1[0] != batch2[0]:
         # a batch of one that needs a gradient is squeezed, so its gradient is an mm
         if batch1[0] == 1 and t1.requires_grad:
-            return _matmul(t1.squeeze(0), t2, has_out)
+            return matmul_impl(t1.squeeze(0), t2, has_out)
         if batch2[0] == 1 and t2.requires_grad:
-            return _matmul(t1, t2.squeeze(0), has_out)
+            return matmul_impl(t1, t2.squeeze(0), has_out)
     batch = check_broadcast(batch1, batch2)
     nb = _prod(batch)
     e1 = _expand_to(t1, batch + (n, m1), (nb, n, m1))
@@ -243,46 +244,37 @@ def _expand_to(t, shape, flat):
 def matmul(input, other, *, out=None):
     """Matrix product with PyTorch's rules for 1-D operands (dot, mv, prepended/removed dims)
     and broadcast batch dims (torch.matmul)."""
-    _need_tensor(input, "matmul", "input", 1)
-    _need_tensor(other, "matmul", "other", 2)
+    need_tensor(input, "matmul", "input", 1)
+    need_tensor(other, "matmul", "other", 2)
     if out is None:
-        return _matmul(input, other)
+        return matmul_impl(input, other)
     if (input.requires_grad or other.requires_grad or out.requires_grad) and STATE.grad_enabled:
         raise RuntimeError("matmul(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
-    return write_out(out, _matmul(input, other, has_out=True))
+    return write_out(out, matmul_impl(input, other, has_out=True))
 
 
 def _matmul_op(self, other):
     if not isinstance(other, Tensor):
         return NotImplemented
-    return _matmul(self, other)
+    return matmul_impl(self, other)
 
 
 def _rmatmul_op(self, other):
     if not isinstance(other, Tensor):
         return NotImplemented
-    return _matmul(other, self)
+    return matmul_impl(other, self)
 
 
 Tensor.__matmul__ = _matmul_op
 Tensor.__rmatmul__ = _rmatmul_op
 
 
-@_function
-def chain_matmul(*matrices, out=None):
-    """Product of 2-D matrices left to right (deprecated in torch for linalg.multi_dot)."""
-    from .linalg import multi_dot
-    if len(matrices) == 1:
-        return _finish(matrices[0].clone(), out)
-    return _finish(multi_dot(list(matrices)), out)
-
-
 # ---------------------------------------------------------------- inner, outer, kron, tensordot
 
 def _outer(input, vec2, name):
-    _need_tensor(input, name, "input", 1)
-    _need_tensor(vec2, name, "vec2", 2)
+    need_tensor(input, name, "input", 1)
+    need_tensor(vec2, name, "vec2", 2)
     for what, v in (("self", input), ("vec2", vec2)):
         if v._data.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {what}, but got {v._data.ndim}-D")
@@ -292,13 +284,13 @@ def _outer(input, vec2, name):
 @_public
 def outer(input, vec2, *, out=None):
     """Outer product of two 1-D tensors, with type promotion (torch.outer)."""
-    return _finish(_outer(input, vec2, "outer"), out)
+    return finish(_outer(input, vec2, "outer"), out)
 
 
 @_public
 def ger(input, vec2, *, out=None):
     """Alias of outer (torch.ger)."""
-    return _finish(_outer(input, vec2, "ger"), out)
+    return finish(_outer(input, vec2, "ger"), out)
 
 
 def _dims_list(dims, what):
@@ -328,7 +320,7 @@ def tensordot(a, b, dims=2, out=None):
             dims = dims.tolist()
         dims_a, dims_b = dims
         dims_a, dims_b = _dims_list(dims_a, "dims_self"), _dims_list(dims_b, "dims_other")
-    return _finish(_tensordot(a, b, dims_a, dims_b), out)
+    return finish(_tensordot(a, b, dims_a, dims_b), out)
 
 
 def _tensordot(a, b, dims_a, dims_b):
@@ -368,22 +360,22 @@ def _tensordot(a, b, dims_a, dims_b):
 @_public
 def inner(input, other, *, out=None):
     """Sum of products over the last dims (a scalar factor when either is 0-d) (torch.inner)."""
-    _need_tensor(input, "inner", "input", 1)
-    _need_tensor(other, "inner", "other", 2)
+    need_tensor(input, "inner", "input", 1)
+    need_tensor(other, "inner", "other", 2)
     if input._data.ndim == 0 or other._data.ndim == 0:
-        return _finish(input * other, out)
+        return finish(input * other, out)
     sa, sb = input._data.shape, other._data.shape
     if sa[-1] != sb[-1]:
         raise RuntimeError("inner() the last dimension must match on both input tensors but got "
                            f"shapes {list(sa)} and {list(sb)}")
-    return _finish(_tensordot(input, other, [-1], [-1]), out)
+    return finish(_tensordot(input, other, [-1], [-1]), out)
 
 
 @_public
 def kron(input, other, *, out=None):
     """Kronecker product: every element of input times the whole of other (torch.kron)."""
-    _need_tensor(input, "kron", "input", 1)
-    _need_tensor(other, "kron", "other", 2)
+    need_tensor(input, "kron", "input", 1)
+    need_tensor(other, "kron", "other", 2)
     sa, sb = input._data.shape, other._data.shape
     nd = max(len(sa), len(sb))
     sa = (1,) * (nd - len(sa)) + tuple(sa)
@@ -392,7 +384,7 @@ def kron(input, other, *, out=None):
     ra = tuple(x for n in sa for x in (n, 1))
     rb = tuple(x for n in sb for x in (1, n))
     prod = input.reshape(ra) * other.reshape(rb)
-    return _finish(call(M.unsafe_view, prod, shape=tuple(x * y for x, y in zip(sa, sb))), out)
+    return finish(call(M.unsafe_view, prod, shape=tuple(x * y for x, y in zip(sa, sb))), out)
 
 
 # ---------------------------------------------------------------- cross, trace
@@ -403,8 +395,8 @@ _cross_warned = []
 @_public
 def cross(input, other, dim=None, *, out=None):
     """Cross product along ``dim`` (default: the first dim of size 3, deprecated) (torch.cross)."""
-    _need_tensor(input, "cross", "input", 1)
-    _need_tensor(other, "cross", "other", 2)
+    need_tensor(input, "cross", "input", 1)
+    need_tensor(other, "cross", "other", 2)
     if dim is None:
         if not _cross_warned:
             _cross_warned.append(True)
@@ -416,13 +408,13 @@ def cross(input, other, dim=None, *, out=None):
         dim = next((i for i, n in enumerate(sizes) if n == 3), None)
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
-    return _finish(call(L.linalg_cross, input, other, dim=dim), out)
+    return finish(call(L.linalg_cross, input, other, dim=dim), out)
 
 
 @_public
 def trace(input):
     """Sum of the main diagonal of a 2-D tensor (integers sum to int64) (torch.trace)."""
-    _need_tensor(input, "trace", "input", 1)
+    need_tensor(input, "trace", "input", 1)
     return call(L.trace, input)
 
 
@@ -701,22 +693,15 @@ def _reshaped(t, shape):
 @_public
 def det(input):
     """Determinant of (batches of) square matrices (torch.det = linalg.det)."""
-    _need_tensor(input, "det", "input", 1)
+    need_tensor(input, "det", "input", 1)
     return call(L.linalg_det, input)
 
 
 @_public
 def inverse(input, *, out=None):
     """Inverse of (batches of) square matrices (torch.inverse = linalg.inv)."""
-    _need_tensor(input, "inverse", "input", 1)
-    return _finish(call(L.linalg_inv, input), out)
-
-
-@_public
-def slogdet(input):
-    """(sign, log|det|) of (batches of) square matrices (torch.slogdet)."""
-    from .linalg import _named
-    return _named["slogdet"](call(L.linalg_slogdet, input))
+    need_tensor(input, "inverse", "input", 1)
+    return finish(call(L.linalg_inv, input), out)
 
 
 @_public
@@ -740,41 +725,4 @@ def cholesky(input, upper=False, *, out=None):
         _cholesky_warned.append(True)
         warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be "
                       "removed in a future PyTorch release.", UserWarning, stacklevel=2)
-    return _finish(call(L.linalg_cholesky, input, upper=upper), out)
-
-
-@_public
-def qr(input, some=True, *, out=None):
-    """(Q, R) of the QR decomposition, reduced unless ``some=False`` (torch.qr)."""
-    from .linalg import _named
-    QR = call(L.linalg_qr, input, mode="reduced" if some else "complete")
-    return _finish(_named["qr"](QR), out)
-
-
-@_public
-def svd(input, some=True, compute_uv=True, *, out=None):
-    """(U, S, V) with input = U diag(S) V^T (torch.svd; note V, not linalg.svd's Vh)."""
-    from .linalg import _named, svd as lsvd, svdvals
-    if not compute_uv:
-        S = svdvals(input)
-        m, n = input._data.shape[-2:]
-        batch = tuple(input._data.shape[:-2])
-        U = input.new_zeros(batch + (m, m))
-        V = input.new_zeros(batch + (n, n))
-        return _finish(_named["svd"]((U, S, V)), out)
-    U, S, Vh = lsvd(input, full_matrices=not some)
-    return _finish(_named["svd"]((U, S, Vh.mH)), out)
-
-
-@_public
-def matrix_power(input, n):
-    """input @ input @ ... (n times; n < 0 inverts, n = 0 gives identities) (torch.matrix_power)."""
-    from .linalg import matrix_power as power
-    return power(input, n)
-
-
-@_public
-def pinverse(input, rcond=1e-15):
-    """Pseudo-inverse, singular values below rcond * max discarded (torch.pinverse)."""
-    from .linalg import pinv
-    return pinv(input, rtol=rcond)
+    return finish(call(L.linalg_cholesky, input, upper=upper), out)

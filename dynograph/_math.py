@@ -15,7 +15,7 @@ from dynograph.compiler.ops.core import type_name
 from dynograph.runtime import dtypes as D
 from ._dispatch import call
 from ._inplace import assign, write_out
-from ._reduce import _structseq
+from ._reduce import structseq
 from ._tensor import Tensor, tensor_method
 from .autograd.grad_mode import STATE
 
@@ -31,7 +31,7 @@ def _public(fn):
     return fn
 
 
-def _finish(name, result, out):
+def finish(name, result, out):
     """Return ``result``, or write it into ``out`` (PyTorch refuses out= under autograd)."""
     if out is None:
         return result
@@ -67,7 +67,7 @@ def _type_name(x):
     return "Tensor" if isinstance(x, Tensor) else type(x).__name__
 
 
-def _need_tensor(x, fname, argname="input", pos=1):
+def need_tensor(x, fname, argname="input", pos=1):
     """PyTorch's TypeError for a non-tensor where only a Tensor is accepted."""
     if not isinstance(x, Tensor):
         raise TypeError(
@@ -95,10 +95,10 @@ def _unary_fn(op):
 
     def fn(input, *, out=None):
         if not isinstance(input, Tensor):
-            _need_tensor(input, name)
+            need_tensor(input, name)
         if out is None:
             return call(op, input)
-        return _finish(name, call(op, input), out)
+        return finish(name, call(op, input), out)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name} of ``input`` (torch.{name})."
     return fn
@@ -125,10 +125,10 @@ for _alias, _target in (("negative", "neg"), ("absolute", "abs"), ("arcsin", "as
 @_public
 def round(input, *, decimals=0, out=None):  # noqa: A001
     """Round to the nearest integer (half to even), or to ``decimals`` decimal places."""
-    _need_tensor(input, "round")
+    need_tensor(input, "round")
     if decimals == 0:
-        return _finish("round", call(E.round, input), out)
-    return _finish("round", call(E.round, input, decimals=decimals), out)
+        return finish("round", call(E.round, input), out)
+    return finish("round", call(E.round, input, decimals=decimals), out)
 
 
 _inplace_of(round)
@@ -137,10 +137,10 @@ _inplace_of(round)
 @_public
 def logit(input, eps=None, *, out=None):
     """log(p / (1 - p)), with ``input`` first clamped to [eps, 1 - eps] when eps is given."""
-    _need_tensor(input, "logit")
+    need_tensor(input, "logit")
     if eps is None:
-        return _finish("logit", call(E.logit, input), out)
-    return _finish("logit", call(E.logit, input, eps=eps), out)
+        return finish("logit", call(E.logit, input), out)
+    return finish("logit", call(E.logit, input, eps=eps), out)
 
 
 _inplace_of(logit)
@@ -148,8 +148,8 @@ _inplace_of(logit)
 
 def polygamma(n, input, *, out=None):
     """The n-th derivative of the digamma function."""
-    _need_tensor(input, "polygamma", "input", 2)
-    return _finish("polygamma", call(E.polygamma, input, n=n), out)
+    need_tensor(input, "polygamma", "input", 2)
+    return finish("polygamma", call(E.polygamma, input, n=n), out)
 
 
 __all__.append("polygamma")
@@ -170,8 +170,8 @@ def polygamma_(self, n):
 @_public
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Replace NaN by ``nan`` and infinities by ``posinf``/``neginf`` (default: dtype's max/min)."""
-    _need_tensor(input, "nan_to_num")
-    return _finish("nan_to_num", call(E.nan_to_num, input, nan=nan, posinf=posinf, neginf=neginf),
+    need_tensor(input, "nan_to_num")
+    return finish("nan_to_num", call(E.nan_to_num, input, nan=nan, posinf=posinf, neginf=neginf),
                    out)
 
 
@@ -181,8 +181,8 @@ _inplace_of(nan_to_num)
 @_public
 def square(input, *, out=None):
     """``input ** 2``."""
-    _need_tensor(input, "square")
-    return _finish("square", call(E.pow, input, 2), out)
+    need_tensor(input, "square")
+    return finish("square", call(E.pow, input, 2), out)
 
 
 _inplace_of(square)
@@ -191,7 +191,7 @@ _inplace_of(square)
 @_public
 def positive(input):
     """Returns ``input`` itself (the unary ``+``); an error for bool tensors, as in torch."""
-    _need_tensor(input, "positive")
+    need_tensor(input, "positive")
     if input.dtype is D.bool:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
@@ -200,34 +200,34 @@ def positive(input):
 @_public
 def isposinf(input, *, out=None):
     """Whether each element is +inf."""
-    _need_tensor(input, "isposinf")
-    return _finish("isposinf", call(E.eq, input, _INF), out)
+    need_tensor(input, "isposinf")
+    return finish("isposinf", call(E.eq, input, _INF), out)
 
 
 @_public
 def isneginf(input, *, out=None):
     """Whether each element is -inf."""
-    _need_tensor(input, "isneginf")
-    return _finish("isneginf", call(E.eq, input, -_INF), out)
+    need_tensor(input, "isneginf")
+    return finish("isneginf", call(E.eq, input, -_INF), out)
 
 
-_frexp_result = _structseq("frexp", ("mantissa", "exponent"))
+_frexp_result = structseq("frexp", ("mantissa", "exponent"))
 
 
 @_public
 def frexp(input, *, out=None):
     """Split into mantissa in [0.5, 1) and integer exponent: ``input = mantissa * 2 ** exponent``."""
-    _need_tensor(input, "frexp")
+    need_tensor(input, "frexp")
     r = _frexp_result(call(E.frexp, input))
     if out is None:
         return r
-    return _frexp_result((_finish("frexp", r[0], out[0]), _finish("frexp", r[1], out[1])))
+    return _frexp_result((finish("frexp", r[0], out[0]), finish("frexp", r[1], out[1])))
 
 
 @_public
 def mvlgamma(input, p):
     """The multivariate log-gamma function of dimension ``p``."""
-    _need_tensor(input, "mvlgamma")
+    need_tensor(input, "mvlgamma")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     r = call(E.lgamma, input)
@@ -265,10 +265,10 @@ def _binary_fn(op, argname="other"):
 
     def fn(input, other, *, out=None):
         if not isinstance(input, Tensor):
-            _need_tensor(input, name)
+            need_tensor(input, name)
         if not isinstance(other, Tensor):
-            _need_tensor(other, name, argname, 2)
-        return _finish(name, call(op, input, other), out)
+            need_tensor(other, name, argname, 2)
+        return finish(name, call(op, input, other), out)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name} of two tensors, with broadcasting (torch.{name})."
     return fn
@@ -287,7 +287,7 @@ def _tensor_scalar_fn(op, scalar_first=False):
             raise _bad_combination(name, input, other)
         if out is None:
             return call(op, input, other)
-        return _finish(name, call(op, input, other), out)
+        return finish(name, call(op, input, other), out)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name} with broadcasting (torch.{name})."
     return fn
@@ -319,9 +319,9 @@ for _alias, _target in (("arctan2", "atan2"), ("greater", "gt"),
 @_public
 def heaviside(input, values, *, out=None):
     """0 where input < 0, 1 where input > 0, ``values`` where input == 0."""
-    _need_tensor(input, "heaviside")
-    _need_tensor(values, "heaviside", "values", 2)
-    return _finish("heaviside", call(E.heaviside, input, values), out)
+    need_tensor(input, "heaviside")
+    need_tensor(values, "heaviside", "values", 2)
+    return finish("heaviside", call(E.heaviside, input, values), out)
 
 
 _inplace_of(heaviside)
@@ -341,7 +341,7 @@ def add(input, other, *, alpha=1, out=None):
         r = call(E.add, input, call(E.mul, other, alpha))
     else:
         r = call(E.add, input, other, alpha=alpha)
-    return r if out is None else _finish("add", r, out)
+    return r if out is None else finish("add", r, out)
 
 
 @_public
@@ -353,14 +353,14 @@ def sub(input, other, *, alpha=1, out=None):
         r = call(E.sub, input, call(E.mul, other, alpha))
     else:
         r = call(E.sub, input, other, alpha=alpha)
-    return r if out is None else _finish("sub", r, out)
+    return r if out is None else finish("sub", r, out)
 
 
 @_public
 def mul(input, other, *, out=None):
     """``input * other`` with broadcasting and type promotion."""
     r = call(E.mul, input, other)
-    return r if out is None else _finish("mul", r, out)
+    return r if out is None else finish("mul", r, out)
 
 
 _inplace_of(mul)
@@ -369,7 +369,7 @@ _inplace_of(mul)
 @_public
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input``."""
-    _need_tensor(input, "rsub")
+    need_tensor(input, "rsub")
     return sub(other, input, alpha=alpha)
 
 
@@ -380,7 +380,7 @@ def div(input, other, *, rounding_mode=None, out=None):
         r = call(E.div, input, other)
     else:
         r = call(E.div, input, other, rounding_mode=rounding_mode)
-    return r if out is None else _finish("div", r, out)
+    return r if out is None else finish("div", r, out)
 
 
 @_public
@@ -392,7 +392,7 @@ def true_divide(input, other, *, out=None):
 @_public
 def floor_divide(input, other, *, out=None):
     """Division rounded toward negative infinity."""
-    return _finish("floor_divide", call(E.div, input, other, rounding_mode="floor"), out)
+    return finish("floor_divide", call(E.div, input, other, rounding_mode="floor"), out)
 
 
 @_public
@@ -401,7 +401,7 @@ def pow(input, exponent, *, out=None):  # noqa: A001
     if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         raise _bad_combination("pow", input, exponent)
     r = call(E.pow, input, exponent)
-    return r if out is None else _finish("pow", r, out)
+    return r if out is None else finish("pow", r, out)
 
 
 for _f in (add, sub, div, true_divide, floor_divide, pow):
@@ -421,7 +421,7 @@ def float_power(input, exponent, *, out=None):
     if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         raise _bad_combination("float_power", input, exponent)
     base = _to_double(input) if isinstance(input, Tensor) else float(input)
-    return _finish("float_power", call(E.pow, base, _to_double(exponent)), out)
+    return finish("float_power", call(E.pow, base, _to_double(exponent)), out)
 
 
 @tensor_method
@@ -437,9 +437,9 @@ def float_power_(self, exponent):
 @_public
 def ldexp(input, other, *, out=None):
     """``input * 2 ** other``."""
-    _need_tensor(input, "ldexp")
-    _need_tensor(other, "ldexp", "other", 2)
-    return _finish("ldexp", call(E.mul, input, call(E.pow, 2.0, other)), out)
+    need_tensor(input, "ldexp")
+    need_tensor(other, "ldexp", "other", 2)
+    return finish("ldexp", call(E.mul, input, call(E.pow, 2.0, other)), out)
 
 
 _inplace_of(ldexp)
@@ -453,11 +453,11 @@ def where(condition, input=None, other=None, *, out=None):
     ``condition``, the indices of its nonzero elements."""
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
-    _need_tensor(condition, "where", "condition", 1)
+    need_tensor(condition, "where", "condition", 1)
     if out is not None:                 # only the all-tensor overload has out=
-        _need_tensor(input, "where", "input", 2)
-        _need_tensor(other, "where", "other", 3)
-    return _finish("where", call(E.where, condition, input, other), out)
+        need_tensor(input, "where", "input", 2)
+        need_tensor(other, "where", "other", 3)
+    return finish("where", call(E.where, condition, input, other), out)
 
 
 @tensor_method(name="where")
@@ -469,7 +469,7 @@ def _where_method(self, condition, other):
 @_public
 def masked_fill(input, mask, value):
     """``input`` with ``value`` written where ``mask`` is True."""
-    _need_tensor(input, "masked_fill")
+    need_tensor(input, "masked_fill")
     if not isinstance(mask, Tensor):
         raise _bad_combination("masked_fill", mask, value)
     return call(E.masked_fill, input, mask, value)
@@ -492,9 +492,9 @@ def _check_bounds(name, min, max):  # noqa: A002
 @_public
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
     """Limit every element to [min, max] (with min > max every element becomes max)."""
-    _need_tensor(input, "clamp")
+    need_tensor(input, "clamp")
     _check_bounds("clamp", min, max)
-    return _finish("clamp", call(E.clamp, input, min, max), out)
+    return finish("clamp", call(E.clamp, input, min, max), out)
 
 
 _inplace_of(clamp)
@@ -504,7 +504,7 @@ _alias_of("clip", "clamp")
 @_public
 def clamp_min(input, min):  # noqa: A002
     """Limit every element to at least ``min``."""
-    _need_tensor(input, "clamp_min")
+    need_tensor(input, "clamp_min")
     if min is None:
         raise _bad_combination("clamp_min", input, min)
     return call(E.clamp, input, min, None, fn="clamp_min")
@@ -513,7 +513,7 @@ def clamp_min(input, min):  # noqa: A002
 @_public
 def clamp_max(input, max):  # noqa: A002
     """Limit every element to at most ``max``."""
-    _need_tensor(input, "clamp_max")
+    need_tensor(input, "clamp_max")
     if max is None:
         raise _bad_combination("clamp_max", input, max)
     return call(E.clamp, input, None, max, fn="clamp_max")
@@ -528,7 +528,7 @@ def lerp(input, end, weight, *, out=None):
     """Linear interpolation ``input + weight * (end - input)``."""
     if not isinstance(input, Tensor) or not isinstance(end, Tensor):
         raise _bad_combination("lerp", input, end, weight)
-    return _finish("lerp", call(E.lerp, input, end, weight), out)
+    return finish("lerp", call(E.lerp, input, end, weight), out)
 
 
 _inplace_of(lerp)
@@ -539,7 +539,7 @@ def xlogy(input, other, *, out=None):
     """``input * log(other)``, and 0 where ``input`` is 0 (unless ``other`` is NaN)."""
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         raise _bad_combination("xlogy", input, other)
-    return _finish("xlogy", call(E.xlogy, input, other), out)
+    return finish("xlogy", call(E.xlogy, input, other), out)
 
 
 _inplace_of(xlogy)
@@ -548,29 +548,29 @@ _inplace_of(xlogy)
 @_public
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 * tensor2``."""
-    _need_tensor(input, "addcmul")
-    _need_tensor(tensor1, "addcmul", "tensor1", 2)
-    _need_tensor(tensor2, "addcmul", "tensor2", 3)
+    need_tensor(input, "addcmul")
+    need_tensor(tensor1, "addcmul", "tensor1", 2)
+    need_tensor(tensor2, "addcmul", "tensor2", 3)
     if isinstance(value, Tensor):       # a traced step size: the same arithmetic, as ops
         prod = call(E.mul, call(E.mul, tensor1, tensor2), value)
-        return _finish("addcmul", call(E.add, input, prod), out)
+        return finish("addcmul", call(E.add, input, prod), out)
     if value == 1:
-        return _finish("addcmul", call(E.addcmul, input, tensor1, tensor2), out)
-    return _finish("addcmul", call(E.addcmul, input, tensor1, tensor2, value=value), out)
+        return finish("addcmul", call(E.addcmul, input, tensor1, tensor2), out)
+    return finish("addcmul", call(E.addcmul, input, tensor1, tensor2, value=value), out)
 
 
 @_public
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 / tensor2``."""
-    _need_tensor(input, "addcdiv")
-    _need_tensor(tensor1, "addcdiv", "tensor1", 2)
-    _need_tensor(tensor2, "addcdiv", "tensor2", 3)
+    need_tensor(input, "addcdiv")
+    need_tensor(tensor1, "addcdiv", "tensor1", 2)
+    need_tensor(tensor2, "addcdiv", "tensor2", 3)
     if isinstance(value, Tensor):
         quot = call(E.mul, call(E.div, tensor1, tensor2), value)
-        return _finish("addcdiv", call(E.add, input, quot), out)
+        return finish("addcdiv", call(E.add, input, quot), out)
     if value == 1:
-        return _finish("addcdiv", call(E.addcdiv, input, tensor1, tensor2), out)
-    return _finish("addcdiv", call(E.addcdiv, input, tensor1, tensor2, value=value), out)
+        return finish("addcdiv", call(E.addcdiv, input, tensor1, tensor2), out)
+    return finish("addcdiv", call(E.addcdiv, input, tensor1, tensor2, value=value), out)
 
 
 _inplace_of(addcmul)
@@ -582,8 +582,8 @@ _inplace_of(addcdiv)
 @_public
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``|input - other| <= atol + rtol * |other|`` elementwise (plus exact equality)."""
-    _need_tensor(input, "isclose")
-    _need_tensor(other, "isclose", "other", 2)
+    need_tensor(input, "isclose")
+    need_tensor(other, "isclose", "other", 2)
     if input.dtype is not other.dtype:
         raise RuntimeError(
             f"{type_name(input.dtype)} did not match {type_name(other.dtype)}")
@@ -613,8 +613,8 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 @_public
 def equal(input, other):
     """True if both tensors have the same size and elements (a Python bool)."""
-    _need_tensor(input, "equal")
-    _need_tensor(other, "equal", "other", 2)
+    need_tensor(input, "equal")
+    need_tensor(other, "equal", "other", 2)
     if input.shape != other.shape:
         return False
     return builtins.bool(call(E.eq, input, other).all())

@@ -18,9 +18,9 @@ from dynograph.compiler.ops import creation as C
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import as_device
 from dynograph._trace_hook import TRACE
-from ._convert import _copy_recorded, _records
-from ._creation import (parse_size, _finish, _out_dtype, _as_int, _tname, _check_input, _sequence_size,
-                        _dt)
+from ._convert import copy_recorded, records_write
+from ._creation import (parse_size, finish_created, out_dtype, as_int, tname, check_input, sequence_size,
+                        dtype_arg)
 from ._dispatch import call
 from ._inplace import check_inplace_leaf, check_no_internal_overlap
 from ._tensor import Tensor, tensor_method
@@ -63,7 +63,7 @@ class Generator:
     def manual_seed(self, seed):
         """Reset the state from ``seed`` (an int); returns this generator."""
         if not isinstance(seed, (builtins.int, np.integer)) or isinstance(seed, builtins.bool):
-            raise RuntimeError(f"manual_seed expected a long, but got {_tname(seed)}")
+            raise RuntimeError(f"manual_seed expected a long, but got {tname(seed)}")
         _reseeding_breaks_the_trace()
         self._seed = _seed_int(builtins.int(seed))
         self._np = np.random.Generator(np.random.PCG64(self._seed))
@@ -90,7 +90,7 @@ class Generator:
     def set_state(self, new_state):
         """Restore a state saved by ``get_state``; returns this generator."""
         if not isinstance(new_state, Tensor):
-            raise TypeError(f"expected a dynograph.ByteTensor, but got {_tname(new_state)}")
+            raise TypeError(f"expected a dynograph.ByteTensor, but got {tname(new_state)}")
         if new_state.dtype is not D.uint8:
             raise TypeError("RNG state must be a dynograph.ByteTensor")
         _reseeding_breaks_the_trace()
@@ -130,7 +130,7 @@ def _bits(generator):
         return default_generator._np
     if isinstance(generator, Generator):
         return generator._np
-    raise TypeError(f"expected a dynograph.Generator as generator, got {_tname(generator)}")
+    raise TypeError(f"expected a dynograph.Generator as generator, got {tname(generator)}")
 
 
 def manual_seed(seed):
@@ -164,21 +164,21 @@ def _into(t, out):
     """``out=`` for samplers: the sample is converted to out's dtype, like PyTorch's kernels."""
     if out is not None and out.dtype is not t.dtype:
         t = t.to(out.dtype)
-    return _finish(t, False, out)
+    return finish_created(t, False, out)
 
 
 def _create(op, shape, dtype, out, device, requires_grad, generator, **attrs):
     if device is not None:
         as_device(device)
     t = call(op, shape=shape, dtype=dtype, generator=_bits(generator), **attrs)
-    return _finish(t, requires_grad, out)
+    return finish_created(t, requires_grad, out)
 
 
 def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
          pin_memory=False, requires_grad=False):
     """Uniform values in [0, 1)."""
     shape = parse_size(args, size, "rand")
-    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+    dtype = out_dtype(dtype, out) or D.get_default_dtype()
     return _create(C.uniform, shape, dtype, out, device, requires_grad, generator,
                    low=0.0, high=1.0)
 
@@ -187,15 +187,15 @@ def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, d
           pin_memory=False, requires_grad=False):
     """Standard normal values."""
     shape = parse_size(args, size, "randn")
-    dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+    dtype = out_dtype(dtype, out) or D.get_default_dtype()
     return _create(C.normal, shape, dtype, out, device, requires_grad, generator,
                    mean=0.0, std=1.0)
 
 
 def _int_arg(x, fn, name, pos):
-    n = _as_int(x)
+    n = as_int(x)
     if n is None:
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be int, not {_tname(x)}")
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be int, not {tname(x)}")
     return n
 
 
@@ -218,7 +218,7 @@ def _bind(names, args, kwargs):
 
 def _fits_randint(bound):
     return (bound is not None and isinstance(bound["size"], (tuple, list))
-            and all(_as_int(bound[n]) is not None for n in ("low", "high") if n in bound))
+            and all(as_int(bound[n]) is not None for n in ("low", "high") if n in bound))
 
 
 def _randint_args(args, kwargs, n_options):
@@ -227,10 +227,10 @@ def _randint_args(args, kwargs, n_options):
     for names in (("high", "size"), ("low", "high", "size")):
         bound = _bind(names, args, kwargs)
         if _fits_randint(bound):
-            return _as_int(bound.get("low", 0)), _as_int(bound["high"]), bound["size"]
+            return as_int(bound.get("low", 0)), as_int(bound["high"]), bound["size"]
     if len(args) + len(kwargs) + n_options == 2:
         _randint_high_size_error(args, kwargs)   # only (high, size) takes two: torch names the fault
-    got = ", ".join([_tname(a) for a in args] + [f"{k}={_tname(v)}" for k, v in kwargs.items()])
+    got = ", ".join([tname(a) for a in args] + [f"{k}={tname(v)}" for k, v in kwargs.items()])
     raise TypeError(f"randint() received an invalid combination of arguments - got ({got}), "
                     "but expected one of:\n" + _RANDINT_SIGNATURES)
 
@@ -243,10 +243,10 @@ def _randint_high_size_error(args, kwargs):
     if "size" not in bound:
         raise TypeError('randint() missing 1 required positional arguments: "size"')
     where = {n: "" if n in kwargs else f" (position {i})" for i, n in enumerate(("high", "size"), 1)}
-    if _as_int(bound["high"]) is None:
-        raise TypeError(f"randint(): argument 'high'{where['high']} must be int, not {_tname(bound['high'])}")
+    if as_int(bound["high"]) is None:
+        raise TypeError(f"randint(): argument 'high'{where['high']} must be int, not {tname(bound['high'])}")
     raise TypeError(f"randint(): argument 'size'{where['size']} must be tuple of ints, "
-                    f"not {_tname(bound['size'])}")
+                    f"not {tname(bound['size'])}")
 
 
 def randint(*args, low=None, high=None, size=None, generator=None, out=None, dtype=None,
@@ -258,7 +258,7 @@ def randint(*args, low=None, high=None, size=None, generator=None, out=None, dty
                  + pin_memory + requires_grad)
     lo, hi, size = _randint_args(args, kwargs, n_options)
     shape = parse_size((size,), None, "randint")
-    dtype = _out_dtype(dtype, out) or D.int64
+    dtype = out_dtype(dtype, out) or D.int64
     return _create(C.randint, shape, dtype, out, device, requires_grad, generator, low=lo, high=hi)
 
 
@@ -266,11 +266,11 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
              pin_memory=False, requires_grad=False):
     """A random permutation of ``0 .. n-1``."""
     n = _int_arg(n, "randperm", "n", 1)
-    dtype = _out_dtype(dtype, out) or D.int64
+    dtype = out_dtype(dtype, out) or D.int64
     if device is not None:
         as_device(device)
     t = call(C.randperm, n=n, dtype=dtype, generator=_bits(generator))
-    return _finish(t, requires_grad, out)
+    return finish_created(t, requires_grad, out)
 
 
 _NORMAL_SIGNATURES = (
@@ -298,12 +298,12 @@ def normal(mean, std=None, size=None, *, generator=None, out=None, dtype=None, l
     elif s_t and isinstance(mean, _REAL):
         t = call(C.normal_float_tensor, builtins.float(mean), std, generator=gen)
     elif isinstance(mean, _REAL) and isinstance(std, _REAL) and size is not None:
-        shape = _sequence_size(size, "normal")
-        dtype = _out_dtype(dtype, out) or D.get_default_dtype()
+        shape = sequence_size(size, "normal")
+        dtype = out_dtype(dtype, out) or D.get_default_dtype()
         return _create(C.normal, shape, dtype, out, device, requires_grad, generator,
                        mean=builtins.float(mean), std=builtins.float(std))
     else:
-        got = ", ".join(_tname(x) for x in (mean, std, size) if x is not None)
+        got = ", ".join(tname(x) for x in (mean, std, size) if x is not None)
         raise TypeError("normal() received an invalid combination of arguments - got "
                         f"({got}), but expected one of:\n" + _NORMAL_SIGNATURES)
     return _into(t, out)
@@ -312,11 +312,11 @@ def normal(mean, std=None, size=None, *, generator=None, out=None, dtype=None, l
 @tensor_method
 def bernoulli(input, p=None, *, generator=None, out=None):
     """0/1 draws: with the probabilities in ``input``, or with one probability ``p``."""
-    _check_input(input, "bernoulli")
+    check_input(input, "bernoulli")
     gen = _bits(generator)
     if p is not None and not isinstance(p, _REAL):
         raise TypeError(
-            f"bernoulli() received an invalid combination of arguments - got (Tensor, p={_tname(p)}), "
+            f"bernoulli() received an invalid combination of arguments - got (Tensor, p={tname(p)}), "
             "but expected one of:\n * (Tensor input, *, dynograph.Generator generator = None, "
             "Tensor out = None)\n * (Tensor input, float p, *, dynograph.Generator generator = None)\n")
     if p is None:
@@ -330,32 +330,32 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 @tensor_method
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Indices drawn from the categories whose weights are the last dim of ``input``."""
-    _check_input(input, "multinomial")
+    check_input(input, "multinomial")
     n = _int_arg(num_samples, "multinomial", "num_samples", 2)
     t = call(C.multinomial, input, num_samples=n, replacement=builtins.bool(replacement),
              generator=_bits(generator))
-    return _finish(t, False, out)
+    return finish_created(t, False, out)
 
 
 def poisson(input, generator=None):
     """Poisson counts with the rates in ``input`` (same dtype)."""
-    _check_input(input, "poisson")
+    check_input(input, "poisson")
     return call(C.poisson, input, generator=_bits(generator))
 
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
               requires_grad=False, memory_format=None):
     """Uniform [0, 1) values with ``input``'s shape and dtype."""
-    _check_input(input, "rand_like")
-    return _create(C.uniform, tuple(input._data.shape), _dt(dtype) or input.dtype, None, device,
+    check_input(input, "rand_like")
+    return _create(C.uniform, tuple(input._data.shape), dtype_arg(dtype) or input.dtype, None, device,
                    requires_grad, generator, low=0.0, high=1.0)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
                requires_grad=False, memory_format=None):
     """Standard normal values with ``input``'s shape and dtype."""
-    _check_input(input, "randn_like")
-    return _create(C.normal, tuple(input._data.shape), _dt(dtype) or input.dtype, None, device,
+    check_input(input, "randn_like")
+    return _create(C.normal, tuple(input._data.shape), dtype_arg(dtype) or input.dtype, None, device,
                    requires_grad, generator, mean=0.0, std=1.0)
 
 
@@ -363,12 +363,12 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
                  device=None, requires_grad=False, memory_format=None):
     """Integers in [low, high) with ``input``'s shape and dtype: ``randint_like(x, high)`` or
     ``randint_like(x, low, high)``."""
-    _check_input(input, "randint_like")
+    check_input(input, "randint_like")
     if high is None:
         low, high = 0, low
     lo = _int_arg(low, "randint_like", "low", 2)
     hi = _int_arg(high, "randint_like", "high", 3)
-    return _create(C.randint, tuple(input._data.shape), _dt(dtype) or input.dtype, None, device,
+    return _create(C.randint, tuple(input._data.shape), dtype_arg(dtype) or input.dtype, None, device,
                    requires_grad, generator, low=lo, high=hi)
 
 
@@ -378,8 +378,8 @@ def _overwrite(self, result):
     """Write the sample ``result`` into ``self``; under autograd self's history gets a zero
     gradient (the values no longer depend on it)."""
     check_no_internal_overlap(self)
-    if _records(self, None):
-        return _copy_recorded(self, result)
+    if records_write(self, None):
+        return copy_recorded(self, result)
     if TRACE.tracer is not None:
         TRACE.tracer.write(self, result)
     self._data[...] = result._data
@@ -440,13 +440,13 @@ def random_(self, *args, generator=None, **kwargs):
     ``random_(from, to)`` (``to=None``: up to the dtype's maximum)."""
     one_bound = len(args) == 1 and "to" not in kwargs          # random_(to)
     v = _bounds(args, kwargs, "random_", ("to",) if one_bound else ("from", "to"))
-    if ("from" in v and "to" not in v) or any(x is not None and _as_int(x) is None for x in v.values()):
-        got = ", ".join([_tname(a) for a in args] + [f"{k}={_tname(x)}" for k, x in kwargs.items()])
+    if ("from" in v and "to" not in v) or any(x is not None and as_int(x) is None for x in v.values()):
+        got = ", ".join([tname(a) for a in args] + [f"{k}={tname(x)}" for k, x in kwargs.items()])
         raise TypeError("random_() received an invalid combination of arguments - got "
                         f"({got}), but expected one of:\n" + _RANDOM_SIGNATURES)
-    low = _as_int(v.get("from", 0))
+    low = as_int(v.get("from", 0))
     high = v.get("to")
-    high = _random_range(self.dtype) if high is None else _as_int(high)
+    high = _random_range(self.dtype) if high is None else as_int(high)
     return _fill(self, C.randint, generator, low=low, high=high)
 
 

@@ -29,13 +29,13 @@ _int = builtins.int
 def _public(fn):
     """Export ``fn`` as dynograph.<name> and Tensor.<name>."""
     if "dim" in inspect.signature(fn).parameters:
-        fn = _numpy_names(fn)
+        fn = numpy_names(fn)
     __all__.append(fn.__name__)
     tensor_method(fn)
     return fn
 
 
-def _numpy_names(fn):
+def numpy_names(fn):
     """Accept numpy's ``axis=`` and ``keepdims=`` for ``dim=`` and ``keepdim=``, like torch."""
     name = fn.__name__
 
@@ -143,7 +143,7 @@ sys.modules["dynograph.return_types"] = return_types
 __all__.append("return_types")
 
 
-def _structseq(name, fields):
+def structseq(name, fields):
     """A tuple type like torch.return_types.<name>: indexable, unpackable, fields by name."""
     def __new__(cls, seq):
         seq = tuple(seq)
@@ -171,17 +171,17 @@ def _structseq(name, fields):
 
 
 _VI = ("values", "indices")
-_max_t = _structseq("max", _VI)
-_min_t = _structseq("min", _VI)
-_median_t = _structseq("median", _VI)
-_nanmedian_t = _structseq("nanmedian", _VI)
-_mode_t = _structseq("mode", _VI)
-_sort_t = _structseq("sort", _VI)
-_topk_t = _structseq("topk", _VI)
-_kthvalue_t = _structseq("kthvalue", _VI)
-_cummax_t = _structseq("cummax", _VI)
-_cummin_t = _structseq("cummin", _VI)
-_aminmax_t = _structseq("aminmax", ("min", "max"))
+_max_t = structseq("max", _VI)
+_min_t = structseq("min", _VI)
+_median_t = structseq("median", _VI)
+_nanmedian_t = structseq("nanmedian", _VI)
+_mode_t = structseq("mode", _VI)
+_sort_t = structseq("sort", _VI)
+_topk_t = structseq("topk", _VI)
+_kthvalue_t = structseq("kthvalue", _VI)
+_cummax_t = structseq("cummax", _VI)
+_cummin_t = structseq("cummin", _VI)
+_aminmax_t = structseq("aminmax", ("min", "max"))
 
 
 def _pair(cls, result, out):
@@ -326,9 +326,9 @@ var = _public(_moment(R.var, "var"))
 var.__doc__ = "Variance over ``dim`` with ``correction`` (1: Bessel's; ``unbiased=False``: 0)."
 std = _public(_moment(R.std, "std"))
 std.__doc__ = "Standard deviation over ``dim`` with ``correction`` (see ``var``)."
-var_mean = _numpy_names(_moment(R.var_mean, "var_mean"))
+var_mean = numpy_names(_moment(R.var_mean, "var_mean"))
 var_mean.__doc__ = "(var, mean) over ``dim`` (torch.var_mean)."
-std_mean = _numpy_names(_moment(R.std_mean, "std_mean"))
+std_mean = numpy_names(_moment(R.std_mean, "std_mean"))
 std_mean.__doc__ = "(std, mean) over ``dim`` (torch.std_mean)."
 __all__ += ["var_mean", "std_mean"]
 
@@ -346,29 +346,6 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
     dims = _dims(dim, x._data.ndim, "linalg.vector_norm")
     r = call(R.linalg_vector_norm, x, ord=_ord_value(ord), dim=dims, keepdim=keepdim, dtype=dtype)
     return _finish(r, out)
-
-
-@_public
-def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
-    """torch.norm: vector p-norms (``p`` a number, 'fro' = 2-norm), or 'nuc' for matrices."""
-    if isinstance(p, str):
-        if p == "fro":
-            p = 2
-        elif p == "nuc":
-            return _finish(_nuclear_norm(input, dim, keepdim, dtype), out)
-        else:
-            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
-    if p is None:
-        p = 2
-    return vector_norm(input, p, dim, keepdim, dtype=dtype, out=out)
-
-
-def _nuclear_norm(input, dim, keepdim, dtype):
-    """Sum of singular values over the two dims ``dim`` (the last two by default)."""
-    from . import linalg
-    x = input if dtype is None else input.to(dtype)
-    dims = (-2, -1) if dim is None else tuple(dim)
-    return linalg.matrix_norm(x, "nuc", dim=dims, keepdim=keepdim)
 
 
 @_public

@@ -15,7 +15,7 @@ import numpy as np
 from dynograph.compiler.ops import movement as M
 from dynograph.compiler.ops.core import check_broadcast, type_name, wrap_dim
 from dynograph.runtime import dtypes as D
-from ._dispatch import call, _mark_view
+from ._dispatch import call, mark_view
 from ._inplace import assign, check_inplace_leaf, write_out
 from ._tensor import Tensor, Size, tensor_method
 
@@ -699,7 +699,7 @@ __all__ += ["hstack", "vstack", "dstack", "column_stack", "row_stack"]
 
 def _mark_views(outs, base):
     for o in outs:
-        _mark_view(o, base)
+        mark_view(o, base)
     return outs
 
 

@@ -12,8 +12,8 @@ from dynograph.compiler.ops import linalg as L
 from dynograph.compiler.ops.core import type_name, wrap_dim
 from dynograph.runtime import dtypes as D
 from ._dispatch import call
-from ._linalg import _finish, _need_tensor, matmul, _matmul
-from ._reduce import _structseq, vector_norm
+from ._linalg import finish, matmul, matmul_impl, need_tensor
+from ._reduce import structseq, vector_norm
 from ._tensor import Tensor
 from .autograd.grad_mode import STATE
 
@@ -23,34 +23,30 @@ __all__ = ["LinAlgError", "matmul", "vector_norm", "matrix_norm", "norm", "inv",
            "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv",
            "matrix_rank", "matrix_power", "multi_dot", "vecdot", "cross", "diagonal"]
 
-_slogdet_t = _structseq("linalg_slogdet", ("sign", "logabsdet"))
-_qr_t = _structseq("linalg_qr", ("Q", "R"))
-_eigh_t = _structseq("linalg_eigh", ("eigenvalues", "eigenvectors"))
-_svd_t = _structseq("linalg_svd", ("U", "S", "Vh"))
-# the tuple types of the top-level aliases torch.slogdet, torch.qr, torch.svd
-_named = {"slogdet": _structseq("slogdet", ("sign", "logabsdet")),
-          "qr": _structseq("qr", ("Q", "R")),
-          "svd": _structseq("svd", ("U", "S", "V"))}
+_slogdet_t = structseq("linalg_slogdet", ("sign", "logabsdet"))
+_qr_t = structseq("linalg_qr", ("Q", "R"))
+_eigh_t = structseq("linalg_eigh", ("eigenvalues", "eigenvectors"))
+_svd_t = structseq("linalg_svd", ("U", "S", "Vh"))
 
 
 # ---------------------------------------------------------------- products
 
 def cross(input, other, *, dim=-1, out=None):
     """Cross product of 3-vectors along ``dim`` (default: the last), broadcasting the others."""
-    _need_tensor(input, "linalg_cross", "input", 1)
-    _need_tensor(other, "linalg_cross", "other", 2)
-    return _finish(call(L.linalg_cross, input, other, dim=dim), out)
+    need_tensor(input, "linalg_cross", "input", 1)
+    need_tensor(other, "linalg_cross", "other", 2)
+    return finish(call(L.linalg_cross, input, other, dim=dim), out)
 
 
 def vecdot(x, y, *, dim=-1, out=None):
     """Dot products of vectors along ``dim``, batched with broadcasting (linalg.vecdot)."""
-    _need_tensor(x, "linalg_vecdot", "x", 1)
-    _need_tensor(y, "linalg_vecdot", "y", 2)
+    need_tensor(x, "linalg_vecdot", "x", 1)
+    need_tensor(y, "linalg_vecdot", "y", 2)
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found "
                            f"x of type {type_name(x.dtype)} and y of type {type_name(y.dtype)} "
                            "instead")
-    return _finish((x * y).sum(dim), out)
+    return finish((x * y).sum(dim), out)
 
 
 def multi_dot(tensors, *, out=None):
@@ -71,8 +67,8 @@ def multi_dot(tensors, *, out=None):
                                f"{L.cpp_name(t.dtype)}")
     result = tensors[0]
     for t in tensors[1:]:
-        result = _matmul(result, t)
-    return _finish(result, out)
+        result = matmul_impl(result, t)
+    return finish(result, out)
 
 
 def matrix_power(A, n, *, out=None):
@@ -80,18 +76,18 @@ def matrix_power(A, n, *, out=None):
     _check_square(A, "linalg.matrix_power")
     if n == 0:
         eye = A.new_ones(A._data.shape[-1]).diag_embed()
-        return _finish(eye.expand(tuple(A._data.shape)).clone(), out)
+        return finish(eye.expand(tuple(A._data.shape)).clone(), out)
     if n < 0:
         A, n = inv(A), -n
     result = None
     base = A
     while n:
         if n & 1:
-            result = base if result is None else _matmul(result, base)
+            result = base if result is None else matmul_impl(result, base)
         n >>= 1
         if n:
-            base = _matmul(base, base)
-    return _finish(result, out)
+            base = matmul_impl(base, base)
+    return finish(result, out)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
@@ -157,7 +153,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         if ord == "fro":
             return vector_norm(A, 2, dim, keepdim, dtype=dtype, out=out)
         s, perm = _svdvals_last(A, dim, dtype)
-        return _finish(_restore(s.sum(-1, keepdim=keepdim), perm, keepdim), out)
+        return finish(_restore(s.sum(-1, keepdim=keepdim), perm, keepdim), out)
     ord = builtins.float(ord)
     if abs(ord) not in (1.0, 2.0, math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {_num(ord)} not supported.")
@@ -169,11 +165,11 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         return x.amax(d, keepdim=kd) if ord > 0 else x.amin(d, keepdim=kd)
     if abs(ord) == 2.0:
         s, perm = _svdvals_last(A, dim, dtype)
-        return _finish(_restore(max_min(s, -1, keepdim), perm, keepdim), out)
+        return finish(_restore(max_min(s, -1, keepdim), perm, keepdim), out)
     d0, d1 = dim if abs(ord) == 1.0 else dim[::-1]
     if not keepdim and d0 < d1:
         d1 -= 1
-    return _finish(max_min(vector_norm(A, 1.0, d0, keepdim, dtype=dtype), d1, keepdim), out)
+    return finish(max_min(vector_norm(A, 1.0, d0, keepdim, dtype=dtype), d1, keepdim), out)
 
 
 def _num(x):
@@ -218,50 +214,50 @@ def _check_square(A, fn):
 
 def inv(A, *, out=None):
     """Inverse of (batches of) square matrices; LinAlgError names a singular one."""
-    _need_tensor(A, "linalg_inv", "A", 1)
-    return _finish(call(L.linalg_inv, A), out)
+    need_tensor(A, "linalg_inv", "A", 1)
+    return finish(call(L.linalg_inv, A), out)
 
 
 def solve(A, B, *, left=True, out=None):
     """X with A X = B (``left``) or X A = B, for (batches of) square A; B may be a vector."""
-    _need_tensor(A, "linalg_solve", "A", 1)
-    _need_tensor(B, "linalg_solve", "B", 2)
+    need_tensor(A, "linalg_solve", "A", 1)
+    need_tensor(B, "linalg_solve", "B", 2)
     if left:
-        return _finish(call(L.linalg_solve, A, B), out)
-    return _finish(call(L.linalg_solve, A, B, left=False), out)
+        return finish(call(L.linalg_solve, A, B), out)
+    return finish(call(L.linalg_solve, A, B, left=False), out)
 
 
 def det(A, *, out=None):
     """Determinant of (batches of) square matrices."""
-    _need_tensor(A, "linalg_det", "A", 1)
-    return _finish(call(L.linalg_det, A), out)
+    need_tensor(A, "linalg_det", "A", 1)
+    return finish(call(L.linalg_det, A), out)
 
 
 def slogdet(A, *, out=None):
     """(sign, log|det|) of (batches of) square matrices: stable where det under/overflows."""
-    return _finish(_slogdet_t(call(L.linalg_slogdet, A)), out)
+    return finish(_slogdet_t(call(L.linalg_slogdet, A)), out)
 
 
 def cholesky(A, *, upper=False, out=None):
     """L with A = L L^T (or U with A = U^T U when ``upper``) for positive-definite A."""
     if upper:
-        return _finish(call(L.linalg_cholesky, A, upper=True), out)
-    return _finish(call(L.linalg_cholesky, A), out)
+        return finish(call(L.linalg_cholesky, A, upper=True), out)
+    return finish(call(L.linalg_cholesky, A), out)
 
 
 def qr(A, mode="reduced", *, out=None):
     """(Q, R) with A = QR: mode 'reduced' (Q m x k), 'complete' (Q m x m) or 'r' (R only)."""
-    return _finish(_qr_t(call(L.linalg_qr, A, mode=mode)), out)
+    return finish(_qr_t(call(L.linalg_qr, A, mode=mode)), out)
 
 
 def eigh(A, UPLO="L", *, out=None):
     """(eigenvalues ascending, eigenvectors) of symmetric matrices, read from the UPLO triangle."""
-    return _finish(_eigh_t(call(L.linalg_eigh, A, UPLO=UPLO)), out)
+    return finish(_eigh_t(call(L.linalg_eigh, A, UPLO=UPLO)), out)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) of symmetric matrices."""
-    return _finish(call(L.linalg_eigh, A, UPLO=UPLO)[0], out)
+    return finish(call(L.linalg_eigh, A, UPLO=UPLO)[0], out)
 
 
 def _needs_grad(A):
@@ -270,14 +266,14 @@ def _needs_grad(A):
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """(U, S, Vh) with A = U diag(S) Vh, S descending."""
-    return _finish(_svd_t(call(L.linalg_svd, A, full_matrices=full_matrices)), out)
+    return finish(_svd_t(call(L.linalg_svd, A, full_matrices=full_matrices)), out)
 
 
 def svdvals(A, *, driver=None, out=None):
     """Singular values, descending (the vectors are computed only when a gradient needs them)."""
     if _needs_grad(A):
-        return _finish(call(L.linalg_svd, A, full_matrices=False)[1], out)
-    return _finish(call(L.linalg_svd, A, full_matrices=False, compute_uv=False)[1], out)
+        return finish(call(L.linalg_svd, A, full_matrices=False)[1], out)
+    return finish(call(L.linalg_svd, A, full_matrices=False, compute_uv=False)[1], out)
 
 
 def _tolerances(A, atol, rtol, rcond=None):
@@ -309,7 +305,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
         # singular where singular values repeat or vanish, pinv's is not (PyTorch's pinv_backward)
         tangent = _pinv_tangent(A, P)
         P = P + (tangent - tangent.detach())
-    return _finish(P, out)
+    return finish(P, out)
 
 
 def _pinv_value(A, atol, rtol, hermitian):
@@ -358,4 +354,4 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None)
     S = eigvalsh(A).abs() if hermitian else svdvals(A)
     smax = S.amax(-1, keepdim=True) if S.numel() else S.sum(-1, keepdim=True)
     tol_t = _maximum(_as_tol(atol), _as_tol(rtol) * smax)
-    return _finish((S > tol_t).sum(-1), out)
+    return finish((S > tol_t).sum(-1), out)

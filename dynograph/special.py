@@ -9,7 +9,7 @@ import dynograph as _dg
 from dynograph.compiler.ops import special as _S
 from ._dispatch import call as _call
 from ._inplace import assign as _assign
-from ._math import _finish, _need_tensor
+from ._math import finish, need_tensor
 from ._tensor import Tensor as _Tensor, tensor_method as _tensor_method
 
 __all__ = [  # with the Bessel functions and the polynomials, added where they are made
@@ -24,8 +24,8 @@ _SQRT1_2 = 0.7071067811865476
 
 def _unary(op, name):
     def fn(input, *, out=None):
-        _need_tensor(input, "special_" + name)
-        return _finish("special_" + name, _call(op, input), out)
+        need_tensor(input, "special_" + name)
+        return finish("special_" + name, _call(op, input), out)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name} (torch.special.{name})."
     return fn
@@ -37,14 +37,14 @@ def _binary(op, name, numbers=True, fname=None):
 
     def fn(input, other, *, out=None):
         if not numbers:
-            _need_tensor(input, fname)
-            _need_tensor(other, fname, "other", 2)
+            need_tensor(input, fname)
+            need_tensor(other, fname, "other", 2)
         elif not isinstance(input, _Tensor) and not isinstance(other, _Tensor):
             got = ", ".join(type(a).__name__ for a in (input, other))
             raise TypeError(f"{fname}() received an invalid combination of arguments - got "
                             f"({got}), but expected one of:\n * (Tensor input, Tensor other)\n"
                             " * (Number self, Tensor other)\n * (Tensor input, Number other)")
-        return _finish(fname, _call(op, input, other), out)
+        return finish(fname, _call(op, input, other), out)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name} (torch.special.{name})."
     return fn
@@ -73,21 +73,21 @@ for _name, _op in _S.POLYNOMIALS.items():
 
 def ndtr(input, *, out=None):
     """The standard normal distribution function, ``(1 + erf(x / sqrt(2))) / 2`` as in PyTorch."""
-    _need_tensor(input, "special_ndtr")
-    return _finish("special_ndtr", (1 + _dg.erf(input * _SQRT1_2)) * 0.5, out)
+    need_tensor(input, "special_ndtr")
+    return finish("special_ndtr", (1 + _dg.erf(input * _SQRT1_2)) * 0.5, out)
 
 
 def multigammaln(input, p, *, out=None):
     """The multivariate log-gamma function of dimension ``p``."""
-    return _finish("special_multigammaln", _dg.mvlgamma(input, p), out)
+    return finish("special_multigammaln", _dg.mvlgamma(input, p), out)
 
 
 def softmax(input, dim, *, dtype=None):
-    return _dg.softmax(input, dim, dtype=dtype)
+    return input.softmax(dim, dtype=dtype)
 
 
 def log_softmax(input, dim, *, dtype=None):
-    return _dg.log_softmax(input, dim, dtype=dtype)
+    return input.log_softmax(dim, dtype=dtype)
 
 
 # the names torch.special shares with dynograph's elementwise functions

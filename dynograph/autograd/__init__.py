@@ -54,7 +54,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         run_backward(tensors, grads, retain_graph=retain_graph, create_graph=create_graph)
         return
     # only the given inputs (leaves or not) accumulate: capture their gradients, then add them
-    from .engine import _accumulate
+    from .engine import accumulate_grad
     edges = [_edge(x) for x in inputs]
     results = run_backward(tensors, grads, retain_graph=retain_graph, create_graph=create_graph,
                            capture={node: None for node, _ in edges})
@@ -63,7 +63,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if g is not None and not isinstance(g, Tensor):
             g = g[nr]
         if g is not None and not x._retains_grad:     # retain_grad already stored it
-            _accumulate(x, g, create_graph)
+            accumulate_grad(x, g, create_graph)
 
 
 def _edge(x):

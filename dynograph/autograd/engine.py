@@ -69,7 +69,7 @@ def _run(roots, grads, retain_graph, create_graph, capture):
                 if node in capture:
                     results[node] = g
             else:
-                _accumulate(node.variable, g, create_graph)
+                accumulate_grad(node.variable, g, create_graph)
                 if node.variable._post_accumulate_grad_hooks:
                     _post_accumulate_hooks(node.variable)
             continue
@@ -211,7 +211,7 @@ def _post_accumulate_hooks(leaf):
                                  "runs Python code during backward, which the graph does not replay")
 
 
-def _accumulate(leaf, g, create_graph):
+def accumulate_grad(leaf, g, create_graph):
     tracer = TRACE.tracer
     if leaf._grad is None:
         # the incoming buffer may be shared with other gradients: the leaf gets its own
