@@ -30,8 +30,8 @@ _ENV = (  # (our name, names MPI launchers use: MPICH's hydra, Open MPI, PMIx, S
 def _parser():
     p = argparse.ArgumentParser(
         prog="dynograph-run", description="Run a dynograph training script on N processes with mpiexec.")
-    p.add_argument("-n", "--nproc", "--nproc-per-node", dest="nproc", type=int, default=1,
-                   help="number of processes (ranks) in all")
+    p.add_argument("-n", "--nproc", dest="nproc", type=int, default=1,
+                   help="number of processes (ranks) in all, over every machine of --hostfile")
     p.add_argument("--hostfile", help="MPI hostfile: the machines to start ranks on")
     p.add_argument("--mpiexec", default=None,
                    help="the mpiexec to use (default: the one next to this Python, then PATH)")
