@@ -95,8 +95,10 @@ def build_model(ep, opset, input_names=None, output_names=None, dynamic_axes=Non
         src = names[v] if isinstance(v, Value) else None
         cv.nodes.append(helper.make_node("Identity", [src], [name]))
         outputs.append(value_info(name, v.type, axis))
+    read = {name for n in cv.nodes for name in n.input}
+    constants = [t for t in cv.initializers if t.name in read]      # rules may make spares
     onnx_graph = helper.make_graph(cv.nodes, ep.name, inputs, outputs,
-                                   initializer=initializers + cv.initializers)
+                                   initializer=initializers + constants)
     model = model_proto(onnx_graph, opset)
     return model
 
