@@ -67,6 +67,13 @@ def test_round_trip_in_a_fresh_process(tmp_path):
                     out = run(x)
                     out = list(out) if isinstance(out, tuple) else [out]
                     dynograph.save(out, f"{folder}/{name}.{n}.{backend}.out")
+            wrong = dynograph.zeros(*[k + 1 for k in x.shape])     # every size off by one
+            try:
+                ep.module()(wrong)
+            except RuntimeError as e:
+                assert str(e).startswith("exported program"), e
+            else:
+                raise AssertionError(f"{name}: a wrong input shape ran")
         print("ran", len(names))
         """)
     env = dict(os.environ, PYTHONPATH="")
