@@ -8,7 +8,7 @@ return the input itself.  docs/complex.md lists what else works on complex tenso
 from dynograph.compiler.ops import complex_numbers as CX
 from .runtime import dtypes as D
 from ._dispatch import call
-from ._math import _finish as finish, _need_tensor as need_tensor
+from ._math import finish, need_tensor
 from ._tensor import Tensor, tensor_method
 
 __all__ = ["view_as_real", "view_as_complex", "complex", "polar", "real", "imag", "conj",

@@ -14,7 +14,7 @@ from dynograph.runtime import dtypes as D
 from . import _creation as C
 from ._complex import conj
 from ._dispatch import call
-from ._math import _finish as finish, _need_tensor as need_tensor
+from ._math import finish, need_tensor
 from ._shape import cat, roll
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
@@ -330,13 +330,13 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
     """The sample frequencies of an n-point transform: [0, 1, ..., -(n // 2), ..., -1] / (d n)."""
     k = list(range((n + 1) // 2)) + list(range(-(n // 2), 0))
     r = C.tensor(k, dtype=dtype or D.get_default_dtype(), device=device) * (1.0 / (n * d))
-    return C._finish(r, requires_grad, out)
+    return C.finish_created(r, requires_grad, out)
 
 
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The non-negative sample frequencies of an n-point real transform."""
     r = C.arange(n // 2 + 1, dtype=dtype or D.get_default_dtype(), device=device) * (1.0 / (n * d))
-    return C._finish(r, requires_grad, out)
+    return C.finish_created(r, requires_grad, out)
 
 
 def _shift(input, dim, half):
