@@ -247,6 +247,8 @@ def mismatches_fail_fast_naming_ranks_and_shapes():
     raises(lambda: dist.all_reduce(dynograph.ones(2), op=[dist.ReduceOp.SUM, dist.ReduceOp.MAX][rank()]),
            RuntimeError, "op SUM", "op MAX")
     raises(lambda: dist.broadcast(dynograph.ones(2), src=rank()), RuntimeError, "root rank 0", "root rank 1")
+    raises(lambda: dist.broadcast_object_list([None] * (2 + rank()), src=0), RuntimeError,
+           "rank 0 has a list of 2 (root rank 0); rank 1 has a list of 3 (root rank 0)")
     t = dynograph.ones(2)
     raises(lambda: dist.all_reduce(t) if rank() == 0 else dist.broadcast(t, src=0), RuntimeError,
            "rank 0 called all_reduce with float32[2] (op SUM); rank 1 called broadcast with float32[2] (root rank 0)")

@@ -93,7 +93,8 @@ def signature(what, array=None, root=-1, op=None, dtype=None):
 
 
 def agree(pg, what, sig, deadline, roles="tensor"):
-    """All ranks of ``pg`` called ``what`` with the same signature, or raise naming them."""
+    """All ranks of ``pg`` called ``what`` with the same signature, or raise naming them
+    (``roles`` "list": the signature's first dimension is a list's length)."""
     MPI = mpi()
     everyone = np.empty((pg.size(), sig.size), dtype=np.int64)
     req = pg.comm.Iallgather([sig, MPI.INT64_T], [everyone, MPI.INT64_T])
@@ -107,16 +108,19 @@ def agree(pg, what, sig, deadline, roles="tensor"):
     for r, s in zip(pg.ranks, everyone):
         text = f"rank {r}" + ("" if same_call else f" called {names.get(int(s[0]), 'another collective')}")
         verb = "has" if same_call else "with"
-        if s[4] >= 0:
+        if roles == "list":
+            text += f" {verb} a list of {int(s[6])}"
+        elif s[4] >= 0:
             text += f" {verb} {shape_text(int(s[1]), s[6:6 + min(int(s[4]), MAX_DIMS)], int(s[4]))}"
         elif s[1] >= 0:
             text += f" {verb} {dtypes.ALL_DTYPES[int(s[1])].name}"
         extra = ([f"root rank {pg.ranks[int(s[2])]}"] if 0 <= s[2] < pg.size() else []) + \
             ([f"op {ops[int(s[3])].upper()}"] if s[3] != -1 else [])
         per_rank.append(text + (f" ({', '.join(extra)})" if extra else ""))
+    rule = "a list of the same length, and the same root" if roles == "list" else \
+        "a tensor of the same shape and dtype, and the same root and op"
     raise RuntimeError(f"dynograph.distributed.{what}: the ranks' calls do not match: "
-                       f"{'; '.join(per_rank)} (every rank must pass a {roles} of the same shape "
-                       "and dtype, and the same root and op)")
+                       f"{'; '.join(per_rank)} (every rank must pass {rule})")
 
 
 def _run(pg, what, sig, start, finish, async_op, tensors, array=None):
