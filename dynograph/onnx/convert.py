@@ -105,16 +105,13 @@ class Converter:
     def cast(self, name, src, dst):
         return name if src is dst else self.node("Cast", [name], to=ONNX_DTYPE[dst.name])
 
-    def axes(self, dims):
-        return self.ints(dims)
-
     def reduce(self, op, x, dims, keepdim):
         """Reduce over ``dims`` (None: all) with the axes as an input or attribute by opset."""
         if dims is None:
             return self.node(op, [x], keepdims=int(keepdim))
         dims = list(dims) if isinstance(dims, (tuple, list)) else [dims]
         if op == "ReduceSum" or self.opset >= 18:
-            return self.node(op, [x, self.axes(dims)], keepdims=int(keepdim))
+            return self.node(op, [x, self.ints(dims)], keepdims=int(keepdim))
         return self.node(op, [x], axes=dims, keepdims=int(keepdim))
 
 
@@ -141,10 +138,6 @@ def rule(*names):
             RULES[n] = fn
         return fn
     return register
-
-
-def _dtype(node_value):
-    return node_value.type.dtype
 
 
 def _elementwise_operands(cv, node, args, attrs):
@@ -451,7 +444,8 @@ def _affine_normalize(cv, node, args, attrs):
 
 # ---------------------------------------------------------------- reductions
 
-def _reduction_input(cv, node, x, dtype_attr=None):
+def _reduction_input(cv, node, x):
+    """The operand cast to the result's dtype (a sum's dtype=, an integer mean)."""
     src = node.args[0].type.dtype
     out = node.outs[0].type.dtype
     return cv.cast(x, src, out), out
