@@ -148,6 +148,9 @@ def _check_op(op, array, what):
     if op == "avg" and array.dtype.kind in "biu":
         raise ValueError(f"dynograph.distributed.{what}: ReduceOp.AVG needs a floating-point "
                          f"tensor, got {dtypes.from_numpy_dtype(array.dtype).name}")
+    if op in ("max", "min") and array.dtype.kind == "c":
+        raise ValueError(f"dynograph.distributed.{what}: ReduceOp.{op.upper()} is not defined for "
+                         f"complex tensors ({dtypes.from_numpy_dtype(array.dtype).name})")
 
 
 def _mpi_op(op, array):

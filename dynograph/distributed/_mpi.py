@@ -44,6 +44,7 @@ _WIRE = {
     "int16": ("INT16_T", np.int16), "int32": ("INT32_T", np.int32), "int64": ("INT64_T", np.int64),
     "float16": ("UINT16_T", np.uint16), "bfloat16": ("UINT16_T", np.uint16),
     "float32": ("FLOAT", np.float32), "float64": ("DOUBLE", np.float64),
+    "complex64": ("C_FLOAT_COMPLEX", np.complex64), "complex128": ("C_DOUBLE_COMPLEX", np.complex128),
 }
 DTYPE_CODE = {d.name: i for i, d in enumerate(dtypes.ALL_DTYPES)}
 
