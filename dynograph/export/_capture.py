@@ -13,6 +13,7 @@ import numpy as np
 from . import _pytree
 from .errors import ExportError
 
+
 def capture(fn, args, kwargs, dynamic_shapes, training):
     """Trace ``fn(*args, **kwargs)``; returns the pieces of an ExportedProgram (a dict)."""
     from dynograph._tensor import Tensor
@@ -47,8 +48,8 @@ def capture(fn, args, kwargs, dynamic_shapes, training):
     entry = _pick_entry(compiled, dims, names)
     if entry.aot is not None:
         raise ExportError("the function's outputs require grad: export the forward pass for "
-                          "inference (the default; call the model under no_grad semantics), or "
-                          "a whole training step (training=True) that calls backward() itself")
+                          "inference with training=False, or, with training=True, a whole "
+                          "training step that calls backward() itself")
     graph, renames = _named_inputs(entry.graph, entry.bindings, names)
     inputs, state, rngs = [], {}, {}
     for inp, b in zip(graph.inputs, entry.bindings):
