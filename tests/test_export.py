@@ -281,6 +281,14 @@ def test_foreign_and_newer_files_are_refused(tmp_path):
     assert ep is not None
 
 
+def test_extra_files_travel_with_the_program(tmp_path):
+    _, ep = _mlp_program()
+    save(ep, tmp_path / "mlp.dgx", extra_files={"labels.txt": "cat\ndog", "blob": b"\x00\x01"})
+    extra = {"labels.txt": None, "blob": None, "missing": None}
+    load(tmp_path / "mlp.dgx", extra_files=extra)
+    assert extra == {"labels.txt": "cat\ndog", "blob": b"\x00\x01", "missing": None}
+
+
 def test_damaged_files_are_refused_cleanly():
     """Truncated, bit-flipped and header-edited copies (tools/fuzz_files.py's mutations) either
     load and run or raise CheckpointError."""

@@ -3,7 +3,7 @@
 The file is a dynograph checkpoint (``dynograph.save``'s own format: a zip of a JSON header
 and raw tensor bytes, see dynograph/serialization/format.py) holding one dict::
 
-    {"format": "dynograph.export", "version": 1, "dynograph": "0.1.0",
+    {"format": "dynograph.export", "version": 1, "dynograph": "0.1.0", "extra_files": {},
      "program": {"name", "graph": <IR text>, "sources": [user line per node],
                  "inputs": [{"name", "kind"[, "arg": leaf index]}],
                  "in_spec", "out_spec", "outputs", "args", "arg_names",
@@ -30,8 +30,9 @@ _INPUT_KINDS = ("input", "param", "buffer", "state", "const", "scalar", "rng")
 _CHECK_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 
 
-def save(ep, f):
-    """Write exported program ``ep`` to ``f`` (a path, written atomically, or a binary file)."""
+def save(ep, f, *, extra_files=None):
+    """Write exported program ``ep`` to ``f`` (a path, written atomically, or a binary file).
+    ``extra_files``: {name: str or bytes} stored with it (``load`` hands them back)."""
     import dynograph
     from ._compiler import print_graph
     if not isinstance(ep, ExportedProgram):
@@ -41,17 +42,35 @@ def save(ep, f):
         "inputs": ep.inputs, "in_spec": ep.in_spec, "out_spec": ep.out_spec,
         "outputs": ep.outputs, "args": ep.args, "arg_names": ep.arg_names, "batch": ep.batch,
         "clears": ep.clears, "training": ep.training, "rngs": ep.rng_states}
+    extra = {}
+    for name, data in (extra_files or {}).items():
+        if not isinstance(name, str) or not isinstance(data, (str, bytes)):
+            raise TypeError("extra_files maps names (str) to contents (str or bytes)")
+        extra[name] = data
     dynograph.save({"format": FORMAT, "version": VERSION, "dynograph": dynograph.__version__,
-                    "program": program, "state": dict(ep.state)}, f)
+                    "program": program, "state": dict(ep.state), "extra_files": extra}, f)
 
 
-def load(f):
-    """Read an exported program written by ``save``; it runs without the source that made it."""
+def load(f, *, extra_files=None):
+    """Read an exported program written by ``save``; it runs without the source that made it.
+    ``extra_files``: a dict whose keys name extra files to read; their contents are filled in
+    (None for a name the file does not hold), as torch.export.load does."""
     from dynograph.serialization import load as load_checkpoint
     name = str(f) if isinstance(f, (str, bytes)) or hasattr(f, "__fspath__") else \
         getattr(f, "name", "<file object>")
     obj = load_checkpoint(f)
-    return _Reader(name).program(obj)
+    reader = _Reader(name)
+    program = reader.program(obj)
+    if extra_files is not None:
+        stored = obj.get("extra_files", {})
+        if not isinstance(stored, dict):
+            reader.fail("the exported program's extra files are not a dict")
+        for key in extra_files:
+            value = stored.get(key)
+            if value is not None and not isinstance(value, (str, bytes)):
+                reader.fail(f"the exported program's extra file {key!r} is a {type(value).__name__}")
+            extra_files[key] = value
+    return program
 
 
 class _Reader:

@@ -58,6 +58,12 @@ class ExportedProgram:
         return {k: v for k, v in self.state.items() if kinds.get(k) in ("param", "buffer")}
 
     @property
+    def constants(self):
+        """The captured constant tensors and Python numbers the program reads (by name)."""
+        kinds = {i["name"]: i["kind"] for i in self.inputs}
+        return {k: v for k, v in self.state.items() if kinds.get(k) in ("const", "scalar")}
+
+    @property
     def dynamic(self):
         return self.batch is not None
 
