@@ -143,7 +143,7 @@ def output_aliases(tracer, flat, out_flat):
     itself), ("view", i, shape, strides, offset) (a view of argument i).  Other aliasing (a
     view of module state, a view of an argument that requires grad) is a graph break."""
     from dynograph._tensor import Tensor
-    from .tracer import _inside
+    from .tracer import is_inside
     args = {id(x): i for i, x in enumerate(flat) if isinstance(x, Tensor)}
     seen, out = {}, []
     for j, x in enumerate(out_flat):
@@ -158,7 +158,7 @@ def output_aliases(tracer, flat, out_flat):
         elif slot is not None and getattr(slot, "get", None) is not None and slot.get() is x:
             out.append(("slot", slot))
         else:
-            out.append(_view_of_argument(tracer, flat, x, _inside))
+            out.append(_view_of_argument(tracer, flat, x, is_inside))
         seen.setdefault(id(x), j)
     return out
 

@@ -70,7 +70,7 @@ def _extent(a):
     return lo, hi + a.itemsize
 
 
-def _inside(a, b):
+def is_inside(a, b):
     """Whether every element of array ``a`` lies in the memory span of array ``b``."""
     (alo, ahi), (blo, bhi) = _extent(a), _extent(b)
     return blo <= alo and ahi <= bhi
@@ -402,7 +402,7 @@ class Tracer(TraceHook):
         if s is not None:
             return s
         for s in self.arg_roots.get(id(root), ()):
-            if _inside(a, s.root):
+            if is_inside(a, s.root):
                 return s
         return None
 

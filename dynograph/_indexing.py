@@ -413,7 +413,7 @@ def _adv_empty(shape, adv):
         if kind == _MASK:
             return 0 in _adv_result_shape(shape, adv)
         indices[d] = m._data
-    return I._empty_result(shape, indices) is not None
+    return I.empty_result(shape, indices) is not None
 
 
 def _adv_result_shape(shape, adv):
@@ -478,7 +478,7 @@ def _setitem_eager(self, steps, adv, shape, v):
             k = 0
             for d, kind, m in sorted(adv, key=lambda e: e[0]):
                 if kind == _TENSOR:
-                    I._check_bounds(m._data, shape[d], k, exc=IndexError)
+                    I.check_bounds(m._data, shape[d], k, exc=IndexError)
                 k += m._data.ndim if kind == _MASK else 1
             raise
         except ValueError:

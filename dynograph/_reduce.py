@@ -307,7 +307,7 @@ def _moment(op, name):
         dim, corr = _correction(name, dim, unbiased, correction)
         dims = _dims(dim, input._data.ndim, name)
         shape = input._data.shape
-        n = R._numel_reduced(shape, dims)
+        n = R.numel_reduced(shape, dims)
         if n - corr <= 0:
             warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly "
                           "less than the reduction factor (input numel divided by output numel).",

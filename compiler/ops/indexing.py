@@ -73,7 +73,7 @@ def _zeros_like_src(g, src):
     return g.new_zeros(tuple(src.shape))
 
 
-def _check_bounds(idx, size, dim, *, negative=True, exc=RuntimeError, prefix=""):
+def check_bounds(idx, size, dim, *, negative=True, exc=RuntimeError, prefix=""):
     """Raise PyTorch's 'index i is out of bounds' for the first bad value of ``idx``."""
     v = _first_out_of_range(idx, -size if negative else 0, size)
     if v is not None:
@@ -84,11 +84,11 @@ def _run_nonneg(fn, idx, size, dim, *, exc=RuntimeError, prefix=""):
     """``fn()`` with ``idx`` required in [0, size): one reduction finds negatives (numpy would
     wrap them), numpy's own IndexError finds values too large."""
     if idx.size and idx.min() < 0:
-        _check_bounds(idx, size, dim, negative=False, exc=exc, prefix=prefix)
+        check_bounds(idx, size, dim, negative=False, exc=exc, prefix=prefix)
     try:
         return fn()
     except IndexError:
-        _check_bounds(idx, size, dim, negative=False, exc=exc, prefix=prefix)
+        check_bounds(idx, size, dim, negative=False, exc=exc, prefix=prefix)
         raise
 
 
@@ -239,11 +239,11 @@ def _raise_index_bounds(shape, indices):
     k = 0
     for d, i in enumerate(indices):
         if i is not None:
-            _check_bounds(i, shape[d], k, exc=IndexOutOfRange)
+            check_bounds(i, shape[d], k, exc=IndexOutOfRange)
             k += 1
 
 
-def _empty_result(shape, indices):
+def empty_result(shape, indices):
     """The shape of x[indices] when it has no elements (PyTorch checks no bounds then);
     indexing a size-0 dimension with a non-empty index is PyTorch's error."""
     try:
@@ -260,7 +260,7 @@ def _index(x, *indices):
     try:
         return x[_np_key(indices)]
     except IndexError:
-        empty = _empty_result(x.shape, indices)
+        empty = empty_result(x.shape, indices)
         if empty is not None:
             return np.empty(empty, x.dtype)
         _raise_index_bounds(x.shape, indices)
@@ -315,7 +315,7 @@ def _index_put(x, values, *indices, accumulate=False):
         else:
             out[key] = values
     except IndexError:
-        if _empty_result(x.shape, indices) is not None:
+        if empty_result(x.shape, indices) is not None:
             return out
         _raise_index_bounds(x.shape, indices)
         raise
@@ -458,7 +458,7 @@ def _scatter_prepare(x, index, src, dim):
     i1 = _as_1d(index)
     d = dim % out.ndim
     if i1.size and i1.min() < 0:
-        _check_bounds(i1, out.shape[d], d, negative=False)
+        check_bounds(i1, out.shape[d], d, negative=False)
     coords = _scatter_coords(i1, d)
     if isinstance(src, np.ndarray) and src.shape != i1.shape:
         src = _as_1d(src)[tuple(slice(0, m) for m in i1.shape)]
@@ -472,7 +472,7 @@ def _scatter_write(write, out, index, dim):
     except IndexError:
         i1 = _as_1d(index)
         d = dim % out.ndim
-        _check_bounds(i1, out.shape[d], d, negative=False)
+        check_bounds(i1, out.shape[d], d, negative=False)
         raise
 
 
@@ -686,7 +686,7 @@ def _index_select(x, index, dim):
         _index_select_meta(x, index, dim)
     i = _vector_index(index)
     if x.ndim == 0:
-        _check_bounds(i, 1, 0, negative=False)
+        check_bounds(i, 1, 0, negative=False)
         return x.copy()
     d = dim % x.ndim
     n = x.shape[d]
@@ -875,7 +875,7 @@ def _index_fill_write(x, index, dim, value):
     try:                                    # numpy wraps negatives once, as PyTorch does
         out[_key(d, i)] = value
     except IndexError:
-        _check_bounds(i, out.shape[d], d, exc=IndexOutOfRange)
+        check_bounds(i, out.shape[d], d, exc=IndexOutOfRange)
         raise
     return out.reshape(x.shape)
 

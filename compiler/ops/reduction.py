@@ -52,7 +52,7 @@ def reduced_shape(shape, dim, keepdim):
     return tuple(n for i, n in enumerate(shape) if i not in dims)
 
 
-def _numel_reduced(shape, dim):
+def numel_reduced(shape, dim):
     n = 1
     for i in (range(len(shape)) if dim is None else dim):
         if i < len(shape):
@@ -197,7 +197,7 @@ def _mean_impl(x, dim=None, keepdim=False, dtype=None):
     if x.dtype != acc:
         x = x.astype(acc)
     s = np.add.reduce(x, axis=None if dim is None or x.ndim == 0 else dim, keepdims=keepdim)
-    n = _numel_reduced(x.shape, dim)
+    n = numel_reduced(x.shape, dim)
     return _arr(s / n if n else s * np.nan, out)        # the mean of nothing is nan
 
 
@@ -206,7 +206,7 @@ def _mean_meta(x, dim=None, keepdim=False, dtype=None):
 
 
 def _mean_vjp(ctx, g):
-    n = _numel_reduced(tuple(ctx.inputs[0].shape), ctx.attrs.get("dim"))
+    n = numel_reduced(tuple(ctx.inputs[0].shape), ctx.attrs.get("dim"))
     return (_unreduce_out(g, ctx) / n,)
 
 
@@ -492,7 +492,7 @@ def _moments(x, dim, correction, keepdim, name="std and var"):
     if out in _LOW:
         x = x.astype(_F32)
     ax = _axis(x, dim)
-    n = _numel_reduced(x.shape, dim)
+    n = numel_reduced(x.shape, dim)
     mean = np.add.reduce(x, axis=ax, keepdims=True)
     mean = mean / n if n else mean * np.nan
     d = x - mean
@@ -537,7 +537,7 @@ def _centered(ctx):
     """(x - mean(x)) * 2 / (N - correction): the gradient of var per unit output grad."""
     x = ctx.inputs[0]
     dim = ctx.attrs.get("dim")
-    n = _numel_reduced(tuple(x.shape), dim)
+    n = numel_reduced(tuple(x.shape), dim)
     dof = builtins.max(n - ctx.attrs.get("correction", 1), 0)
     mean = x.mean() if dim is None else x.mean(dim, keepdim=True)
     return (x - mean) * (2.0 / dof if dof else math.inf)
@@ -564,7 +564,7 @@ def _moment_pair_vjp(first):
             scale = _std_scale(g_first, out) if first == "std" else g_first
             total = _unreduce_out(scale, ctx) * _centered(ctx)
         if g_mean is not None:
-            n = _numel_reduced(tuple(ctx.inputs[0].shape), ctx.attrs.get("dim"))
+            n = numel_reduced(tuple(ctx.inputs[0].shape), ctx.attrs.get("dim"))
             part = _unreduce_out(g_mean, ctx) / n
             total = part if total is None else total + part
         return (total,)
@@ -608,7 +608,7 @@ def _vnorm_impl(x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
     elif ord == 0:
         r = np.add.reduce(x != 0, axis=ax, keepdims=keepdim, dtype=acc)
     elif math.isinf(ord):
-        if _numel_reduced(x.shape, dim) == 0 and x.ndim:
+        if numel_reduced(x.shape, dim) == 0 and x.ndim:
             _vnorm_meta(TensorSpec(x.shape, D._FROM_NP[out]), ord, dim, keepdim, dtype)
         fn = np.maximum if ord > 0 else np.minimum
         r = fn.reduce(np.abs(x), axis=ax, keepdims=keepdim)
@@ -668,7 +668,7 @@ def _lse_impl(x, dim=None, keepdim=False):
     if x.dtype != acc:
         x = x.astype(acc)
     ax = _axis(x, dim)
-    if _numel_reduced(x.shape, dim) == 0:
+    if numel_reduced(x.shape, dim) == 0:
         return np.full(reduced_shape(x.shape, dim, keepdim), -np.inf, out)
     m = np.maximum.reduce(x, axis=ax, keepdims=True)
     m = np.where(np.isinf(m), acc.type(0), m)             # all -inf (or an inf) rows

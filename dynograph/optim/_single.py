@@ -1,13 +1,13 @@
 """Shared driver for optimizers that update each parameter independently."""
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, _run_closure
+from .optimizer import Optimizer, run_closure
 
 
-class _PerParameterOptimizer(Optimizer):
+class PerParameterOptimizer(Optimizer):
     """Runs ``_update(p, grad, state, group)`` for every parameter that has a gradient."""
 
     def _step(self, closure):
-        loss = _run_closure(closure)
+        loss = run_closure(closure)
         with no_grad():
             for group in self.param_groups:
                 maximize = group.get("maximize", False)

@@ -1,26 +1,26 @@
 """Adadelta, as torch.optim.Adadelta."""
 from .. import zeros_like
-from ._single import _PerParameterOptimizer
-from .optimizer import _check_range, _step_tensor, traced_lr
+from ._single import PerParameterOptimizer
+from .optimizer import check_range, step_tensor, traced_lr
 
 __all__ = ["Adadelta"]
 
 
-class Adadelta(_PerParameterOptimizer):
+class Adadelta(PerParameterOptimizer):
     """Adadelta (Zeiler, 2012)."""
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
-        _check_range(lr, lr >= 0.0, "Invalid learning rate: {}")
-        _check_range(rho, 0.0 <= rho <= 1.0, "Invalid rho value: {}")
-        _check_range(eps, eps >= 0.0, "Invalid epsilon value: {}")
-        _check_range(weight_decay, weight_decay >= 0.0, "Invalid weight_decay value: {}")
+        check_range(lr, lr >= 0.0, "Invalid learning rate: {}")
+        check_range(rho, 0.0 <= rho <= 1.0, "Invalid rho value: {}")
+        check_range(eps, eps >= 0.0, "Invalid epsilon value: {}")
+        check_range(weight_decay, weight_decay >= 0.0, "Invalid weight_decay value: {}")
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
 
     def _init_state(self, p, state, group):
-        state["step"] = _step_tensor()
+        state["step"] = step_tensor()
         state["square_avg"] = zeros_like(p)
         state["acc_delta"] = zeros_like(p)
 

@@ -1,22 +1,22 @@
 """Adagrad, as torch.optim.Adagrad."""
 from .. import full_like
-from ._single import _PerParameterOptimizer
-from .optimizer import _check_range, _step_tensor, traced_lr, scalar_state
+from ._single import PerParameterOptimizer
+from .optimizer import check_range, step_tensor, traced_lr, scalar_state
 
 __all__ = ["Adagrad"]
 
 
-class Adagrad(_PerParameterOptimizer):
+class Adagrad(PerParameterOptimizer):
     """Adagrad (Duchi et al., 2011) with optional learning-rate decay."""
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
-        _check_range(lr, lr >= 0.0, "Invalid learning rate: {}")
-        _check_range(lr_decay, lr_decay >= 0.0, "Invalid lr_decay value: {}")
-        _check_range(weight_decay, weight_decay >= 0.0, "Invalid weight_decay value: {}")
-        _check_range(initial_accumulator_value, initial_accumulator_value >= 0.0,
+        check_range(lr, lr >= 0.0, "Invalid learning rate: {}")
+        check_range(lr_decay, lr_decay >= 0.0, "Invalid lr_decay value: {}")
+        check_range(weight_decay, weight_decay >= 0.0, "Invalid weight_decay value: {}")
+        check_range(initial_accumulator_value, initial_accumulator_value >= 0.0,
                      "Invalid initial_accumulator_value value: {}")
-        _check_range(eps, eps >= 0.0, "Invalid epsilon value: {}")
+        check_range(eps, eps >= 0.0, "Invalid epsilon value: {}")
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
@@ -27,7 +27,7 @@ class Adagrad(_PerParameterOptimizer):
                 self._init_state(p, self.state[p], group)
 
     def _init_state(self, p, state, group):
-        state["step"] = _step_tensor()
+        state["step"] = step_tensor()
         state["sum"] = full_like(p, group["initial_accumulator_value"])
 
     def _update(self, p, grad, state, group):

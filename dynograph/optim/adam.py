@@ -1,17 +1,17 @@
 """Adam, as torch.optim.Adam (with optional AMSGrad and decoupled weight decay)."""
 from .. import zeros_like
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, _check_range, _run_closure, _step_tensor, scalar_state, traced_lr
+from .optimizer import Optimizer, check_range, run_closure, step_tensor, scalar_state, traced_lr
 
 __all__ = ["Adam"]
 
 
-def _check_adam_args(lr, betas, eps, weight_decay):
-    _check_range(lr, lr >= 0.0, "Invalid learning rate: {}")
-    _check_range(eps, eps >= 0.0, "Invalid epsilon value: {}")
-    _check_range(betas[0], 0.0 <= betas[0] < 1.0, "Invalid beta parameter at index 0: {}")
-    _check_range(betas[1], 0.0 <= betas[1] < 1.0, "Invalid beta parameter at index 1: {}")
-    _check_range(weight_decay, weight_decay >= 0.0, "Invalid weight_decay value: {}")
+def check_adam_args(lr, betas, eps, weight_decay):
+    check_range(lr, lr >= 0.0, "Invalid learning rate: {}")
+    check_range(eps, eps >= 0.0, "Invalid epsilon value: {}")
+    check_range(betas[0], 0.0 <= betas[0] < 1.0, "Invalid beta parameter at index 0: {}")
+    check_range(betas[1], 0.0 <= betas[1] < 1.0, "Invalid beta parameter at index 1: {}")
+    check_range(weight_decay, weight_decay >= 0.0, "Invalid weight_decay value: {}")
 
 
 class Adam(Optimizer):
@@ -20,7 +20,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
-        _check_adam_args(lr, betas, eps, weight_decay)
+        check_adam_args(lr, betas, eps, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,
@@ -28,7 +28,7 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _step(self, closure):
-        loss = _run_closure(closure)
+        loss = run_closure(closure)
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
@@ -39,7 +39,7 @@ class Adam(Optimizer):
     def _init_state(self, p, amsgrad):
         state = self.state[p]
         if len(state) == 0:
-            state["step"] = _step_tensor()
+            state["step"] = step_tensor()
             state["exp_avg"] = zeros_like(p)
             state["exp_avg_sq"] = zeros_like(p)
             if amsgrad:

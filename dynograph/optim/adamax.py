@@ -1,24 +1,24 @@
 """Adamax, as torch.optim.Adamax."""
 from .. import zeros_like
-from ._single import _PerParameterOptimizer
-from .adam import _check_adam_args
-from .optimizer import _step_tensor, traced_lr, scalar_state
+from ._single import PerParameterOptimizer
+from .adam import check_adam_args
+from .optimizer import step_tensor, traced_lr, scalar_state
 
 __all__ = ["Adamax"]
 
 
-class Adamax(_PerParameterOptimizer):
+class Adamax(PerParameterOptimizer):
     """Adamax: Adam with the infinity norm (Kingma & Ba, 2014)."""
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
-        _check_adam_args(lr, betas, eps, weight_decay)
+        check_adam_args(lr, betas, eps, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
     def _init_state(self, p, state, group):
-        state["step"] = _step_tensor()
+        state["step"] = step_tensor()
         state["exp_avg"] = zeros_like(p)
         state["exp_inf"] = zeros_like(p)
 

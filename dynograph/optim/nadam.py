@@ -1,20 +1,20 @@
 """NAdam, as torch.optim.NAdam."""
 from .. import zeros_like
-from ._single import _PerParameterOptimizer
-from .adam import _check_adam_args
-from .optimizer import _check_range, _step_tensor, scalar_state, traced_lr
+from ._single import PerParameterOptimizer
+from .adam import check_adam_args
+from .optimizer import check_range, step_tensor, scalar_state, traced_lr
 
 __all__ = ["NAdam"]
 
 
-class NAdam(_PerParameterOptimizer):
+class NAdam(PerParameterOptimizer):
     """Adam with Nesterov momentum (Dozat, 2016)."""
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
-        _check_adam_args(lr, betas, eps, weight_decay)
-        _check_range(momentum_decay, momentum_decay >= 0.0, "Invalid momentum_decay value: {}")
+        check_adam_args(lr, betas, eps, weight_decay)
+        check_range(momentum_decay, momentum_decay >= 0.0, "Invalid momentum_decay value: {}")
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
                         maximize=maximize, foreach=foreach, capturable=capturable,
@@ -22,8 +22,8 @@ class NAdam(_PerParameterOptimizer):
         super().__init__(params, defaults)
 
     def _init_state(self, p, state, group):
-        state["step"] = _step_tensor()
-        state["mu_product"] = _step_tensor(1.0)
+        state["step"] = step_tensor()
+        state["mu_product"] = step_tensor(1.0)
         state["exp_avg"] = zeros_like(p)
         state["exp_avg_sq"] = zeros_like(p)
 

@@ -244,7 +244,7 @@ class Optimizer:
         return out
 
 
-def _run_closure(closure):
+def run_closure(closure):
     """Evaluate the closure with gradients enabled (``step`` itself runs under no_grad)."""
     if closure is None:
         return None
@@ -253,12 +253,12 @@ def _run_closure(closure):
         return closure()
 
 
-def _step_tensor(value=0.0):
+def step_tensor(value=0.0):
     """A float32 scalar step counter, stored in the state as PyTorch does."""
     from .. import float32, tensor
     return tensor(value, dtype=float32)
 
 
-def _check_range(value, ok, message):
+def check_range(value, ok, message):
     if not ok:
         raise ValueError(message.format(value))

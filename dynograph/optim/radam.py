@@ -1,26 +1,26 @@
 """RAdam, as torch.optim.RAdam."""
 from .. import Tensor, where, zeros_like
-from ._single import _PerParameterOptimizer
-from .adam import _check_adam_args
-from .optimizer import _step_tensor, scalar_state, traced_lr
+from ._single import PerParameterOptimizer
+from .adam import check_adam_args
+from .optimizer import step_tensor, scalar_state, traced_lr
 
 __all__ = ["RAdam"]
 
 
-class RAdam(_PerParameterOptimizer):
+class RAdam(PerParameterOptimizer):
     """Rectified Adam (Liu et al., 2019)."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
-        _check_adam_args(lr, betas, eps, weight_decay)
+        check_adam_args(lr, betas, eps, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
                         foreach=foreach, capturable=capturable,
                         decoupled_weight_decay=decoupled_weight_decay, differentiable=differentiable)
         super().__init__(params, defaults)
 
     def _init_state(self, p, state, group):
-        state["step"] = _step_tensor()
+        state["step"] = step_tensor()
         state["exp_avg"] = zeros_like(p)
         state["exp_avg_sq"] = zeros_like(p)
 

@@ -1,28 +1,28 @@
 """RMSprop, as torch.optim.RMSprop."""
 from .. import zeros_like
-from ._single import _PerParameterOptimizer
-from .optimizer import _check_range, _step_tensor, traced_lr
+from ._single import PerParameterOptimizer
+from .optimizer import check_range, step_tensor, traced_lr
 
 __all__ = ["RMSprop"]
 
 
-class RMSprop(_PerParameterOptimizer):
+class RMSprop(PerParameterOptimizer):
     """RMSprop (Hinton), optionally centered and with momentum."""
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        _check_range(lr, lr >= 0.0, "Invalid learning rate: {}")
-        _check_range(eps, eps >= 0.0, "Invalid epsilon value: {}")
-        _check_range(momentum, momentum >= 0.0, "Invalid momentum value: {}")
-        _check_range(weight_decay, weight_decay >= 0.0, "Invalid weight_decay value: {}")
-        _check_range(alpha, alpha >= 0.0, "Invalid alpha value: {}")
+        check_range(lr, lr >= 0.0, "Invalid learning rate: {}")
+        check_range(eps, eps >= 0.0, "Invalid epsilon value: {}")
+        check_range(momentum, momentum >= 0.0, "Invalid momentum value: {}")
+        check_range(weight_decay, weight_decay >= 0.0, "Invalid weight_decay value: {}")
+        check_range(alpha, alpha >= 0.0, "Invalid alpha value: {}")
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
                         maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
     def _init_state(self, p, state, group):
-        state["step"] = _step_tensor()
+        state["step"] = step_tensor()
         state["square_avg"] = zeros_like(p)
         if group["momentum"] > 0:
             state["momentum_buffer"] = zeros_like(p)

@@ -1,6 +1,6 @@
 """Stochastic gradient descent (optionally with momentum), as torch.optim.SGD."""
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, _check_range, _run_closure, traced_lr
+from .optimizer import Optimizer, check_range, run_closure, traced_lr
 
 __all__ = ["SGD"]
 
@@ -10,9 +10,9 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
-        _check_range(lr, lr >= 0.0, "Invalid learning rate: {}")
-        _check_range(momentum, momentum >= 0.0, "Invalid momentum value: {}")
-        _check_range(weight_decay, weight_decay >= 0.0, "Invalid weight_decay value: {}")
+        check_range(lr, lr >= 0.0, "Invalid learning rate: {}")
+        check_range(momentum, momentum >= 0.0, "Invalid momentum value: {}")
+        check_range(weight_decay, weight_decay >= 0.0, "Invalid weight_decay value: {}")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize, foreach=foreach,
                         differentiable=differentiable, fused=fused)
@@ -21,7 +21,7 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _step(self, closure):
-        loss = _run_closure(closure)
+        loss = run_closure(closure)
         with no_grad():
             for group in self.param_groups:
                 self._update_group(group)
