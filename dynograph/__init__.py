@@ -29,6 +29,9 @@ from ._linalg import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
 from ._linalg_aliases import *  # noqa: F401,F403  (torch.svd, torch.norm ...: built on linalg)
 from ._indexing import *  # noqa: F401,F403
+from ._statistics import *  # noqa: F401,F403
+from ._combinatorics import *  # noqa: F401,F403
+from ._copies import *  # noqa: F401,F403
 from ._random import *  # noqa: F401,F403
 from . import random  # noqa: F401,E402
 from . import nn, optim, utils  # noqa: F401,E402

@@ -828,3 +828,62 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
                            f"{boundaries._data.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right, out=out)
+
+
+# ---------------------------------------------------------------- index_reduce / nonzero_static
+
+_INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
+
+
+@_public
+def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
+    """``input`` with the slices ``index[i]`` along ``dim`` reduced (prod, mean, amax, amin)
+    with ``source``'s slices i (a scatter_reduce of the index spread over source's shape)."""
+    if reduce not in _INDEX_REDUCTIONS:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    d = _dim(dim, input)
+    if index._data.ndim > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    if index.dtype not in (D.int32, D.int64):
+        raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: "
+                           f"{type_name(index.dtype)}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"index_reduce_(): self ({type_name(input.dtype)}) and source "
+                           f"({type_name(source.dtype)}) must have the same scalar type")
+    sd = d if source._data.ndim else 0
+    if source._data.ndim and source._data.shape[sd] != index.numel():
+        raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be equal "
+                           f"to source.size(dim) ({source._data.shape[sd]})")
+    src = source if source._data.ndim == input._data.ndim else source.reshape(input.shape[:0] + (1,))
+    shape = [1] * src._data.ndim
+    if shape:
+        shape[sd] = -1
+    spread = index.to(D.int64).reshape(shape).expand(src.shape)
+    return _finish(scatter_reduce(input, d, spread, src, reduce, include_self=include_self), out)
+
+
+@tensor_method
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    """In-place :func:`index_reduce`."""
+    return assign(self, index_reduce(self, dim, index, source, reduce, include_self=include_self))
+
+
+@_function
+def nonzero_static(input, *, size, fill_value=-1):
+    """The indices of the first ``size`` nonzero elements (``nonzero`` padded with
+    ``fill_value`` rows or cut to ``size`` rows)."""
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got "
+                           f"size: {size}")
+    found = nonzero(input)
+    n = found.shape[0]
+    if n >= size:
+        return found[:size]
+    from ._creation import full
+    from ._shape import cat
+    pad = full((size - n, input._data.ndim), fill_value, dtype=D.int64)
+    return cat([found, pad], 0)
+
+
+tensor_method(nonzero_static)

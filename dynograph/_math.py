@@ -294,7 +294,7 @@ def _tensor_scalar_fn(op, scalar_first=False):
 
 
 for _op in (E.atan2, E.maximum, E.minimum, E.fmax, E.fmin, E.hypot, E.logaddexp,
-            E.logaddexp2, E.nextafter, E.logical_and, E.logical_or, E.logical_xor):
+            E.logaddexp2, E.nextafter, E.logical_and, E.logical_or, E.logical_xor, E.gcd, E.lcm):
     _f = _public(_binary_fn(_op))
     globals()[_op.name] = _f
     _inplace_of(_f)

@@ -95,6 +95,7 @@ CASES = {
     "fmod": (dg.fmod, lambda: (r(2, 3, lo=2.1, hi=2.9), r(3, lo=1.1, hi=1.4, seed=1))),
     "remainder": (dg.remainder, lambda: (r(2, 3, lo=2.1, hi=2.9), r(3, lo=1.1, hi=1.4, seed=1))),
     "hypot": (dg.hypot, lambda: (r(2, 3, lo=0.5, hi=2), r(3, lo=0.5, hi=2, seed=1))),
+    "nextafter": (dg.nextafter, lambda: (r(2, 3, lo=-1, hi=0), r(3, lo=0.5, hi=2, seed=1))),
     "logaddexp": (dg.logaddexp, lambda: (r(2, 3), r(3, seed=1))),
     "logaddexp2": (dg.logaddexp2, lambda: (r(2, 3), r(3, seed=1))),
     "xlogy": (dg.xlogy, lambda: (r(2, 3), r(3, lo=0.5, hi=2, seed=1))),

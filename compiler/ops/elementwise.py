@@ -1191,6 +1191,12 @@ logical_or = _elementwise("logical_or", np.logical_or, logical, None, differenti
                           lowering=_logic("or_"))
 logical_xor = _elementwise("logical_xor", np.logical_xor, logical, None, differentiable=False,
                            lowering=_logic("xor"))
+# gcd/lcm: integers only, no derivative (PyTorch records none); numpy's results are PyTorch's,
+# wraparound of the unsigned and narrow types included
+gcd = _elementwise("gcd", np.gcd, rejecting(exact, "gcd_cpu", BOOL | FLOATS), None,
+                   differentiable=False)
+lcm = _elementwise("lcm", np.lcm, rejecting(exact, "lcm_cpu", BOOL | FLOATS), None,
+                   differentiable=False)
 bitwise_and = _elementwise("bitwise_and", np.bitwise_and, integral("bitwise_and_cpu"), None,
                            differentiable=False, lowering=lambda b, x, y: b.and_(x, y))
 bitwise_or = _elementwise("bitwise_or", np.bitwise_or, integral("bitwise_or_cpu"), None,
