@@ -115,6 +115,9 @@ class _Reader:
             clears=self.field(p, "clears", list), training=self.field(p, "training", bool),
             rngs=self.field(p, "rngs", dict))
         self.check_structure(parts)
+        if len(parts["sources"]) != len(graph.nodes):
+            self.fail(f"the program lists {len(parts['sources'])} source lines for "
+                      f"{len(graph.nodes)} nodes")
         self.check_inputs(parts, graph, state)
         self.check_graph(parts, graph)
         return ExportedProgram(**parts)
