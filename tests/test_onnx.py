@@ -292,6 +292,20 @@ def test_opsets(opset):
     _close(_session(buf.getvalue()).run(None, {"x": x.numpy()}), _outputs(model, x))
 
 
+def test_initializers_as_inputs():
+    model, x, _ = export_models.build("mlp")
+    buf = io.BytesIO()
+    proto = dynograph.onnx.export(model, (x,), buf, input_names=["x"], keep_initializers_as_inputs=True)
+    assert [i.name for i in proto.graph.input][:3] == ["x", "fc1.weight", "fc1.bias"]
+    session = _session(buf.getvalue())
+    _close(session.run(None, {"x": x.numpy()}), _outputs(model, x))
+    w = np.zeros((32, 10), np.float32)                  # a weight fed as an input overrides it
+    got = session.run(None, {"x": x.numpy(), "fc1.weight": w})[0]
+    with dynograph.no_grad():
+        model.fc1.weight.zero_()
+    _close([got], _outputs(model, x))
+
+
 def test_external_data_for_large_models(tmp_path, monkeypatch):
     """Models over 2 GB keep their weights in a side file (the limit lowered for the test)."""
     import dynograph.onnx.build as build

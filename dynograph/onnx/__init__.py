@@ -19,7 +19,8 @@ class UnsupportedOperatorError(RuntimeError):
 
 
 def export(model, args, f=None, kwargs=None, export_params=True, verbose=None, input_names=None,
-           output_names=None, opset_version=None, dynamic_axes=None, external_data=None):
+           output_names=None, opset_version=None, dynamic_axes=None, keep_initializers_as_inputs=False,
+           external_data=None, do_constant_folding=True):
     """Export ``model`` (an nn.Module, a function or an ``ExportedProgram``) called on ``args``
     to ONNX, in torch.onnx.export's shape.  ``f``: a path or binary file object to write, or
     None.  Returns the ``onnx.ModelProto``.
@@ -30,6 +31,9 @@ def export(model, args, f=None, kwargs=None, export_params=True, verbose=None, i
     dimensions symbolic: they share one size (the batch size), which ONNX names after the
     axis.  ``opset_version``: 17 to 21 (default 18).  Weights are initializers; models over
     2 GB store them in ``<f>.data`` next to ``f`` (``external_data=True`` forces that).
+    ``keep_initializers_as_inputs=True`` also lists the weights as graph inputs (with their
+    values as defaults).  Constants are always folded (the exported graph went through the
+    compiler's folding pass), so ``do_constant_folding`` only exists for torch's signature.
     The model is checked with ``onnx.checker`` (full check) and strict shape inference.
     """
     try:
@@ -65,6 +69,10 @@ def export(model, args, f=None, kwargs=None, export_params=True, verbose=None, i
         ep = export_program(model, args, kwargs, dynamic_shapes=shapes)
     from .build import build_model, check, write
     proto = build_model(ep, opset, input_names, output_names, dynamic_axes)
+    if keep_initializers_as_inputs:
+        from onnx import helper
+        proto.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                                 for t in proto.graph.initializer)
     if verbose:
         import onnx
         print(onnx.helper.printable_graph(proto.graph))
