@@ -1013,13 +1013,14 @@ def _repeat_index(repeats, alone=False):
     if r.ndim > 1:
         raise RuntimeError("repeat_interleave only accept 1D vector as repeat" if alone else
                            "repeats must be 0-dim or 1-dim tensor")
-    if r.dtype.kind not in "iu":
+    if repeats.dtype not in (D.int32, D.int64):
         raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for "
                                   f"'{type_name(repeats.dtype)}'")
     r = r.reshape(-1)
     if r.size and r.min() < 0:
         raise RuntimeError("repeats can not be negative")
-    return Tensor._wrap(np.repeat(np.arange(r.size, dtype=np.int64), r))
+    # alone, the result has the repeats' dtype (an index into another tensor: int64)
+    return Tensor._wrap(np.repeat(np.arange(r.size, dtype=r.dtype if alone else np.int64), r))
 
 
 @_public

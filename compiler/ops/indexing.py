@@ -800,7 +800,7 @@ def _index_copy_meta(x, index, source, dim):
         raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got "
                          f"{len(index.shape)})")
     if _dt(index) is not D.int64:
-        raise IndexError("index_copy_(): Expected a long tensor for index, but got "
+        raise RuntimeError("index_copy_(): Expected a long tensor for index, but got "
                          f"{type_name(_dt(index))}")
     if _dt(source) is not _dt(x):
         raise RuntimeError("index_copy_(): self and source expected to have the same dtype, but "

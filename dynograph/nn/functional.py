@@ -50,6 +50,10 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """input clamped to [min_val, max_val]."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.dtype is _d.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if input.dtype is _d.uint8 and (min_val < 0 or max_val < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return _inplace_result(input, _clip(input, min_val, max_val, input), inplace)
 
 
@@ -77,6 +81,7 @@ def relu6(input, inplace=False):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """input where positive, negative_slope * input elsewhere."""
+    _check_float(input, "leaky_relu_cpu")
     return _inplace_result(input, _d.where(input > 0, input, input * negative_slope), inplace)
 
 
@@ -94,6 +99,7 @@ def _expm1_neg(input, scale=1.0):
 
 def elu(input, alpha=1.0, inplace=False):
     """input where positive, alpha * (exp(input) - 1) elsewhere."""
+    _check_float(input, "elu_cpu")
     return _inplace_result(input, _d.where(input > 0, input, _expm1_neg(input) * alpha), inplace)
 
 
@@ -104,6 +110,7 @@ def elu_(input, alpha=1.0):
 
 def selu(input, inplace=False):
     """scale * elu(input, alpha) with the self-normalizing constants."""
+    _check_float(input, "elu_cpu")
     out = _d.where(input > 0, input, _expm1_neg(input) * _SELU_ALPHA) * _SELU_SCALE
     return _inplace_result(input, out, inplace)
 
@@ -115,6 +122,7 @@ def selu_(input):
 
 def celu(input, alpha=1.0, inplace=False):
     """input where positive, alpha * (exp(input / alpha) - 1) elsewhere."""
+    _check_float(input, "elu_cpu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     out = _d.where(input > 0, input, _expm1_neg(input, alpha) * alpha)
@@ -128,6 +136,7 @@ def celu_(input, alpha=1.0):
 
 def gelu(input, approximate="none"):
     """Gaussian error linear unit; approximate='tanh' uses the tanh formula."""
+    _check_float(input, "GeluKernelImpl")
     if approximate == "none":
         return input * 0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf())
     if approximate == "tanh":
@@ -138,16 +147,19 @@ def gelu(input, approximate="none"):
 
 def silu(input, inplace=False):
     """input * sigmoid(input)."""
+    _check_float(input, "silu_cpu")
     return _inplace_result(input, input * input.sigmoid(), inplace)
 
 
 def mish(input, inplace=False):
     """input * tanh(softplus(input))."""
+    _check_float(input, "mish_cpu")
     return _inplace_result(input, input * softplus(input).tanh(), inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * input)) / beta, linear where beta * input > threshold."""
+    _check_float(input, "softplus_cpu")
     scaled = input * beta
     # exp of the clamped value: the linear branch never overflows the discarded one
     soft = scaled.clamp(max=threshold).exp().log1p()
@@ -200,6 +212,7 @@ def _softplus(z):
 
 def logsigmoid(input):
     """log(sigmoid(input)) = -softplus(-input), stable for large |input|."""
+    _check_float(input, "log_sigmoid_cpu")
     return 0.0 - _softplus(-input)     # 0.0 - (not neg): log(sigmoid(1000)) is +0.0 as in torch
 
 
@@ -236,6 +249,8 @@ def softshrink(input, lambd=0.5):
 
 def threshold(input, threshold, value, inplace=False):
     """input where input > threshold, value elsewhere."""
+    if input.dtype is _d.bool:
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
     out = _d.where(input > threshold, input, _d.full_like(input, value))
     return _inplace_result(input, out, inplace)
 
@@ -309,8 +324,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """softmax(-x) along dim."""
     if dim is None:
         dim = _softmax_dim("softmin", input.dim(), _stacklevel)
-    x = input if dtype is None else input.to(dtype)
-    return softmax(-x, dim)     # a bool input fails in neg, as in PyTorch
+    return softmax(-input, dim, dtype=dtype)     # negated first: a bool input fails, as in PyTorch
 
 
 # ----------------------------------------------------------------------------- linear layers
@@ -420,11 +434,11 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     mean slope (lower + upper) / 2 otherwise."""
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
     if not input.is_floating_point():
         raise NotImplementedError(
             f'"rrelu_with_noise_out_cpu" not implemented for \'{type_name(input.dtype)}\'')
-    if not training:
-        return leaky_relu(input, (lower + upper) / 2, inplace)
     slope = _d.empty_like(input).uniform_(lower, upper)
     return _inplace_result(input, _d.where(input > 0, input, input * slope), inplace)
 
@@ -534,6 +548,7 @@ def _warn_size(input, target, stacklevel=3):
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error."""
+    _check_float(input if input.is_floating_point() else target, "mse_cpu")   # the promoted dtype
     _warn_size(input, target)
     red = _reduction(size_average, reduce, reduction)
     loss = (input - target).square()
@@ -554,6 +569,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """Squared error below beta (scaled by 1/beta), absolute error above."""
+    _check_float(input if input.is_floating_point() else target, "smooth_l1_cpu")
     _warn_size(input, target)
     red = _reduction(size_average, reduce, reduction)
     if beta < 0:
@@ -567,6 +583,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """Squared error below delta, delta-scaled absolute error above."""
+    _check_float(input if input.is_floating_point() else target, "huber_cpu")
     _warn_size(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -589,6 +606,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
              reduction="mean"):
     """Negative log likelihood of the target class; input holds log-probabilities on dim 1."""
     red = _reduction(size_average, reduce, reduction)
+    if target.dtype not in (_d.int64, _d.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{type_name(target.dtype)}")
     _check_nll_shapes(input, target)
     if red not in ("none", "mean", "sum"):
         raise ValueError(f"{red} is not a valid value for reduction")

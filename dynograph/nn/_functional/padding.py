@@ -34,6 +34,9 @@ def pad(input, pad, mode="constant", value=None):
     else:
         index = _reflect_index if mode == "reflect" else _replicate_index
         _check_reflect_replicate(input, pad, mode)
+        if input.dtype is _d.bool:
+            kernel = ("reflection" if mode == "reflect" else "replication") + f"_pad{len(pad) // 2}d"
+            raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     out = input
     for k in range(len(pad) // 2):
         dim = input.dim() - 1 - k

@@ -7,6 +7,7 @@ unsqueezed input, as in PyTorch (whose 1-d pools report ``SqueezeBackward1``).
 import dynograph as _d
 from dynograph._dispatch import call as _call
 from dynograph.compiler.ops import pooling as _P
+from dynograph.compiler.ops.core import type_name as _type_name
 
 __all__ = [
     "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
@@ -46,6 +47,17 @@ def _window(fn, n, kernel_size, stride, padding, dilation=1):
             _tuple(dilation, n, fn, "dilation"))
 
 
+def _refuse(input, kernel, dtypes=None):
+    """PyTorch's error for a pooling kernel without an instantiation for input's dtype
+    (``dtypes``: the refused ones; default every non-floating dtype)."""
+    dt = input.dtype
+    if (dt in dtypes) if dtypes is not None else not dt.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(dt)}'")
+
+
+_NARROW_INTEGRAL = (_d.bool, _d.uint8, _d.int8, _d.int16, _d.int32)    # avg pooling's refusals
+
+
 def _check_dim(input, low, high, fn):
     if input.dim() not in (low, high):
         raise RuntimeError(f"Expected {low} to {high} dimensions, but got {input.dim()}-dimensional "
@@ -56,6 +68,7 @@ def _check_dim(input, low, high, fn):
 
 def _max_pool(input, n, kernel_size, stride, padding, dilation, ceil_mode):
     """The n-d (2 or 3) max pool primitive on normalized window arguments: (values, indices)."""
+    _refuse(input, f"max_pool{n}d", (_d.bool,))
     k, s, p, d = _window(f"max_pool{n}d", n, kernel_size, stride, padding, dilation)
     op = _P.max_pool2d_with_indices if n == 2 else _P.max_pool3d_with_indices
     return _call(op, input, kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=bool(ceil_mode))
@@ -93,6 +106,7 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     if input.dim() not in (2, 3) or any(n == 0 for n in input.shape[-2:]):
         raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim "
                            f"batch size for input, but got:{list(input.shape)}")
+    _refuse(input, "max_pool2d", (_d.bool,))
     k, s, p, d = _window("max_pool1d", 1, kernel_size, stride, padding, dilation)
     _check_pool1d(input, k[0], s[0], p[0], d[0], ceil_mode)
     out, idx = _call(_P.max_pool2d_with_indices, input.unsqueeze(-2), kernel_size=(1,) + k,
@@ -121,6 +135,9 @@ def _check_pool1d(input, k, s, p, d, ceil_mode):
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """1-d max pooling over (N, C, L) or (C, L) input."""
+    # PyTorch's kernel without indices takes floating inputs only; the one with them, any but bool
+    _refuse(input, "max_pool2d" if return_indices else "max_pool1d_impl",
+            (_d.bool,) if return_indices else None)
     out, idx = max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
     return (out, idx) if return_indices else out
 
@@ -130,6 +147,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """1-d average pooling over (N, C, L) or (C, L) input."""
     _check_dim(input, 2, 3, "avg_pool1d")
+    _refuse(input, "avg_pool2d", _NARROW_INTEGRAL)
     k, s, p, _ = _window("avg_pool1d", 1, kernel_size, stride, padding)
     out = _call(_P.avg_pool2d, input.unsqueeze(-2), kernel_size=(1,) + k, stride=(1,) + s,
                 padding=(0,) + p, ceil_mode=bool(ceil_mode),
@@ -139,6 +157,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 def _avg_pool(input, n, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """The n-d (2 or 3) average pool primitive on normalized window arguments."""
+    _refuse(input, "avg_pool2d" if n == 2 else "avg_pool3d_out_frame", _NARROW_INTEGRAL)
     k, s, p, _ = _window(f"avg_pool{n}d", n, kernel_size, stride, padding)
     op = _P.avg_pool2d if n == 2 else _P.avg_pool3d
     return _call(op, input, kernel_size=k, stride=s, padding=p, ceil_mode=bool(ceil_mode),
@@ -177,9 +196,12 @@ def _output_size(input, output_size, n, fn):
 def _adaptive_avg(input, output_size, n):
     fn = f"adaptive_avg_pool{n}d"
     size = _output_size(input, output_size, n, fn)
+    if n == 2:
+        _refuse(input, "adaptive_avg_pool2d")
     if input.dim() in (n + 1, n + 2) and all(o == 1 for o in size) and all(input.shape[1:]):
         # PyTorch takes the mean for a global pool (grad_fn MeanBackward1)
         return input.mean(tuple(range(-n, 0)), keepdim=True)
+    _refuse(input, "adaptive_avg_pool3d_cpu")
     op = _P.adaptive_avg_pool2d if n == 2 else _P.adaptive_avg_pool3d
     return _call(op, input, output_size=size)
 
@@ -203,6 +225,7 @@ def adaptive_avg_pool3d(input, output_size):
 
 def _adaptive_max(input, output_size, n):
     size = _output_size(input, output_size, n, f"adaptive_max_pool{n}d")
+    _refuse(input, "adaptive_max_pool2d" if n == 2 else "adaptive_max_pool3d_cpu")
     op = _P.adaptive_max_pool2d if n == 2 else _P.adaptive_max_pool3d
     return _call(op, input, output_size=size)
 
@@ -233,6 +256,7 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
     """1-d adaptive max pooling; returns (values, indices)."""
     _check_dim(input, 2, 3, "adaptive_max_pool1d")
     size = _tuple(output_size, 1, "adaptive_max_pool1d", "output_size")
+    _refuse(input, "adaptive_max_pool2d")
     out, idx = _call(_P.adaptive_max_pool2d, input.unsqueeze(-2), output_size=(1,) + size)
     return out.squeeze(-2), idx.squeeze(-2)
 

@@ -14,6 +14,7 @@ import numpy as np
 import dynograph as _d
 from dynograph._dispatch import call as _call
 from dynograph.compiler.ops import pooling as _P
+from dynograph.compiler.ops.core import type_name as _type_name
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 __all__ = [
@@ -187,6 +188,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes "
                          "and requires a 4-D tensor as input")
     nd = input.dim()
+    _check_interpolate_dtype(input, mode)
     if mode in ("nearest", "nearest-exact", "area") and nd in (3, 4, 5):
         if mode == "area":
             return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 3](input, out)
@@ -206,6 +208,28 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         "Input Error: Only 3D, 4D and 5D input Tensors supported"
         f" (got {nd}D) for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos "
         f"| area | nearest-exact (got {mode})")
+
+
+# the kernel PyTorch names when it refuses an input dtype, by mode and input rank
+_INTERP_KERNELS = {("nearest", 3): "compute_indices_weights_nearest",
+                   ("nearest", 4): "upsample_nearest2d_channels_last",
+                   ("nearest", 5): "upsample_nearest3d_channels_last",
+                   ("linear", 3): "compute_indices_weights_linear",
+                   ("bilinear", 4): "upsample_bilinear2d_channels_last",
+                   ("bicubic", 4): "compute_indices_weights_cubic",
+                   ("trilinear", 5): "compute_indices_weights_linear"}
+
+
+def _check_interpolate_dtype(input, mode):
+    """Interpolation takes floating inputs, and uint8 except in the 1-d/3-d linear modes."""
+    dt = input.dtype
+    if dt.is_floating_point or mode == "area":        # area is adaptive pooling: its own check
+        return
+    key = ("nearest" if mode == "nearest-exact" else mode, input.dim())
+    if key not in _INTERP_KERNELS or (dt is _d.uint8 and mode not in ("linear", "trilinear")):
+        return
+    raise NotImplementedError(f"\"{_INTERP_KERNELS[key]}\" not implemented for "
+                              f"'{_type_name(dt)}'")
 
 
 def _scale(scales, i):
