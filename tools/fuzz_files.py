@@ -1,9 +1,10 @@
 """Fuzz the checkpoint file formats: ``python -m tools.fuzz_files --n 3000 [--seed 0]``.
 
 For each format (dynograph's zip, PyTorch's zip, safetensors, a program saved by
-dynograph.export; the two zip formats also as re-compressed with deflate, as a zip tool would) it makes ``--n`` damaged copies of a small valid
-file: bit flips, truncations, inserted bytes, overwritten ranges, header fields replaced (JSON
-values, pickle bytes, re-archived with valid CRCs so the validator is what catches them) and zip
+dynograph.export; the two zip formats also as re-compressed with deflate, as a zip tool would)
+it makes ``--n`` damaged copies of a small valid file: bit flips, truncations, inserted bytes,
+overwritten ranges, header fields replaced (JSON values, pickle bytes, re-archived with valid
+CRCs so the validator is what catches them) and zip
 entry size, CRC and offset fields edited.  Each copy is loaded under tracemalloc; a failure is any
 exception other than the documented ones (``CheckpointError``, for safetensors
 ``SafetensorError``) or a peak of memory beyond a bound from the file's size and the sizes its
