@@ -332,11 +332,7 @@ def test_exported_program_and_saved_file_export_the_same(tmp_path):
     _close(session.run(None, {session.get_inputs()[0].name: x.numpy()}), _outputs(model, x))
 
 
-def test_import_dynograph_does_not_import_onnx_and_a_missing_onnx_is_named(monkeypatch):
-    import subprocess
-    code = "import sys, dynograph; dynograph.onnx; dynograph.export; print('onnx' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.stdout.strip() == "False", done.stderr
+def test_a_missing_onnx_package_is_named(monkeypatch):
     monkeypatch.setitem(sys.modules, "onnx", None)
     with pytest.raises(ImportError, match=r'needs the onnx package: pip install "dynograph\[onnx\]"'):
         dynograph.onnx.export(nn.ReLU(), (R(2, 3),))
