@@ -355,3 +355,9 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None)
     smax = S.amax(-1, keepdim=True) if S.numel() else S.sum(-1, keepdim=True)
     tol_t = _maximum(_as_tol(atol), _as_tol(rtol) * smax)
     return finish((S > tol_t).sum(-1), out)
+
+
+# the factorizations, solves and matrix functions of dynograph/_linalg_extra.py
+from ._linalg_extra import *  # noqa: F401,F403,E402
+from ._linalg_extra import __all__ as _extra  # noqa: E402
+__all__ += _extra

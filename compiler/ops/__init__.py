@@ -11,6 +11,7 @@ from . import normalization  # noqa: F401
 from . import conv  # noqa: F401
 from . import special  # noqa: F401
 from . import spectral  # noqa: F401
+from . import decompositions  # noqa: F401
 from . import complex_numbers  # noqa: F401
 complex_numbers.install()      # what each op above does with complex input
 from . import groups  # noqa: F401,E402  (last: derived from every op registered above)
