@@ -119,9 +119,10 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 # ---------------------------------------------------------------- Tensor methods
 
 @tensor_method
-def sum_to_size(self, *size):
+def sum_to_size(self, *sizes, size=None):
     """``self`` summed over the dimensions broadcasting would have expanded to reach its shape
     from ``size``."""
+    size = sizes if size is None else size
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
     size = tuple(size)
@@ -136,9 +137,10 @@ def sum_to_size(self, *size):
 
 
 @tensor_method
-def resize_(self, *sizes, memory_format=None):
+def resize_(self, *sizes, size=None, memory_format=None):
     """Change ``self``'s shape in place, keeping the leading elements in memory order (new
     elements are uninitialized; here zeros)."""
+    sizes = sizes if size is None else size
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = sizes[0]
     sizes = tuple(int(s) for s in sizes)
@@ -161,9 +163,9 @@ def resize_(self, *sizes, memory_format=None):
 
 
 @tensor_method
-def resize_as_(self, the_template, memory_format=None):
-    """``self.resize_(the_template.shape)``."""
-    return resize_(self, the_template.shape)
+def resize_as_(input, the_template, memory_format=None):
+    """``input.resize_(the_template.shape)``."""
+    return resize_(input, the_template.shape)
 
 
 @tensor_method

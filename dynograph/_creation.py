@@ -291,25 +291,25 @@ def _like(fn, input, value, dtype, device, requires_grad, memory_format):
 
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
-               memory_format=None):
+               memory_format=None, pin_memory=False):
     """Zeros with ``input``'s shape, dtype and layout."""
     return _like("zeros_like", input, 0, dtype, device, requires_grad, memory_format)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
-              memory_format=None):
+              memory_format=None, pin_memory=False):
     """Ones with ``input``'s shape, dtype and layout."""
     return _like("ones_like", input, 1, dtype, device, requires_grad, memory_format)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
-               memory_format=None):
+               memory_format=None, pin_memory=False):
     """An uninitialized tensor with ``input``'s shape, dtype and layout."""
     return _like("empty_like", input, None, dtype, device, requires_grad, memory_format)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
-              memory_format=None):
+              memory_format=None, pin_memory=False):
     """``fill_value`` everywhere, with ``input``'s shape and dtype."""
     check_input(input, "full_like")
     value = _fill_scalar(fill_value, "full_like")

@@ -7,8 +7,8 @@ positionally, as ``torch.softmax(input, dim, dtype=None)`` does."""
 from ._tensor import Tensor
 from .nn import functional as F
 from .nn.functional import (  # noqa: F401
-    adaptive_avg_pool1d, adaptive_max_pool1d, alpha_dropout, avg_pool1d, bilinear, celu, celu_,
-    channel_shuffle, conv1d, dropout, feature_alpha_dropout, pdist, rrelu, rrelu_, selu_, threshold,
+    adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, bilinear, celu, celu_,
+    channel_shuffle, conv1d, pdist, rrelu, rrelu_, selu_, threshold,
     threshold_,
     conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, cosine_similarity, hardshrink,
     max_pool1d, max_pool2d, max_pool3d, pairwise_distance, pixel_shuffle, pixel_unshuffle, prelu,
@@ -21,6 +21,21 @@ __all__ = ["softmax", "log_softmax", "conv1d", "conv2d", "conv3d", "conv_transpo
            "adaptive_avg_pool1d", "adaptive_max_pool1d", "hardshrink", "alpha_dropout", "celu_",
            "dropout", "feature_alpha_dropout", "pdist", "rrelu", "rrelu_", "selu_", "threshold",
            "threshold_"]
+
+
+def dropout(input, p, train):
+    """``nn.functional.dropout`` under torch's top-level signature (``train``, no default)."""
+    return F.dropout(input, p, train)
+
+
+def alpha_dropout(input, p, train):
+    """``nn.functional.alpha_dropout`` under torch's top-level signature."""
+    return F.alpha_dropout(input, p, train)
+
+
+def feature_alpha_dropout(input, p, train):
+    """``nn.functional.feature_alpha_dropout`` under torch's top-level signature."""
+    return F.feature_alpha_dropout(input, p, train)
 
 
 def softmax(input, dim, dtype=None):

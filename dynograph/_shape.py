@@ -287,8 +287,15 @@ def transpose(input, dim0, dim1):
     return call(M.transpose, input, dim0=_dim(dim0, nd), dim1=_dim(dim1, nd))
 
 
-swapaxes = swapdims = transpose
-Tensor.swapaxes = Tensor.swapdims = transpose
+swapdims = transpose
+Tensor.swapdims = transpose
+
+
+@tensor_method
+def swapaxes(input, axis0, axis1):
+    """``transpose`` under numpy's name and argument names."""
+    return transpose(input, axis0, axis1)
+
 __all__ += ["swapaxes", "swapdims"]
 
 
@@ -703,7 +710,13 @@ def _mark_views(outs, base):
     return outs
 
 
-@_public
+@tensor_method(name="split")
+def _split_method(self, split_size, dim=0):
+    """Tensor.split(split_size, dim=0)."""
+    return split(self, split_size, dim)
+
+
+@_function
 def split(tensor, split_size_or_sections, dim=0):
     """Views of consecutive pieces along ``dim``: of equal size (the last may be smaller) for
     an int, or of the given sizes for a list."""
@@ -970,8 +983,12 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
 
 
 @_public
-def tensor_split(input, indices_or_sections, dim=0):
-    """Views splitting ``dim`` into n near-equal sections (an int) or at the given indices."""
+def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indices=None,
+                 tensor_indices_or_sections=None):
+    """Views splitting ``dim`` into n near-equal sections (an int) or at the given indices
+    (PyTorch's overloads name them ``sections``, ``indices``, ``tensor_indices_or_sections``)."""
+    indices_or_sections = _one_of("tensor_split", indices_or_sections, sections, indices,
+                                  tensor_indices_or_sections)
     nd = input._data.ndim
     if nd == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
@@ -1065,8 +1082,17 @@ def ravel(input):
     return view(input.contiguous(), -1)
 
 
+def _one_of(fn, *given):
+    """The one split argument given, under whichever of its overloads' names."""
+    found = [g for g in given if g is not None]
+    if len(found) != 1:
+        raise TypeError(f"{fn}() expects exactly one of indices_or_sections, sections, indices")
+    return found[0]
+
+
 def _split_family(name, dim_of, min_dims):
-    def fn(input, indices_or_sections):
+    def fn(input, indices_or_sections=None, *, sections=None, indices=None):
+        indices_or_sections = _one_of(name, indices_or_sections, sections, indices)
         nd = input._data.ndim
         if nd < min_dims:
             raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, "

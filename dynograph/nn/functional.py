@@ -429,7 +429,7 @@ def _alpha_dropout(input, p, training, inplace, mask_shape):
     return _inplace_result(input, out, inplace)
 
 
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *, generator=None):
     """leaky_relu with a slope drawn from U(lower, upper) per element while training, and the
     mean slope (lower + upper) / 2 otherwise."""
     if lower > upper:
@@ -439,13 +439,13 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if not input.is_floating_point():
         raise NotImplementedError(
             f'"rrelu_with_noise_out_cpu" not implemented for \'{type_name(input.dtype)}\'')
-    slope = _d.empty_like(input).uniform_(lower, upper)
+    slope = _d.empty_like(input).uniform_(lower, upper, generator=generator)
     return _inplace_result(input, _d.where(input > 0, input, input * slope), inplace)
 
 
-def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, *, generator=None):
     """In-place rrelu."""
-    return rrelu(input, lower, upper, training, inplace=True)
+    return rrelu(input, lower, upper, training, inplace=True, generator=generator)
 
 
 def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
