@@ -12,7 +12,7 @@ def get_runner(backend):
     if backend == "interpreter":
         return interpreter.run
     if backend == "llvm":
-        from .llvm.runner import run
+        from .llvm.backend import run
         return run
     raise ValueError(f"dynograph.compile: unknown backend {backend!r}; available: "
                      f"{', '.join(BACKENDS)}")

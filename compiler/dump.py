@@ -229,9 +229,8 @@ def _llvm_backend_code(graph, stage):
     """Kernel descriptions or optimized LLVM IR of the kernels the LLVM backend compiled for
     ``graph``'s nodes; {} when it compiled none (or its internals are not what this expects)."""
     try:
-        from .llvm import jit, runner
-        from .llvm.render import render
-        plans = runner._PLANS
+        from .llvm.backend import LLVM
+        from .lowering.program import PLANS as plans
     except Exception:                   # no LLVM backend in this build
         return {}
     out = {}
@@ -248,8 +247,7 @@ def _llvm_backend_code(graph, stage):
                 if stage == "kernels":
                     texts.append(str(kernel))
                 else:
-                    ir_text = render(kernel, f"dg_{kernel.key}", jit.triple())
-                    texts.append(str(jit.optimize(ir_text)))
+                    texts.append(LLVM.optimized_source(kernel))
             except Exception as e:
                 texts.append(f"; could not render: {type(e).__name__}: {e}")
         if texts:

@@ -1,12 +1,14 @@
 """Intra-op parallelism: ``get_num_threads`` / ``set_num_threads``.
 
 The count is the number of threads dynograph's compiled CPU kernels split their work over
-(compiler/llvm/runner.py) and the number numpy's BLAS (matmul, conv through numpy) uses.
+(runtime/threads.py) and the number numpy's BLAS (matmul, conv through numpy) uses.
 The BLAS limit is applied through threadpoolctl when it is installed; without it numpy keeps
 its own thread count.
 """
 import builtins
 import os
+
+from dynograph.runtime import threads
 
 __all__ = ["get_num_threads", "set_num_threads"]
 
@@ -25,8 +27,7 @@ def set_num_threads(num_threads):
     if num_threads <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
     _COUNT[0] = num_threads
-    from dynograph.compiler.llvm import runner      # imported here: llvmlite loads on first use
-    runner.set_threads(num_threads)
+    threads.set_threads(num_threads)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:

@@ -7,6 +7,7 @@ import warnings
 import pytest
 
 from dynograph.compiler.llvm import jit
+from dynograph.runtime import cache as disk_cache
 
 
 @pytest.fixture
@@ -27,39 +28,39 @@ def _age(path, seconds):
 
 
 def test_entries_round_trip_and_leave_no_temporaries(cache):
-    jit._write_entry("k1", b"object code")
-    assert jit._read_entry("k1") == b"object code"
+    jit.DISK.write("k1", b"object code")
+    assert jit.DISK.read("k1") == b"object code"
     assert os.listdir(cache / "kernels") == ["k1.o"]
     assert (cache / "kernels").stat().st_mode & 0o777 == 0o700
 
 
 def test_least_recently_used_entries_are_evicted_past_the_cap(cache, monkeypatch):
-    entry = len(jit._header()) + 66 + 1000                                    # bytes on disk
+    entry = len(jit.DISK.header()) + 66 + 1000                                    # bytes on disk
     monkeypatch.setenv("DYNOGRAPH_CACHE_SIZE_MB", str(10 * entry / 2 ** 20))  # room for 10
     for i in range(9):
-        jit._write_entry(f"k{i}", bytes(1000))
+        jit.DISK.write(f"k{i}", bytes(1000))
         _age(cache / "kernels" / f"k{i}.o", 1000 - i)                          # k0 the oldest
-    assert jit._read_entry("k0") is not None                                  # a hit: now the newest
-    jit._write_entry("k9", bytes(1000))
+    assert jit.DISK.read("k0") is not None                                  # a hit: now the newest
+    jit.DISK.write("k9", bytes(1000))
     assert len(_entries(cache)) == 10
-    jit._write_entry("k10", bytes(1000))                                      # one past the cap
+    jit.DISK.write("k10", bytes(1000))                                      # one past the cap
     assert _entries(cache) == sorted(f"k{i}.o" for i in (0, 5, 6, 7, 8, 9, 10))    # down to 3/4
 
 
 def test_cap_defaults_to_the_documented_constant(monkeypatch):
     monkeypatch.delenv("DYNOGRAPH_CACHE_SIZE_MB", raising=False)
-    assert jit.cache_size_limit() == jit.CACHE_SIZE_MB * 2 ** 20
+    assert disk_cache.size_limit() == disk_cache.CACHE_SIZE_MB * 2 ** 20
     monkeypatch.setenv("DYNOGRAPH_CACHE_SIZE_MB", "1.5")
-    assert jit.cache_size_limit() == 3 * 2 ** 19
+    assert disk_cache.size_limit() == 3 * 2 ** 19
 
 
 def test_stale_temporaries_are_removed_and_fresh_ones_kept(cache):
-    jit._write_entry("k1", b"x")
+    jit.DISK.write("k1", b"x")
     stale, fresh = cache / "kernels" / ".k2.abc.tmp", cache / "kernels" / ".k3.abc.tmp"
     stale.write_bytes(b"half")
     fresh.write_bytes(b"half")
-    _age(stale, jit.STALE_TEMP_S + 10)
-    jit._write_entry("k4", b"y")
+    _age(stale, disk_cache.STALE_TEMP_S + 10)
+    jit.DISK.write("k4", b"y")
     assert not stale.exists() and fresh.exists()
 
 
@@ -69,8 +70,8 @@ def test_a_planted_temporary_name_is_not_followed(cache):
     victim.write_bytes(b"keep")
     (cache / "kernels").mkdir(parents=True, mode=0o700)
     (cache / "kernels" / f"k1.o.{os.getpid()}.tmp").symlink_to(victim)
-    jit._write_entry("k1", b"object code")
-    assert victim.read_bytes() == b"keep" and jit._read_entry("k1") == b"object code"
+    jit.DISK.write("k1", b"object code")
+    assert victim.read_bytes() == b"keep" and jit.DISK.read("k1") == b"object code"
 
 
 @pytest.mark.parametrize("where,mode", [("kernels", 0o777), ("kernels", 0o770), (".", 0o777)])
@@ -78,11 +79,11 @@ def test_a_folder_others_can_write_is_refused_with_one_warning(cache, where, mod
     (cache / "kernels").mkdir(parents=True, mode=0o700)
     os.chmod(cache / where, mode)
     with pytest.warns(RuntimeWarning, match="not using the kernel disk cache .* writ"):
-        jit._write_entry("k1", b"object code")
+        jit.DISK.write("k1", b"object code")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert jit._read_entry("k1") is None
-        jit._write_entry("k2", b"object code")
+        assert jit.DISK.read("k1") is None
+        jit.DISK.write("k2", b"object code")
     assert _entries(cache) == []
 
 
@@ -91,8 +92,8 @@ def test_a_sticky_world_writable_parent_like_tmp_is_accepted(cache):
     os.chmod(cache, 0o1777)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        jit._write_entry("k1", b"object code")
-    assert jit._read_entry("k1") == b"object code"
+        jit.DISK.write("k1", b"object code")
+    assert jit.DISK.read("k1") == b"object code"
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown")
@@ -100,4 +101,4 @@ def test_a_folder_owned_by_another_user_is_refused(cache):
     (cache / "kernels").mkdir(parents=True, mode=0o700)
     os.chown(cache / "kernels", 65534, 65534)
     with pytest.warns(RuntimeWarning, match="owned by another user"):
-        assert jit._read_entry("k1") is None
+        assert jit.DISK.read("k1") is None

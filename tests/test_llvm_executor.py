@@ -9,12 +9,14 @@ import pytest
 
 import dynograph as dg
 
-from dynograph.compiler.llvm import jit
-from dynograph.compiler.llvm.render import BLOCK, COLUMNS, Renderer, render
+from dynograph.compiler.llvm import backend as llvm_backend, jit
+from dynograph.compiler.lowering.program import PLANS
+from dynograph.compiler.llvm.render import render
+from dynograph.compiler.lowering.schedule import BLOCK, COLUMNS, schedule
 from dynograph.compiler.lowering.kernel import describe
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_llvm_backend import _private_cache, compare, graph_of, noncontiguous, sample  # noqa: E402,F401
+from test_llvm_backend import _LAST_GRAPH, _private_cache, compare, graph_of, noncontiguous, sample  # noqa: E402,F401
 
 
 def _layouts(arrays):
@@ -69,8 +71,7 @@ def test_column_reduction_runs_column_wise_and_vectorizes():
     x = np.zeros((4096, 256), np.float32)
     _, _, node = graph_of("sum", (x,), dim=(0,))
     kernel = describe(node, _layouts([x]))
-    renderer = Renderer(kernel, "col", jit.triple())
-    assert renderer.columnwise()
+    assert schedule(kernel).columnwise
     assert COLUMNS % 8 == 0
     ir_text = str(jit.optimize(render(kernel, "col_check", jit.triple())))
     assert "<8 x float>" in ir_text
@@ -81,7 +82,7 @@ def test_inner_reductions_keep_the_plain_nest_and_outer_argmax_runs_column_wise(
     for op, attrs, columns in [("sum", {"dim": (1,)}, False), ("argmax", {"dim": 1}, False),
                                ("argmax", {"dim": 0}, True)]:
         _, _, node = graph_of(op, (x,), **attrs)
-        assert Renderer(describe(node, _layouts([x])), "k", jit.triple()).columnwise() == columns
+        assert schedule(describe(node, _layouts([x]))).columnwise == columns
 
 
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
@@ -126,7 +127,7 @@ CONV_CASES = {
 
 @pytest.mark.parametrize("case", CONV_CASES)
 def test_direct_convolution_kernels_match_interpreter(case):
-    from dynograph.compiler.llvm import convolution
+    from dynograph.compiler.lowering import conv as convolution
     convolution._PLANS.clear()
     args, attrs = CONV_CASES[case]
     assert compare("convolution", args, expect_kernel=False, tol=2e-5, **attrs)
@@ -140,7 +141,7 @@ def test_direct_convolution_kernels_match_interpreter(case):
     (_conv_case(1, 2, 2, (6, 6), 3, transposed=True, padding=3), "padding beyond the kernel"),
 ])
 def test_convolutions_without_a_direct_kernel_run_im2col(case, expected):
-    from dynograph.compiler.llvm import convolution
+    from dynograph.compiler.lowering import conv as convolution
     convolution._PLANS.clear()
     args, attrs = case
     assert compare("convolution", args, expect_kernel=False, tol=2e-3, **attrs), expected
@@ -325,7 +326,7 @@ WEIGHT_GRAD_CASES = {
 
 @pytest.mark.parametrize("case", WEIGHT_GRAD_CASES)
 def test_direct_weight_gradient_kernels_match_interpreter(case):
-    from dynograph.compiler.llvm import convolution
+    from dynograph.compiler.lowering import conv as convolution
     convolution._PLANS.clear()
     args, attrs = WEIGHT_GRAD_CASES[case]
     # float32 sums of hundreds of products in another order: a few ulps of their magnitudes
@@ -335,7 +336,7 @@ def test_direct_weight_gradient_kernels_match_interpreter(case):
 
 
 def test_weight_gradients_of_strided_or_half_convolutions_run_im2col():
-    from dynograph.compiler.llvm import convolution
+    from dynograph.compiler.lowering import conv as convolution
     for args, attrs in [_weight_grad_case(2, 3, 4, (8, 8), 3, dt=np.float16),
                         ((sample(np.float32, (2, 3, 9, 9)), sample(np.float32, (2, 4, 4, 4))),
                          dict(kernel_size=(3, 3), stride=(2, 2), padding=(0, 0), dilation=(1, 1),
@@ -359,20 +360,19 @@ def test_concurrent_calls_of_one_compiled_function_agree():
 
 
 def test_independent_reductions_share_one_loop_and_dependent_ones_follow():
-    from dynograph.compiler.llvm import runner
     from dynograph.compiler.lowering.conv import flat_weight_grad
     from dynograph.runtime import dtypes as D
     weight_grad = flat_weight_grad((2, 3, 9, 8), (2, 4, 4, 8), (5, 5), (1, 1), 1, D.float32)
-    assert [len(g) for g in Renderer(weight_grad, "k", jit.triple()).reduction_groups()] == [5]
+    assert [len(g) for g in schedule(weight_grad).groups] == [5]
     x = dg.from_numpy(sample(np.float32, (37, 300)))
     softmax = dg.compile(lambda t: dg.softmax(t, 1), backend="llvm")
     for _ in range(2):                      # traced, then replayed
         np.testing.assert_allclose(softmax(x).numpy(), dg.softmax(x, 1).numpy(), rtol=1e-5,
                                    atol=1e-7)
-    kernels = [p.kernel for plans in runner._PLANS.values() for p in plans.values()
+    kernels = [p.kernel for plans in PLANS.values() for p in plans.values()
                if p is not None and len(p.kernel.reductions) == 2]
     # the sum reads the max: a second pass
-    assert [len(g) for g in Renderer(kernels[-1], "k", jit.triple()).reduction_groups()] == [1, 1]
+    assert [len(g) for g in schedule(kernels[-1]).groups] == [1, 1]
 
 
 # ---------------------------------------------------------------- max pooling kernels
@@ -381,7 +381,6 @@ def _run_both(op, x, **attrs):
     """(interpreter outputs, llvm outputs) of a one-node graph with several outputs."""
     from dynograph.compiler import interpreter
     from dynograph.compiler.ir import Graph, Input, Node, TensorType, Value
-    from dynograph.compiler.llvm import runner
     from dynograph.compiler.ops import REGISTRY
     from dynograph.compiler.ops.core import TensorSpec
     from dynograph.runtime import dtypes as D
@@ -389,7 +388,8 @@ def _run_both(op, x, **attrs):
     specs = REGISTRY[op].meta(TensorSpec(x.shape, v.type.dtype), **attrs)
     outs = tuple(Value(TensorType(s.shape, s.dtype)) for s in specs)
     graph = Graph([Input(v, "input", "x")], [Node(op, (v,), attrs, outs)], list(outs))
-    return interpreter.run(graph, [x])[0], runner.run(graph, [x])[0]
+    _LAST_GRAPH[:] = [graph]    # keeps the node, and so its entries in the plan tables, alive
+    return interpreter.run(graph, [x])[0], llvm_backend.run(graph, [x])[0]
 
 
 def _pool_attrs(nd, k, s, d=1, ceil_mode=False, padding=0):
@@ -409,7 +409,7 @@ POOL_CASES = {
 
 @pytest.mark.parametrize("case", POOL_CASES)
 def test_max_pool_kernels_match_interpreter_with_ties_and_nans(case):
-    from dynograph.compiler.llvm import pooling
+    from dynograph.compiler.lowering import pool as pooling
     shape, attrs = POOL_CASES[case]
     x = sample(np.float64 if case == "float64" else np.float32, shape)
     flat = x.reshape(-1)
@@ -425,7 +425,7 @@ def test_max_pool_kernels_match_interpreter_with_ties_and_nans(case):
 
 
 def test_max_pool_with_padding_or_overhang_runs_on_the_interpreter():
-    from dynograph.compiler.llvm import pooling
+    from dynograph.compiler.lowering import pool as pooling
     x = sample(np.float32, (1, 2, 7, 7))
     for attrs in (_pool_attrs(2, 3, 2, padding=1), _pool_attrs(2, 2, 2, ceil_mode=True)):
         pooling._PLANS.clear()

@@ -43,15 +43,15 @@ def test_tutorial_prologue_runs_as_a_script():
 
 def test_set_num_threads_drives_kernels_and_blas():
     threadpoolctl = pytest.importorskip("threadpoolctl")
-    from dynograph.compiler.llvm import runner
+    from dynograph.runtime import threads
     before = dynograph.get_num_threads()
     try:
         dynograph.set_num_threads(1)
-        assert runner._threads()[0] == 1
+        assert threads.threads()[0] == 1
         assert all(p["num_threads"] == 1 for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas")
     finally:
         dynograph.set_num_threads(before)
-    assert runner._threads()[0] == before
+    assert threads.threads()[0] == before
 
 
 @pytest.mark.parametrize("expr", [

@@ -1,2 +1,2 @@
-"""The LLVM CPU code generator: kernel rendering (render.py), the JIT and its caches (jit.py),
-and the ``llvm`` backend runner (runner.py)."""
+"""The LLVM CPU backend: kernel rendering (render.py), the JIT (jit.py) and the backend object
+that plugs them into the runtime's executor (backend.py)."""

@@ -23,10 +23,8 @@ import numpy as np
 from llvmlite import ir
 
 from dynograph.runtime import dtypes as D
+from ..lowering.schedule import ARG_COMBINES, BLOCK, COLUMNS, schedule
 
-BLOCK = 1024
-ARG_COMBINES = ("argmax", "argmin", "argmax_pool")      # reductions to a position
-COLUMNS = 64      # columns a column-wise reduction accumulates side by side
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 PTR = ir.PointerType()
@@ -62,37 +60,6 @@ def _unsigned(dt):
     return dt is D.bool or dt is D.uint8
 
 
-def extent(kernel):
-    """The length of the outermost kept axis (after merging): calls may split it."""
-    domain, red_axes, _, _ = collapse(kernel)
-    outer = [n for a, n in enumerate(domain) if a not in red_axes]
-    return outer[0] if outer else 1
-
-
-def collapse(kernel):
-    """(domain, reduce axes, load strides, store strides) with size-1 axes dropped and
-    adjacent axes merged where every buffer walks them as one."""
-    domain = list(kernel.domain)
-    red = set(kernel.reduce_axes)
-    strides = [list(ld.strides) for ld in kernel.loads] + [list(s.strides) for s in kernel.stores]
-    keep = [a for a in range(len(domain)) if domain[a] != 1]
-    domain = [domain[a] for a in keep]
-    flags = [a in red for a in keep]
-    strides = [[s[a] for a in keep] for s in strides]
-    a = len(domain) - 2
-    while a >= 0:
-        if flags[a] == flags[a + 1] and all(s[a] == s[a + 1] * domain[a + 1] for s in strides):
-            domain[a] *= domain[a + 1]
-            del domain[a + 1], flags[a + 1]
-            for s in strides:
-                s[a] = s[a + 1]
-                del s[a + 1]
-        a -= 1
-    n = len(kernel.loads)
-    red_axes = tuple(i for i, f in enumerate(flags) if f)
-    return domain, red_axes, strides[:n], strides[n:]
-
-
 class Renderer:
     """Builds the LLVM module of one kernel; ``render()`` returns its IR text."""
 
@@ -101,8 +68,10 @@ class Renderer:
         self.name = name
         self.mod = ir.Module(name=name)
         self.mod.triple = triple
-        self.domain, self.red_axes, self.load_strides, self.store_strides = collapse(kernel)
-        self.outer_axes = [a for a in range(len(self.domain)) if a not in self.red_axes]
+        self.s = sched = schedule(kernel)
+        self.domain, self.red_axes = sched.domain, sched.red_axes
+        self.load_strides, self.store_strides = sched.load_strides, sched.store_strides
+        self.outer_axes = sched.outer_axes
 
     # -- structure
     def render(self):
@@ -124,7 +93,7 @@ class Renderer:
         if flags:       # set when an integer divisor is 0: the caller raises, as torch does
             self.fault = self.alloca_builder.alloca(I1)
             self.b.store(I1(0), self.fault)
-        if self.columnwise():
+        if self.s.columnwise:
             self.render_columns()
         elif self.outer_axes:
             first = self.outer_axes[0]
@@ -140,12 +109,6 @@ class Renderer:
         self.b.ret_void()
         self.alloca_builder.branch(start)
         return str(self.mod)
-
-    def columnwise(self):
-        """Reductions whose innermost axis is kept (a bias gradient: a sum over the rows) run
-        column-wise: a plain nest would stride through memory along the reduce axes."""
-        return bool(self.k.reductions) and bool(self.outer_axes) and \
-            self.outer_axes[-1] == len(self.domain) - 1
 
     def render_columns(self):
         """The kept axes, the innermost in tiles of ``COLUMNS``; each tile accumulates its
@@ -191,7 +154,7 @@ class Renderer:
     def column_tile(self, axis, first, width):
         accs = []                               # per reduction, in order: its column totals
         axes = list(self.red_axes)
-        for group in self.reduction_groups():
+        for group in self.s.groups:
             reds = [self.k.reductions[j] for j in group]
             if reds[0].combine in ARG_COMBINES:
                 accs.append(self.column_arg(axis, first, width, reds[0], accs))
@@ -235,7 +198,7 @@ class Renderer:
                                                    for p, ty in zip(partials, tys)])
             self.nest(axes[:-1], blocks)
             accs.extend(totals)
-        inner, outer = self.split_stores()
+        inner, outer = self.s.inner_stores, self.s.outer_stores
         if outer:
             with self.columns(axis, first, width, accs):
                 cache = {}
@@ -271,17 +234,6 @@ class Renderer:
         self.nest(list(self.red_axes), body)
         return where
 
-    def split_stores(self):
-        """(stores that vary along the reduce axes, stores made once per kept index)."""
-        inner, outer = [], []
-        for s, strides in zip(self.k.stores, self.store_strides):
-            # a store varies along the reduce axes when its value or its address does
-            if self.k.exprs[s.value].level or any(strides[a] for a in self.red_axes):
-                inner.append((s, strides))
-            else:
-                outer.append((s, strides))
-        return inner, outer
-
     def nest(self, axes, body):
         if not axes:
             body()
@@ -312,7 +264,7 @@ class Renderer:
 
     def outer_body(self):
         self.acc_values = {}
-        for group in self.reduction_groups():
+        for group in self.s.groups:
             reds = [self.k.reductions[j] for j in group]
             if len(reds) == 1 and reds[0].combine in ARG_COMBINES:
                 totals = [self.arg_reduce(reds[0])]
@@ -320,7 +272,7 @@ class Renderer:
                 totals = self.reduce(reds)
             self.acc_values.update(zip(group, totals))
         cache = {}
-        inner, outer = self.split_stores()
+        inner, outer = self.s.inner_stores, self.s.outer_stores
         for s, strides in outer:
             self.store(s, strides, cache)
         if inner:
@@ -329,26 +281,6 @@ class Renderer:
                 for s, st in inner:
                     self.store(s, st, cache)
             self.nest(list(self.red_axes), body)
-
-    def reduction_groups(self):
-        """The reductions in runs that share one loop nest: a run ends before a reduction whose
-        value reads the total of one in the run (softmax's sum reads its max), and arg
-        reductions run alone."""
-        groups = []
-        for j, red in enumerate(self.k.reductions):
-            arg = red.combine in ARG_COMBINES
-            if groups and not arg and not groups[-1][1] and \
-                    not self.reads_acc(red.value, set(groups[-1][0])):
-                groups[-1][0].append(j)
-            else:
-                groups.append(([j], arg))
-        return [g for g, _ in groups]
-
-    def reads_acc(self, i, accs):
-        e = self.k.exprs[i]
-        if e.op == "acc":
-            return e.attr in accs
-        return any(self.reads_acc(a, accs) for a in e.args)
 
     def reduce(self, reds):
         """Accumulate each reduction's value over the reduce axes in one loop nest (values

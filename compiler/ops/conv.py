@@ -37,6 +37,7 @@ import math
 import numpy as np
 
 from dynograph.runtime import dtypes as D
+from ..lowering.conv import run_convolution, run_weight_grad
 from .core import TensorSpec, define, type_name
 from .eager import call as _call
 
@@ -487,7 +488,7 @@ def _grad_input(g, w, sizes, stride, padding, dilation, groups):
 
 convolution = define(
     "convolution", "linalg", _convolution, meta=_convolution_meta, vjp=_convolution_vjp,
-    grad_name="ConvolutionBackward0",
+    grad_name="ConvolutionBackward0", kernel=run_convolution,
     doc="N-d convolution (or its transpose) of input (N, C, *S) with weight and optional bias; "
         "attrs stride, padding, dilation, transposed, output_padding (tuples) and groups.")
 
@@ -535,7 +536,7 @@ def _weight_grad_vjp(ctx, gw):
 
 convolution_weight_grad = define(
     "convolution_weight_grad", "linalg", _weight_grad_impl, meta=_weight_grad_meta,
-    vjp=_weight_grad_vjp, grad_name="ConvolutionBackwardBackward0",
+    vjp=_weight_grad_vjp, grad_name="ConvolutionBackwardBackward0", kernel=run_weight_grad,
     doc="The weight gradient of a convolution: d<conv(input, w), grad_output>/dw, of shape "
         "(O, C/groups, *kernel_size).")
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from . import eager
+from ..lowering.direct import matmul_into
 from .core import TensorSpec, broadcast_shapes, check_broadcast, define, type_name, wrap_dim
 from .movement import expand_shape, prod
 
@@ -252,7 +253,8 @@ def _mm_vjp(ctx, g):
     return (ctx.needs(0) and g.mm(b.t()), ctx.needs(1) and a.t().mm(g))
 
 
-mm = define("mm", "linalg", _mm, meta=_mm_meta, vjp=_mm_vjp, doc="Matrix @ matrix.")
+mm = define("mm", "linalg", _mm, meta=_mm_meta, vjp=_mm_vjp, doc="Matrix @ matrix.",
+            kernel=matmul_into)
 
 
 def _addmm_meta(inp, a, b, beta=1, alpha=1):

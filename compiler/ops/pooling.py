@@ -20,6 +20,7 @@ import itertools
 import numpy as np
 
 from dynograph.runtime import dtypes as D
+from ..lowering.pool import run_max_pool
 from .core import TensorSpec, define
 from .eager import call as _call
 from .movement import prod
@@ -128,11 +129,12 @@ def _axis(i, nd, n):
 _EXTENT = {2: "plane", 3: "volume"}
 
 
-def _define_nd(name, kind, impl, meta_for, vjp, grad_name, doc):
+def _define_nd(name, kind, impl, meta_for, vjp, grad_name, doc, kernel=None):
     """The 2-d and 3-d primitives of one family: ``{nd}`` in ``name``, ``grad_name`` and ``doc``
     becomes the number of spatial dims, ``{extent}`` in ``doc`` "plane" or "volume"."""
     return tuple(define(name.format(nd=nd), kind, impl, meta=meta_for(nd), vjp=vjp,
-                        grad_name=grad_name.format(nd=nd), doc=doc.format(nd=nd, extent=_EXTENT[nd]))
+                        grad_name=grad_name.format(nd=nd), doc=doc.format(nd=nd, extent=_EXTENT[nd]),
+                        kernel=kernel)
                  for nd in (2, 3))
 
 
@@ -244,7 +246,8 @@ def _max_indices_vjp(ctx, g, _gi=None):
 max_pool2d_with_indices, max_pool3d_with_indices = _define_nd(
     "max_pool{nd}d_with_indices", "pooling", _max_pool_impl, _max_pool_meta_for, _max_indices_vjp,
     "MaxPool{nd}DWithIndicesBackward0",
-    "{nd}-d max pooling: the largest value of each window and its flat index in the {extent}.")
+    "{nd}-d max pooling: the largest value of each window and its flat index in the {extent}.",
+    kernel=run_max_pool)
 
 
 def _plane_rows(indices, input_shape, nd):

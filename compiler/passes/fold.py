@@ -3,8 +3,9 @@
 Constants are the values of ops with the ``constant`` facet (``full``, ``arange``,
 ``linspace``, ``logspace``, ``eye``; not ``empty``, whose contents are undefined) and of nodes
 computed from constants only.  Such a node is evaluated with the interpreter's op semantics
-when its inputs and results are small (at most ``MAX_ELEMENTS`` elements each); when every result is uniform (all
-elements equal, bit for bit up to the sign of zero) the node becomes ``full`` nodes.
+when its inputs and results are small (at most ``MAX_ELEMENTS`` elements each); when every
+result is uniform (all elements equal, bit for bit up to the sign of zero) the node becomes
+``full`` nodes.
 Non-uniform results stay as they are (the IR has no tensor literal) but still count as
 constants for the nodes after them, so ``arange(4) * 0`` folds.
 

@@ -1,0 +1,276 @@
+"""A graph as a runtime Program (runtime/executor.py) for one backend (runtime/backend.py).
+
+Each node becomes a step:
+
+* a kernel step for fused nodes, and single elementwise and reduction nodes, whose ops all have
+  lowerings: the node's kernel description (kernel.py) for the layouts (shapes and strides) its
+  inputs have at run time, compiled by the backend once per layout and launched on the
+  buffers; its outputs go to planned buffers, into the state they update (in place), or into
+  recycled result arrays;
+* an extern step for every other node: the op's direct kernel where it has one (the ``kernel``
+  facet: convolution, max pooling, the matrix product into its planned buffer; direct.py),
+  else its numpy ``impl`` as the interpreter runs it.  A fused node that cannot be described as
+  one kernel runs its subgraph as a program of its own, node by node.
+
+The results agree with the interpreter's (compiler/interpreter.py); the tests check it.
+"""
+import sys
+import weakref
+
+import numpy as np
+
+from dynograph.runtime import executor
+from dynograph.runtime.backend import kernel_function
+from ..interpreter import evaluate, last_uses
+from ..ir import TensorType, Value
+from ..ops import REGISTRY
+from ..passes.memory import plan_memory
+from ..symbolic import Sym, concrete
+from .kernel import describe, lowerable
+from .scalar import Unsupported
+
+# node -> {(backend, input layouts, shapes, batch): Plan or None (no kernel for those)}
+PLANS = weakref.WeakKeyDictionary()
+# node -> the Values its kernel reads, or None (see kernel_inputs)
+_INPUTS = weakref.WeakKeyDictionary()
+
+
+def run(graph, inputs, batch=None, writable=(), *, backend):
+    """Execute ``graph`` like ``interpreter.run``, on ``backend``'s kernels where nodes lower.
+    ``writable``: the state slots whose input buffer an update may overwrite in place (the
+    caller writes those updates back into the same tensors anyway)."""
+    writable = writable if isinstance(writable, frozenset) else frozenset(writable)
+    programs = graph.__dict__.setdefault("_programs", {})
+    return executor.run_cached(programs, (backend.name, batch, writable),
+                               lambda: build(graph, batch, writable, backend), inputs)
+
+
+class Plan:
+    """A kernel compiled for one set of input layouts: ``plan(addresses)`` runs it."""
+    __slots__ = ("backend", "fn", "outputs", "kernel", "variants", "faults")
+
+    def __init__(self, backend, kernel):
+        self.backend = backend
+        self.kernel = kernel
+        self.fn = kernel_function(backend, kernel)
+        self.outputs = [kernel.buffers[s.buffer][1].np for s in kernel.stores]   # numpy dtypes
+        self.variants = {}
+        self.faults = kernel.divides_integers   # the kernel reports a 0 divisor through a flag
+
+    def writing_into(self, pairs):
+        """The plan of the same kernel storing output j into input buffer k for each (j, k)
+        of ``pairs`` (an in-place update): the kernel itself must know, since its buffer
+        arguments do not alias."""
+        plan = self.variants.get(pairs)
+        if plan is None:
+            plan = self.variants[pairs] = Plan(self.backend, self.kernel.writing_into(pairs))
+        return plan
+
+    def __call__(self, addresses):
+        if self.faults:
+            fault = np.zeros(1, np.uint8)
+            self.backend.launch(self.fn, self.kernel, addresses + [fault.ctypes.data])
+            if fault[0]:
+                raise RuntimeError("ZeroDivisionError")
+        else:
+            self.backend.launch(self.fn, self.kernel, addresses)
+
+
+def build(graph, batch, writable, backend):
+    """The Program of ``graph`` at batch size ``batch``."""
+    slots = {}
+
+    def slot(v):
+        return slots.setdefault(v, len(slots))
+
+    input_slots = [slot(inp.value) for inp in graph.inputs]
+    memory = graph.memory_plan or plan_memory(graph)
+    last = last_uses(graph)
+    steps, frees = [], []
+    for i, node in enumerate(graph.nodes):
+        extern = _ExternStep(node, slot, batch, backend)
+        values = kernel_inputs(node)
+        steps.append(extern if values is None else
+                     _KernelStep(node, values, [slot(v) for v in values], extern, batch, backend))
+        frees.append([slot(v) for v in last.get(i, ())])
+    buffers = {slot(v): (tuple(concrete(v.type.shape, batch)), v.type.dtype.np, b,
+                         v in memory.lifetimes)
+               for v, b in memory.buffers.items()}
+    by_name = {inp.name: inp.value for inp in graph.inputs}
+    inplace = {slot(v): slot(by_name[name]) for name, v in graph.updates
+               if name in memory.inplace and name in writable}
+    return executor.Program(len(slots), input_slots, steps, frees,
+                            [slot(v) for v in graph.outputs],
+                            [(name, slot(v)) for name, v in graph.updates],
+                            buffers, inplace, backend.allocate)
+
+
+class _KernelStep:
+    """A node run as a compiled kernel where its inputs' layouts allow, else by ``fallback``."""
+
+    def __init__(self, node, values, ins, fallback, batch, backend):
+        self.node, self.values, self.ins = node, values, ins
+        self.outs = fallback.outs
+        self.shapes = [tuple(concrete(v.type.shape, batch)) for v in node.outs]
+        self.fallback, self.batch, self.backend = fallback, batch, backend
+
+    def __call__(self, program, env):
+        arrays = [env[s] for s in self.ins]
+        plan = _plan(self.node, arrays, self.values, self.batch, self.backend)
+        if plan is None:
+            self.fallback(program, env)
+            return
+        outs, into = [], []
+        for j, (s, shape, dt) in enumerate(zip(self.outs, self.shapes, plan.outputs)):
+            out = program.planned.get(s)
+            if out is None:
+                old = program.inplace.get(s)
+                if old is not None and old in self.ins and executor.overwritable(env[old], dt, shape):
+                    out = env[old]
+                    into.append((j, self.ins.index(old)))
+                else:       # outputs are contiguous, as the description's store strides assume
+                    out = program.result_array(s, shape, dt)
+            outs.append(out)
+        if into:
+            plan = plan.writing_into(tuple(into))
+        plan([a.ctypes.data for a in arrays] + [o.ctypes.data for o in outs])
+        for s, o in zip(self.outs, outs):
+            env[s] = o
+
+
+class _ExternStep:
+    """A node run by its direct kernel or its numpy implementation (a fused node: its subgraph)."""
+
+    def __init__(self, node, slot, batch, backend):
+        self.node, self.batch, self.backend = node, batch, backend
+        self.op = REGISTRY.get(node.op)
+        self.outs = [slot(v) for v in node.outs]
+        self.args = _template(node.args, slot, batch)
+        self.attrs = {k: _template(v, slot, batch) for k, v in node.attrs.items()}
+
+    def __call__(self, program, env):
+        args = _fill(self.args, env)
+        attrs = {k: _fill(v, env) for k, v in self.attrs.items()}
+        op = self.op
+        if op is None:                      # a fused node: its subgraph, node by node
+            sub = attrs.pop("graph")
+            result = run(sub, args, self.batch, backend=self.backend)[0]
+        else:
+            result = None
+            if op.kernel is not None:
+                result = op.kernel(self.node, args, attrs, program.planned.get(self.outs[0]),
+                                   self._compile)
+            if result is None:
+                result = evaluate(op, args, attrs)
+                result = [result] if len(self.outs) == 1 else list(result)
+                if not op.view:     # a result sharing a planned buffer would be overwritten later
+                    result = [r.copy() if isinstance(r, np.ndarray) and program.in_arena(r) else r
+                              for r in result]
+            elif not isinstance(result, list):
+                result = [result]
+        for s, r in zip(self.outs, result):
+            env[s] = r
+
+    def _compile(self, kernel):
+        return Plan(self.backend, kernel)
+
+
+class _Slot:
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+def _template(x, slot, batch):
+    """``x`` (an argument or attribute) with Values replaced by their slots and sizes that
+    depend on the batch size made concrete (a program runs at one batch size)."""
+    if isinstance(x, Value):
+        return _Slot(slot(x))
+    if isinstance(x, tuple):
+        return tuple(_template(a, slot, batch) for a in x)
+    if isinstance(x, list):
+        return [_template(a, slot, batch) for a in x]
+    if isinstance(x, Sym):
+        return x.at(batch)
+    return x
+
+
+def _fill(x, env):
+    if type(x) is _Slot:
+        return env[x.index]
+    if type(x) is tuple:
+        return tuple(_fill(a, env) for a in x)
+    if type(x) is list:
+        return [_fill(a, env) for a in x]
+    return x
+
+
+def kernel_inputs(node):
+    """The Values a kernel of ``node`` reads, in argument order, or None when ``node`` cannot
+    be a kernel (an op without a lowering, a value inside an attribute, an input that is not
+    a tensor).  Worked out once per node."""
+    try:
+        return _INPUTS[node]
+    except KeyError:
+        pass
+    values = None
+    if lowerable(node) and _plain_inputs(node):
+        values = list(node.args) if node.op == "fused" else list(dict.fromkeys(node.input_values()))
+        if not all(isinstance(v.type, TensorType) for v in values):
+            values = None
+    _INPUTS[node] = values
+    return values
+
+
+def _plain_inputs(node):
+    """Kernels read tensors only: attributes holding values (rare) go to the interpreter."""
+    if node.op == "fused":
+        return True
+    return not any(isinstance(v, (tuple, list)) for v in node.args) and \
+        all(not hasattr(v, "type") for v in node.attrs.values())
+
+
+def _layout(a, dtype):
+    """(element strides, offset) of an input array, or None when a kernel cannot read it."""
+    if type(a) is not np.ndarray or a.dtype != dtype.np:
+        return None
+    size = a.itemsize
+    if any(s % size for s in a.strides):
+        return None
+    return tuple(0 if n == 1 else s // size for n, s in zip(a.shape, a.strides)), 0
+
+
+def _plan(node, arrays, values, batch, backend):
+    layouts = []
+    for a, v in zip(arrays, values):
+        lay = _layout(a, v.type.dtype)
+        if lay is None:
+            return None
+        layouts.append(lay)
+    key = (backend.name, tuple(layouts), tuple(a.shape for a in arrays), batch)
+    plans = PLANS.setdefault(node, {})
+    if key in plans:
+        return plans[key]
+    # the shapes are part of the key: they are checked against the node's once per key
+    if any(a.shape != tuple(concrete(v.type.shape, batch)) for a, v in zip(arrays, values)):
+        plans[key] = None
+        return None
+    try:
+        kernel = describe(node, list(layouts), batch)
+    except Unsupported as e:
+        kernel = None
+        if _debug_level() >= 1:
+            print(f"[dynograph] {node.op} {node.attrs.get('name', '')} runs on the interpreter: {e}",
+                  file=sys.stderr)
+    plan = None if kernel is None else Plan(backend, kernel)
+    plans[key] = plan
+    return plan
+
+
+def _debug_level():
+    import os
+    try:
+        return int(os.environ.get("DYNOGRAPH_DEBUG", "0"))
+    except ValueError:
+        return 0

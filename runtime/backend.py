@@ -1,0 +1,89 @@
+"""The interface a code generator implements to run compiled programs; the executor
+(runtime/executor.py) and the program builder (compiler/lowering/program.py) do the rest.
+
+A backend renders kernel descriptions (compiler/lowering/description.py, laid out by
+compiler/lowering/schedule.py) to its own code and runs them:
+
+* ``name``                            a short name ("llvm"), part of every cache key;
+* ``render(kernel, name)``            the kernel as source text (LLVM IR, CUDA C...);
+* ``compile(source, name, kernel)``   object code as bytes (what the disk cache keeps);
+* ``load(obj, name, kernel)``         a callable taking one address per buffer (and the
+                                      fault flag of kernels that divide integers);
+* ``launch(fn, kernel, addresses)``   run the whole kernel (split over threads, or a grid);
+* ``allocate(shape, dtype)``          a new array for a result (host or device memory);
+* ``address(array)``                  what ``fn`` takes for a buffer;
+* ``disk``                            a runtime.cache.DiskCache for its object code, or None.
+
+``kernel_function(backend, kernel)`` caches loaded kernels in memory and compiled ones on disk
+for every backend, by the description's hash.
+"""
+import abc
+import os
+import threading
+
+STATS = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
+_loaded = {}                    # (backend name, kernel key) -> loaded function
+_lock = threading.RLock()
+
+
+def _new_lock_in_child():
+    """A forked child may inherit the lock held by a thread it does not have."""
+    global _lock
+    _lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
+class Backend(abc.ABC):
+    name = None
+    disk = None
+
+    @abc.abstractmethod
+    def render(self, kernel, name):
+        """Source text of ``kernel`` as a function called ``name``."""
+
+    @abc.abstractmethod
+    def compile(self, source, name, kernel):
+        """Object code (bytes) of ``source``."""
+
+    @abc.abstractmethod
+    def load(self, obj, name, kernel):
+        """A callable running the function ``name`` of ``obj``."""
+
+    @abc.abstractmethod
+    def launch(self, fn, kernel, addresses):
+        """Run ``fn`` (from ``load``) over the whole of ``kernel``'s domain."""
+
+    @abc.abstractmethod
+    def allocate(self, shape, dtype):
+        """A new, uninitialized array of ``shape`` and numpy ``dtype`` in this backend's memory."""
+
+    @abc.abstractmethod
+    def address(self, array):
+        """The address ``fn`` takes for ``array``'s buffer."""
+
+
+def kernel_function(backend, kernel):
+    """The loaded function of ``kernel`` on ``backend``: from memory, from the backend's disk
+    cache, or rendered and compiled now."""
+    key = (backend.name, kernel.key)
+    fn = _loaded.get(key)
+    if fn is not None:
+        STATS["memory_hits"] += 1
+        return fn
+    with _lock:
+        fn = _loaded.get(key)
+        if fn is not None:
+            return fn
+        name = f"dg_{kernel.key}"
+        obj = backend.disk.read(kernel.key) if backend.disk is not None else None
+        if obj is not None:
+            STATS["disk_hits"] += 1
+        else:
+            obj = backend.compile(backend.render(kernel, name), name, kernel)
+            STATS["compiled"] += 1
+            if backend.disk is not None:
+                backend.disk.write(kernel.key, obj)
+        fn = _loaded[key] = backend.load(obj, name, kernel)
+        return fn

@@ -1,0 +1,112 @@
+"""The executor: runs a compiled program, the same way for every backend.
+
+A ``Program`` is one graph made ready to run many times at one specialization (batch size,
+which state buffers may be updated in place).  The program builder (compiler/lowering/
+program.py) numbers the graph's values (slots) and turns each node into a step; the executor
+knows nothing of graphs or ops:
+
+* ``steps``: callables ``step(program, env)`` that read their input slots of ``env`` (a list)
+  and write their output slots; after step i the slots ``frees[i]`` are dropped;
+* planned buffers: the intermediate values of the memory plan (compiler/passes/memory.py) live
+  in arenas allocated once per program, so a steady-state call allocates only what it returns;
+* in-place state updates: an update whose old state it may overwrite (``inplace``) is written
+  by its kernel straight into the state's buffer (``overwritable`` checks the array at run
+  time);
+* recycled results: a value handed out by the last call is reused once nothing else holds it
+  (no page faults on fresh memory).
+
+``run_cached(cache, key, build, inputs)`` keeps one program per key; a call arriving while that
+program runs (another thread) gets a program of its own, since the buffers are in use.
+"""
+import sys
+import threading
+
+import numpy as np
+
+
+class Program:
+    def __init__(self, n_slots, input_slots, steps, frees, output_slots, update_slots,
+                 buffers, inplace, allocate):
+        """``buffers``: {slot: (shape, numpy dtype, arena id, own)} planned values (``own``:
+        False for a view, made by its own step from its base's array); ``inplace``:
+        {update slot: the input slot of the state it may overwrite}; ``allocate(shape,
+        dtype)``: the backend's allocator."""
+        self.n_slots = n_slots
+        self.input_slots = input_slots
+        self.steps = steps
+        self.frees = frees
+        self.output_slots = output_slots
+        self.update_slots = update_slots
+        self.inplace = inplace
+        self.allocate = allocate
+        self.planned, self.arenas = _arenas(buffers)
+        self.results = {}       # slot -> the array the last call returned for it
+        self.busy = threading.Lock()
+
+    def run(self, inputs):
+        env = [None] * self.n_slots
+        for s, x in zip(self.input_slots, inputs):
+            env[s] = x
+        for step, frees in zip(self.steps, self.frees):
+            step(self, env)
+            for s in frees:
+                env[s] = None
+        return [env[s] for s in self.output_slots], {k: env[s] for k, s in self.update_slots}
+
+    def result_array(self, slot, shape, dtype):
+        """The planned buffer of ``slot``, else a new array for a value the program hands out,
+        or the one handed out for it by the last call once nothing holds that one any more."""
+        out = self.planned.get(slot)
+        if out is not None:
+            return out
+        last = self.results.get(slot)
+        # three references: self.results, ``last`` and getrefcount's argument
+        if last is not None and sys.getrefcount(last) == 3:
+            return last
+        self.results[slot] = out = self.allocate(shape, dtype)
+        return out
+
+    def in_arena(self, array):
+        """Whether ``array`` lives in one of this program's planned buffers (a result there
+        must be copied before it is handed out: a later step would overwrite it)."""
+        return id(storage_root(array)) in self.arenas
+
+
+def overwritable(a, dtype, shape):
+    """Whether a kernel may store a result of ``dtype`` and ``shape`` element for element into
+    the input array ``a``."""
+    return type(a) is np.ndarray and a.dtype == dtype and a.flags.c_contiguous and \
+        a.flags.writeable and a.shape == shape
+
+
+def storage_root(a):
+    """The array that owns ``a``'s memory."""
+    while isinstance(getattr(a, "base", None), np.ndarray):
+        a = a.base
+    return a
+
+
+def _arenas(buffers):
+    """(slot -> its array in an arena allocated now, the arenas' ids)."""
+    sizes = {}
+    for shape, dtype, arena, _ in buffers.values():
+        n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        sizes[arena] = max(sizes.get(arena, 0), n)
+    arenas = {b: np.empty(n, np.uint8) for b, n in sizes.items()}
+    planned = {s: np.ndarray(shape, dtype, buffer=arenas[arena])
+               for s, (shape, dtype, arena, own) in buffers.items() if own}
+    return planned, {id(a) for a in arenas.values()}
+
+
+def run_cached(cache, key, build, inputs):
+    """Run the program ``cache[key]`` (built by ``build()`` on first use) on ``inputs``."""
+    program = cache.get(key)
+    if program is None:
+        program = cache[key] = build()
+    if not program.busy.acquire(blocking=False):
+        # running already (another thread): its buffers are in use, this call gets its own
+        return build().run(inputs)
+    try:
+        return program.run(inputs)
+    finally:
+        program.busy.release()
