@@ -43,6 +43,7 @@ from .special import i0, igamma, igammac  # noqa: F401,E402
 from ._windows import *  # noqa: F401,F403,E402
 from . import signal  # noqa: F401,E402
 from . import fft  # noqa: F401,E402
+from ._stft import stft, istft  # noqa: F401,E402
 from .compiler.compiled import compile, trace  # noqa: F401,E402,A004
 from .serialization import save, load  # noqa: F401,E402
 
