@@ -27,6 +27,7 @@ import numpy as np
 # the eager core's hook: a trace installs its Tracer in TRACE.tracer (compiled.py does)
 from dynograph._trace_hook import TRACE, SizeInt, TraceHook, is_tracing  # noqa: F401
 from dynograph.runtime import dtypes as D
+from dynograph.runtime.executor import storage_root  # noqa: F401  (importers use it from here)
 from .ir import RNG, Graph, Input, Node, TensorType, Value
 from .watch import value_key
 
@@ -48,13 +49,6 @@ def user_frame(depth=2):
             return f"{name}:{f.f_lineno} in {f.f_code.co_name}", f
         f = f.f_back
     return "<unknown>", None
-
-
-def storage_root(a):
-    root = a
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    return root
 
 
 def _extent(a):
