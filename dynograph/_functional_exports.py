@@ -49,3 +49,4 @@ def log_softmax(input, dim, dtype=None):
 Tensor.softmax = softmax
 Tensor.log_softmax = log_softmax
 Tensor.hardshrink = hardshrink
+Tensor.prelu = prelu

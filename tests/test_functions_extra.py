@@ -167,6 +167,23 @@ CASES = {
     "histogramdd_edges": lambda L: L.histogramdd(V(L, (20, 2)), [L.tensor([-2., 0, 2], dtype=L.float64),
                                                                  L.tensor([-1., 1], dtype=L.float64)]),
     "histogramdd_int_bins": lambda L: L.histogramdd(V(L, (4, 5, 2)), 3),
+    "layout_flags": lambda L: [getattr(L.ones(2), f) for f in ("is_sparse", "is_quantized", "is_nested",
+                                                              "is_mkldnn", "is_xpu", "is_mps")],
+    "is_same_size": lambda L: (L.is_same_size(L.ones(2, 3), L.ones(2, 3)), L.ones(2).is_same_size(L.ones(3))),
+    "is_signed": lambda L: [L.is_signed(L.ones(1, dtype=d)) for d in (L.bool, L.uint8, L.int8, L.float16)],
+    "is_inference": lambda L: (L.is_inference(L.ones(1)), L.ones(1).is_inference()),
+    "dim_order": lambda L: (L.ones(2, 3, 4).dim_order(), L.ones(2, 3, 4).permute(2, 0, 1).dim_order()),
+    "fill_diagonal_": lambda L: L.zeros(3, 3).fill_diagonal_(5),
+    "fill_diagonal_tall_wrap": lambda L: L.zeros(7, 3).fill_diagonal_(2, wrap=True),
+    "fill_diagonal_tall": lambda L: L.zeros(7, 3).fill_diagonal_(2),
+    "fill_diagonal_wide": lambda L: L.zeros(2, 5).fill_diagonal_(2, wrap=True),
+    "fill_diagonal_3d": lambda L: L.zeros(3, 3, 3).fill_diagonal_(1),
+    "fill_diagonal_unequal": lambda L: L.zeros(3, 2, 3).fill_diagonal_(1),
+    "unsafe_splits": lambda L: (L.unsafe_chunk(L.arange(5), 2), L.unsafe_split(L.arange(5), 2),
+                                L.arange(5).unsafe_split_with_sizes([2, 3])),
+    "apply_": lambda L: L.arange(4.).apply_(lambda v: v * 2 + 1),
+    "map_": lambda L: L.arange(4.).map_(L.ones(4), lambda a, b: a - b),
+    "map2_": lambda L: L.arange(4.).map2_(L.ones(4), L.tensor(3.), lambda a, b, c: a + b * c),
 }
 
 
