@@ -21,7 +21,8 @@ import re
 from dynograph.runtime import dtypes as D
 from .ir import RNG, Graph, Input, INPUT_KINDS, Node, Sym, TensorType, Value
 
-_ABBR = {d.abbr: d for d in D.ALL_DTYPES}
+_ABBR = {d.abbr: d for d in D.EVERY_DTYPE}
+_NAMES = {d.name: d for d in D.EVERY_DTYPE}
 _OUT = re.compile(r"(%\d+): (\w+\[[^\]]*\](?: on [^,\s]+)?|rng)")
 _SIMPLE_NAME = re.compile(r"^[\w.\[\]:\-]+$")
 
@@ -262,8 +263,8 @@ def _literal(node, env):
             return _lookup(env, "%" + node.id[2:])
         if node.id == "Ellipsis":
             return Ellipsis
-        if node.id in D.BY_NAME:
-            return D.BY_NAME[node.id]
+        if node.id in _NAMES:
+            return _NAMES[node.id]
         raise ParseError(f"unknown name {node.id}")
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_literal(node.operand, env)

@@ -258,6 +258,10 @@ NOT_SMOOTH = {
     "normal_tensor_tensor": "a sample; PyTorch's gradient is not the reparameterized derivative",
     "normal_tensor_float": "a sample; PyTorch's gradient is not the reparameterized derivative",
     "normal_float_tensor": "a sample; PyTorch's gradient is not the reparameterized derivative",
+    "linalg_ldl_factor_ex": "PyTorch defines no derivative: backward raises 'derivative for "
+                            "aten::linalg_ldl_factor_ex is not implemented'",
+    "linalg_ldl_solve": "PyTorch defines no derivative: backward raises 'derivative for "
+                        "aten::linalg_ldl_solve is not implemented'",
 }
 
 # Areas added later keep their cases in tests/grad_cases_<area>.py (CASES and NOT_SMOOTH dicts).
@@ -318,6 +322,9 @@ def test_not_smooth_primitives_are_reached(name):
         "normal_tensor_float": lambda: dg.normal(mean, 0.5),
         "normal_float_tensor": lambda: dg.normal(0.5, std),
         "heaviside": lambda: dg.heaviside(distinct(2, 3), r(3, seed=1)),
+        "linalg_ldl_factor_ex": lambda: dg.linalg.ldl_factor_ex(mean[:, :2] + mean[:, :2].mT),
+        "linalg_ldl_solve": lambda: dg.linalg.ldl_solve(
+            *dg.linalg.ldl_factor_ex(mean[:, :2] + mean[:, :2].mT)[:2], std[:, :2]),
     }
     with profile() as prof:
         calls[name]()

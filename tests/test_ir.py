@@ -20,6 +20,7 @@ from dynograph.compiler.text import ParseError, parse_graph, print_graph
 from dynograph.compiler.verify import VerifyError, verify
 from dynograph.runtime import dtypes as D
 from grad_inputs import r
+from ir_cases_breadth import OTHER_CASES as BREADTH_CASES
 from test_gradcheck_ops import CASES
 
 
@@ -90,6 +91,7 @@ OTHER_CASES = {
     "strided_view": None,       # made by the tracer itself: covered by test_functionalized_views
     "strided_scatter": None,
 }
+OTHER_CASES.update(BREADTH_CASES)     # special functions and decompositions without a derivative
 
 
 def _trace_case(fn, inputs):

@@ -198,6 +198,8 @@ def _complex_angle_vjp(ctx, g):
 
 
 def _conj(x):
+    if type(x) is complex:
+        return x.conjugate()
     return x.conj_physical() if getattr(x, "dtype", None) is not None and x.dtype.is_complex else x
 
 
