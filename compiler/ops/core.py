@@ -26,6 +26,7 @@ and the category facts passes and backends ask about (never lists of op names):
 * ``kernel``        a generated-kernel rule for an op that is not a fused loop nest
                     (convolution, pooling): compiler/lowering's description plus preparation.
 """
+import sys
 from dataclasses import dataclass
 
 from dynograph.runtime import dtypes as D
@@ -43,7 +44,7 @@ class TensorSpec:
 class OpDef:
     __slots__ = ("name", "kind", "impl", "dtype_rule", "meta", "vjp", "lowering",
                  "grad_name", "view", "differentiable", "cast_inputs", "doc",
-                 "reindex", "reads_layout", "constant", "data_dependent", "kernel")
+                 "reindex", "reads_layout", "constant", "data_dependent", "kernel", "area")
 
     def __init__(self, name, kind, impl, dtype_rule, meta, vjp, lowering, grad_name, view,
                  differentiable, cast_inputs, doc, reindex=None, reads_layout=False,
@@ -65,6 +66,7 @@ class OpDef:
         self.constant = constant
         self.data_dependent = data_dependent
         self.kernel = kernel
+        self.area = None        # the op file that defines it ("elementwise"), set by define()
 
     def __repr__(self):
         return f"<op {self.name} ({self.kind})>"
@@ -90,6 +92,8 @@ def define(name, kind, impl, *, meta, dtype_rule=None, vjp=None, lowering=None,
     op = OpDef(name, kind, impl, dtype_rule, meta, vjp, lowering, grad_name, view,
                differentiable, cast_inputs, doc, reindex, reads_layout, constant,
                data_dependent, kernel)
+    # the op file calling define() (directly or through its own helper)
+    op.area = sys._getframe(1).f_globals.get("__name__", "").rsplit(".", 1)[-1]
     REGISTRY[name] = op
     return op
 
