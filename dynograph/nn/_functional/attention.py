@@ -9,8 +9,8 @@ import warnings
 import dynograph as _d
 from dynograph.compiler.ops.core import type_name as _type_name
 
-__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward", "_canonical_mask",
-           "_none_or_dtype"]
+__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward", "canonical_mask",
+           "none_or_dtype"]
 
 # ----------------------------------------------------------------------------- scaled dot product
 
@@ -111,16 +111,16 @@ def _add_mask(scores, bias):
 
 # ----------------------------------------------------------------------------- multi-head attention
 
-def _none_or_dtype(input):
+def none_or_dtype(input):
     """The dtype of a tensor, None for None."""
     if input is None:
         return None
     if isinstance(input, _d.Tensor):
         return input.dtype
-    raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
+    raise RuntimeError("input to none_or_dtype() must be None or torch.Tensor")
 
 
-def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+def canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
     """A boolean mask (True = masked out) as an additive float mask; float masks pass through."""
     if mask is None:
         return None
@@ -259,8 +259,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     tgt_len, bsz, embed_dim = query.shape
     src_len = key.shape[0]
 
-    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
-                                       _none_or_dtype(attn_mask), "attn_mask", query.dtype)
+    key_padding_mask = canonical_mask(key_padding_mask, "key_padding_mask",
+                                       none_or_dtype(attn_mask), "attn_mask", query.dtype)
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
                            "Transformer module method `generate_square_subsequent_mask` to create "
@@ -269,7 +269,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         # the hint alone drives scaled_dot_product_attention's causal mask
         attn_mask = None
     else:
-        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+        attn_mask = canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
                                     check_other=False)
         if key_padding_mask is not None:
             # the merged mask is no longer causal

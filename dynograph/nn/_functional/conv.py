@@ -5,13 +5,13 @@ import dynograph as _d
 from dynograph._dispatch import call as _call
 from dynograph.compiler.ops import conv as _ops
 
-from ..modules._utils import _ntuple as _parser
+from ..modules._utils import ntuple as _parser
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold"]
 
 
-def _ntuple(v, n):
+def ntuple(v, n):
     """The shared parser's n-tuple as plain ints (a sequence's length is checked later)."""
     return tuple(int(x) for x in _parser(n)(v))
 
@@ -164,7 +164,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 def _pair(name, v):
     """unfold/fold's 2-element arguments, with torch's error for another length."""
-    v = _ntuple(v, 2)
+    v = ntuple(v, 2)
     if len(v) != 2:
         raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(v)}")
     return v

@@ -11,7 +11,7 @@ from dynograph.autograd.graph import shown_as
 from dynograph.compiler.ops.core import type_name as _type_name
 
 from .. import functional as _F
-from .normalization import _size_text
+from .normalization import size_text
 
 __all__ = [
     "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
@@ -154,7 +154,7 @@ def _margin_shapes(input):
     nd = input.dim()
     if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
         raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
-                           f"but got: {_size_text(input.shape)}")
+                           f"but got: {size_text(input.shape)}")
     if nd == 2:
         return input.shape[0], input.shape[1]
     return 1, (input.shape[0] if nd == 1 else 1)
@@ -173,10 +173,10 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise RuntimeError(
             "multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
             f"samples (batch size). Expected target size [{nframe}], but got "
-            f"{_size_text(target.shape)}. Input has shape {_size_text(input.shape)}.")
+            f"{size_text(target.shape)}. Input has shape {size_text(input.shape)}.")
     if weight is not None and weight.numel() != dim:
         raise RuntimeError(f"inconsistent weight size, expected {dim} but got "
-                           f"{_size_text(weight.shape)}")
+                           f"{size_text(weight.shape)}")
     _check_long(target)
     if weight is not None and weight.dtype != input.dtype:
         raise RuntimeError(f"expected scalar type {_type_name(input.dtype)} but found "
@@ -213,8 +213,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     else:
         ok = target.dim() == 2 and tuple(target.shape) == (nframe, dim)
     if not ok:
-        raise RuntimeError(f"inconsistent target size: {_size_text(target.shape)} for input of "
-                           f"size: {_size_text(input.shape)}")
+        raise RuntimeError(f"inconsistent target size: {size_text(target.shape)} for input of "
+                           f"size: {size_text(input.shape)}")
     if nframe and bool(((target < -1) | (target >= dim)).any().item()):
         raise RuntimeError("argument #2 'target' is out of range")
     _check_long(target)
@@ -242,10 +242,10 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     if tdim == 1 and input1.dim() != 2:
         raise RuntimeError("1D target tensor expects 2D input tensors, but found inputs with "
-                           f"sizes {_size_text(input1.shape)} and {_size_text(input2.shape)}.")
+                           f"sizes {size_text(input1.shape)} and {size_text(input2.shape)}.")
     if tdim == 0 and input1.dim() != 1:
         raise RuntimeError("0D target tensor expects 1D input tensors, but found inputs with "
-                           f"sizes {_size_text(input1.shape)} and {_size_text(input2.shape)}.")
+                           f"sizes {size_text(input1.shape)} and {size_text(input2.shape)}.")
     prod = (input1 * input2).sum(tdim)
     mag1 = (input1 * input1).sum(tdim) + _COSINE_EPS
     mag2 = (input2 * input2).sum(tdim) + _COSINE_EPS

@@ -11,7 +11,7 @@ __all__ = ["layer_norm", "rms_norm", "batch_norm", "instance_norm", "group_norm"
            "prelu", "embedding", "embedding_bag"]
 
 
-def _size_text(shape):
+def size_text(shape):
     """A shape the way torch prints it in these errors: [2, 3]."""
     return "[" + ", ".join(str(int(n)) for n in shape) + "]"
 
@@ -31,13 +31,13 @@ def _check_normalized(input, shape, weight, bias, sep=", "):
     for label, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != shape:
             raise RuntimeError(f"Expected {label} to be of same shape as normalized_shape, but got "
-                               f"{label} of shape {_size_text(t.shape)} and normalized_shape = "
-                               f"{_size_text(shape)}")
+                               f"{label} of shape {size_text(t.shape)} and normalized_shape = "
+                               f"{size_text(shape)}")
     n = len(shape)
     if input.dim() < n or tuple(input.shape[input.dim() - n:]) != shape:
-        raise RuntimeError(f"Given normalized_shape={_size_text(shape)}, expected input with shape "
+        raise RuntimeError(f"Given normalized_shape={size_text(shape)}, expected input with shape "
                            f"[*{sep}{', '.join(str(s) for s in shape)}], but got input of size"
-                           f"{_size_text(input.shape)}")
+                           f"{size_text(input.shape)}")
     return tuple(range(-n, 0))
 
 
@@ -225,12 +225,12 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     _verify_batch_size([batch * channels // num_groups, num_groups] + list(shape[2:]))
     if channels % num_groups:
         raise RuntimeError("Expected number of channels in input to be divisible by num_groups, but "
-                           f"got input of shape {_size_text(shape)} and num_groups={num_groups}")
+                           f"got input of shape {size_text(shape)} and num_groups={num_groups}")
     for label, t in (("weight", weight), ("bias", bias)):
         if t is not None and (t.dim() != 1 or t.numel() != channels):
             raise RuntimeError(f"Expected {label} to be a vector of size equal to the number of "
-                               f"channels in input, but got {label} of shape {_size_text(t.shape)} "
-                               f"and input of shape {_size_text(shape)}")
+                               f"channels in input, but got {label} of shape {size_text(t.shape)} "
+                               f"and input of shape {size_text(shape)}")
     _check_dtypes("GroupNormKernelImpl", input, weight, bias)
     if input.numel() == 0:
         return input.clone()        # empty groups have no statistics (and need none)
@@ -297,7 +297,7 @@ def prelu(input, weight):
 
 # ----------------------------------------------------------------------------- embeddings
 
-def _padding_index(padding_idx, num_embeddings, what="Padding_idx", none=-1):
+def padding_index(padding_idx, num_embeddings, what="Padding_idx", none=-1):
     """padding_idx made non-negative (``none`` for None), with torch's AssertionError (naming it
     ``what``) when out of range. The Embedding and EmbeddingBag modules share it."""
     if padding_idx is None:
@@ -337,7 +337,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     The ``padding_idx`` row gets no gradient; ``max_norm`` first rescales the referenced rows of
     ``weight`` in place.  dynograph has no sparse tensors: ``sparse=True`` yields a dense gradient.
     """
-    padding_idx = _padding_index(padding_idx, weight.size(0))
+    padding_idx = padding_index(padding_idx, weight.size(0))
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     return _lookup(weight, input, padding_idx, scale_grad_by_freq)

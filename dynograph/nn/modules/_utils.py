@@ -1,7 +1,7 @@
 """Argument parsing shared by the layer modules (as torch.nn.modules.utils)."""
 
 
-def _ntuple(n):
+def ntuple(n):
     """A parser: a list or tuple as a tuple, anything else repeated ``n`` times."""
     def parse(x):
         if isinstance(x, (list, tuple)):
@@ -10,4 +10,4 @@ def _ntuple(n):
     return parse
 
 
-_single, _pair, _triple, _quadruple = _ntuple(1), _ntuple(2), _ntuple(3), _ntuple(4)
+single, _pair, _triple, _quadruple = ntuple(1), ntuple(2), ntuple(3), ntuple(4)

@@ -85,10 +85,10 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
         is_batched = query.dim() == 3
-        key_padding_mask = _attn._canonical_mask(key_padding_mask, "key_padding_mask",
-                                                 _attn._none_or_dtype(attn_mask), "attn_mask",
+        key_padding_mask = _attn.canonical_mask(key_padding_mask, "key_padding_mask",
+                                                 _attn.none_or_dtype(attn_mask), "attn_mask",
                                                  query.dtype)
-        attn_mask = _attn._canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+        attn_mask = _attn.canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
                                           check_other=False)
         if self.batch_first and is_batched:
             # the functional form is sequence-first; keep identities (self-attention) intact

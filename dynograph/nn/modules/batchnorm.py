@@ -2,7 +2,7 @@
 import dynograph as _d
 from .. import functional as F
 from .module import Module
-from .normalization import _affine_parameters, _reset_affine
+from .normalization import affine_parameters, reset_affine
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
@@ -22,7 +22,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        _affine_parameters(self, affine, num_features, bias, dtype)
+        affine_parameters(self, affine, num_features, bias, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", _d.zeros(num_features, dtype=dtype))
             self.register_buffer("running_var", _d.ones(num_features, dtype=dtype))
@@ -43,7 +43,7 @@ class _NormBase(Module):
     def reset_parameters(self):
         """Running statistics reset; weight to ones, bias to zeros."""
         self.reset_running_stats()
-        _reset_affine(self, self.affine)
+        reset_affine(self, self.affine)
 
     def _check_input_dim(self, input):
         raise NotImplementedError      # each concrete layer states its dims

@@ -6,7 +6,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
-from ._utils import _ntuple
+from ._utils import ntuple
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
            "Unfold", "Fold"]
@@ -28,7 +28,7 @@ class _ConvNd(Module):
                  transposed, output_padding, groups, bias, padding_mode, device=None, dtype=None):
         super().__init__()
         n = self._n
-        kernel_size, stride, dilation = map(_ntuple(n), (kernel_size, stride, dilation))
+        kernel_size, stride, dilation = map(ntuple(n), (kernel_size, stride, dilation))
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
         if in_channels % groups != 0:
@@ -42,7 +42,7 @@ class _ConvNd(Module):
             if padding == "same" and any(s != 1 for s in stride):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         else:
-            padding = _ntuple(n)(padding)
+            padding = ntuple(n)(padding)
         if padding_mode not in _PADDING_MODES:
             raise ValueError("padding_mode must be one of {'zeros', 'reflect', 'replicate', "
                              f"'circular'}}, but got padding_mode='{padding_mode}'")
@@ -157,14 +157,14 @@ class _ConvTransposeNd(_ConvNd):
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         n = self._n
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         True, _ntuple(n)(output_padding), groups, bias, padding_mode, device,
+                         True, ntuple(n)(output_padding), groups, bias, padding_mode, device,
                          dtype)
 
     def _output_padding(self, input, output_size, stride, padding, kernel_size, num_spatial_dims,
                         dilation=None):
         """The output_padding that makes the output ``output_size`` (torch's rule and errors)."""
         if output_size is None:
-            return _ntuple(num_spatial_dims)(self.output_padding)
+            return ntuple(num_spatial_dims)(self.output_padding)
         has_batch_dim = input.dim() == num_spatial_dims + 2
         non_spatial = 2 if has_batch_dim else 1
         if len(output_size) == non_spatial + num_spatial_dims:

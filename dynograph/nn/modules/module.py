@@ -20,7 +20,7 @@ __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forwar
 _EXTRA_STATE = "_extra_state"
 
 
-def _typename(obj):
+def typename_of(obj):
     """torch.typename: ``dynograph.FloatTensor`` for tensors, ``module.Qualname`` otherwise."""
     if isinstance(obj, Tensor):
         return obj.type()
@@ -227,7 +227,7 @@ class Module:
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         if not isinstance(name, str):
-            raise TypeError(f"buffer name should be a string. Got {_typename(name)}")
+            raise TypeError(f"buffer name should be a string. Got {typename_of(name)}")
         if "." in name:
             raise KeyError('buffer name can\'t contain "."')
         if name == "":
@@ -235,7 +235,7 @@ class Module:
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+            raise TypeError(f"cannot assign '{typename_of(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
@@ -250,7 +250,7 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         if not isinstance(name, str):
-            raise TypeError(f"parameter name should be a string. Got {_typename(name)}")
+            raise TypeError(f"parameter name should be a string. Got {typename_of(name)}")
         if "." in name:
             raise KeyError('parameter name can\'t contain "."')
         if name == "":
@@ -261,7 +261,7 @@ class Module:
             self._parameters[name] = None
             return
         if not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+            raise TypeError(f"cannot assign '{typename_of(param)}' object to parameter '{name}' "
                             "(dynograph.nn.Parameter or None required)")
         if param.grad_fn is not None:
             raise ValueError(
@@ -273,9 +273,9 @@ class Module:
     def add_module(self, name, module):
         """Add a child module, reachable as the attribute ``name``."""
         if not isinstance(module, Module) and module is not None:
-            raise TypeError(f"{_typename(module)} is not a Module subclass")
+            raise TypeError(f"{typename_of(module)} is not a Module subclass")
         if not isinstance(name, str):
-            raise TypeError(f"module name should be a string. Got {_typename(name)}")
+            raise TypeError(f"module name should be a string. Got {typename_of(name)}")
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
         if "." in name:
@@ -322,7 +322,7 @@ class Module:
             return
         if params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                raise TypeError(f"cannot assign '{typename_of(value)}' as parameter '{name}' "
                                 "(dynograph.nn.Parameter or None expected)")
             self.register_parameter(name, value)
             return
@@ -335,14 +335,14 @@ class Module:
             return
         if modules is not None and name in modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
+                raise TypeError(f"cannot assign '{typename_of(value)}' as child module '{name}' "
                                 "(dynograph.nn.Module or None expected)")
             modules[name] = value
             return
         buffers = d.get("_buffers")
         if isinstance(value, Buffer) or (buffers is not None and name in buffers):
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                raise TypeError(f"cannot assign '{typename_of(value)}' as buffer '{name}' "
                                 "(dynograph.nn.Buffer, dynograph.Tensor or None expected)")
             if isinstance(value, Buffer):
                 persistent = value.persistent

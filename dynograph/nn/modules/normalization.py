@@ -16,7 +16,7 @@ def _shape_tuple(normalized_shape):
     return tuple(normalized_shape)
 
 
-def _affine_parameters(module, affine, shape, bias, dtype):
+def affine_parameters(module, affine, shape, bias, dtype):
     """Registers ``weight`` and ``bias`` of ``shape`` when ``affine`` (``bias`` None unless
     ``bias``), else both as None: the affine part of torch's normalization layers."""
     if affine:
@@ -30,7 +30,7 @@ def _affine_parameters(module, affine, shape, bias, dtype):
         module.register_parameter("bias", None)
 
 
-def _reset_affine(module, affine):
+def reset_affine(module, affine):
     """weight to ones, bias (when there is one) to zeros."""
     if affine:
         init.ones_(module.weight)
@@ -47,12 +47,12 @@ class LayerNorm(Module):
         self.normalized_shape = _shape_tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        _affine_parameters(self, elementwise_affine, self.normalized_shape, bias, dtype)
+        affine_parameters(self, elementwise_affine, self.normalized_shape, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
         """weight to ones, bias to zeros."""
-        _reset_affine(self, self.elementwise_affine)
+        reset_affine(self, self.elementwise_affine)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -100,12 +100,12 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        _affine_parameters(self, affine, num_channels, bias, dtype)
+        affine_parameters(self, affine, num_channels, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
         """weight to ones, bias to zeros."""
-        _reset_affine(self, self.affine)
+        reset_affine(self, self.affine)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)

@@ -1,7 +1,7 @@
 """Padding modules: zero, constant, reflection, replication and circular padding (nn.functional.pad)."""
 from .. import functional as F
 from .module import Module
-from ._utils import _ntuple
+from ._utils import ntuple
 
 __all__ = [
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
@@ -11,7 +11,7 @@ __all__ = [
 
 
 # padding holds two amounts (before, after) per padded dim
-_TUPLES = {1: _ntuple(2), 2: _ntuple(4), 3: _ntuple(6)}
+_TUPLES = {1: ntuple(2), 2: ntuple(4), 3: ntuple(6)}
 
 
 class _PadNd(Module):

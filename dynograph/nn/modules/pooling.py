@@ -1,7 +1,7 @@
 """Pooling modules: max, average, adaptive, power-average pooling and max unpooling."""
 from .. import functional as F
 from .module import Module
-from ._utils import _ntuple, _single
+from ._utils import ntuple, single
 
 __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
@@ -66,9 +66,9 @@ class AvgPool1d(_AvgPoolNd):
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
-        self.kernel_size = _single(kernel_size)
-        self.stride = _single(stride if stride is not None else kernel_size)
-        self.padding = _single(padding)
+        self.kernel_size = single(kernel_size)
+        self.stride = single(stride if stride is not None else kernel_size)
+        self.padding = single(padding)
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
 
@@ -175,7 +175,7 @@ class _MaxUnpoolNd(Module):
 
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        tup = _ntuple(self._n)
+        tup = ntuple(self._n)
         self.kernel_size = tup(kernel_size)
         self.stride = tup(stride if (stride is not None) else kernel_size)
         self.padding = tup(padding)
@@ -258,7 +258,7 @@ class _FractionalMaxPoolNd(Module):
     def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
                  _random_samples=None):
         super().__init__()
-        n, tup = self._n, _ntuple(self._n)
+        n, tup = self._n, ntuple(self._n)
         if n == 3 and ((isinstance(kernel_size, int) and kernel_size <= 0) or (
                 isinstance(kernel_size, (tuple, list)) and not all(k > 0 for k in kernel_size))):
             raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")

@@ -2,7 +2,7 @@
 import dynograph as _d
 from .. import functional as F
 from .. import init
-from .._functional.normalization import _padding_index
+from .._functional.normalization import padding_index
 from ..parameter import Parameter
 from .module import Module
 
@@ -58,7 +58,7 @@ class Embedding(_Table):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        self.padding_idx = _padding_index(padding_idx, num_embeddings, "Padding_idx", none=None)
+        self.padding_idx = padding_index(padding_idx, num_embeddings, "Padding_idx", none=None)
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
@@ -102,7 +102,7 @@ class EmbeddingBag(_Table):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        self.padding_idx = _padding_index(padding_idx, num_embeddings, "padding_idx", none=None)
+        self.padding_idx = padding_index(padding_idx, num_embeddings, "padding_idx", none=None)
         self.weight = _table(num_embeddings, embedding_dim, _weight, dtype, True)
         if _weight is None:
             self.reset_parameters()

@@ -10,7 +10,7 @@ import dynograph as _d
 from dynograph._trace_hook import is_tracing as _tracing
 from .. import functional as F
 from .. import init
-from .._functional.attention import _canonical_mask, _none_or_dtype
+from .._functional.attention import canonical_mask, none_or_dtype
 from .activation import GELU, ReLU
 from .attention import MultiheadAttention
 from .container import ModuleList
@@ -169,9 +169,9 @@ class TransformerEncoder(Module):
             self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
-        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
-                                               _none_or_dtype(mask), "mask", src.dtype)
-        mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
+        src_key_padding_mask = canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               none_or_dtype(mask), "mask", src.dtype)
+        mask = canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
         batch_first = self.layers[0].self_attn.batch_first
         is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, batch_first))
         output = src
@@ -238,9 +238,9 @@ class TransformerEncoderLayer(Module):
         self.activation = activation
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
-        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
-                                               _none_or_dtype(src_mask), "src_mask", src.dtype)
-        src_mask = _canonical_mask(src_mask, "src_mask", None, "", src.dtype, check_other=False)
+        src_key_padding_mask = canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               none_or_dtype(src_mask), "src_mask", src.dtype)
+        src_mask = canonical_mask(src_mask, "src_mask", None, "", src.dtype, check_other=False)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)

@@ -1,6 +1,6 @@
 """Flatten parameters into one vector and copy a vector back into parameters."""
 import dynograph as _d
-from ..modules.module import _typename
+from ..modules.module import typename_of
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
@@ -23,7 +23,7 @@ def parameters_to_vector(parameters):
 def vector_to_parameters(vec, parameters):
     """Replace each parameter's data with the next ``numel()`` values of ``vec``."""
     if not isinstance(vec, _d.Tensor):
-        raise TypeError(f"expected torch.Tensor, but got: {_typename(vec)}")
+        raise TypeError(f"expected torch.Tensor, but got: {typename_of(vec)}")
     device, pointer = None, 0
     for param in parameters:
         device = _check_same_device(param, device)
