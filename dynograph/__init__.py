@@ -36,6 +36,7 @@ from ._combinatorics import *  # noqa: F401,F403
 from ._copies import *  # noqa: F401,F403
 from ._tensor_queries import *  # noqa: F401,F403
 from ._constants import *  # noqa: F401,F403
+from . import masked  # noqa: F401,E402
 from ._random import *  # noqa: F401,F403
 from . import random  # noqa: F401,E402
 from . import nn, optim, utils  # noqa: F401,E402

@@ -129,4 +129,3 @@ def map2_(self, x, y, callable):  # noqa: A002
     b = np.broadcast_to(y._data, self._data.shape)
     fn = np.vectorize(callable, otypes=[self._data.dtype])
     return self.copy_(Tensor._wrap(fn(self._data, a, b)))
-
