@@ -34,6 +34,8 @@ import types
 
 import numpy as np
 
+from dynograph._trace_hook import TRACE
+
 MISSING = object()
 
 # code whose reads are not guarded: the compiler, the eager core and optimizers (their
@@ -215,7 +217,6 @@ def read_item(o, key):
 def _stops(o):
     """Whether a source ends at ``o``: tensors (their values are the trace's business), what
     could not be read, and the trace's own state."""
-    from .tracer import TRACE
     return o is MISSING or o is TRACE or _is_tensor(o)
 
 
