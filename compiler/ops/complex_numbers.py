@@ -165,14 +165,14 @@ GRADIENT = frozenset({
     "add", "sub", "neg", "mul", "div", "abs", "angle", "where", "masked_fill", "sum", "mean",
     "clone", "copy",
     "to_copy", "real", "imag", "view_as_real", "view_as_complex", "conj_physical", "complex",
-    "polar", "fft_r2c", "fft_c2c", "fft_c2r",
+    "polar", "fft_r2c", "fft_c2c", "fft_c2r", "mm", "bmm", "mv", "dot", "matmul",
 })
 # values only
 VALUES = frozenset({
     "exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "reciprocal", "pow",
     "sgn", "eq", "ne", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or",
-    "logical_xor", "prod", "cumsum", "cumprod", "mm", "bmm", "mv", "dot", "vdot", "matmul",
-    "trace", "all", "any", "count_nonzero", "nonzero", "masked_select", "unique", "bincount",
+    "logical_xor", "prod", "cumsum", "cumprod", "vdot", "trace", "all", "any", "count_nonzero",
+    "nonzero", "masked_select", "unique", "bincount",
 })
 # every op of these kinds moves or selects elements without arithmetic: values and derivatives
 MOVING_KINDS = frozenset({"movement", "index", "creation"})
@@ -203,6 +203,27 @@ def _conj(x):
     return x.conj_physical() if getattr(x, "dtype", None) is not None and x.dtype.is_complex else x
 
 
+class _Conjugated:
+    """A backward context whose inputs are conjugated: the real derivative rule of a bilinear
+    product (mm, matmul ...) run on it gives PyTorch's complex one (grad_a = g @ conj(b)^T)."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+        self.attrs = ctx.attrs
+
+    @property
+    def inputs(self):
+        return tuple(_conj(x) for x in self._ctx.inputs)
+
+    def needs(self, i):
+        return self._ctx.needs(i)
+
+
+def _bilinear(vjp):
+    return lambda ctx, *grads: vjp(_Conjugated(ctx), *grads)
+
+
+BILINEAR = ("mm", "bmm", "mv", "dot", "matmul")
 COMPLEX_VJPS = {"mul": _complex_mul_vjp, "div": _complex_div_vjp, "angle": _complex_angle_vjp}
 
 # ops whose result is real for complex input (and their numpy form for it)
@@ -253,9 +274,16 @@ def _real_valued(op, rule, fn):
     return typed, computed
 
 
+def _raw_inputs(ctx):
+    """The inputs of a backward context for a dtype look only: the eager node's own tuple, so
+    that reading them does not count as the rule reading them (in-place checks)."""
+    raw = getattr(ctx, "_inputs", None)
+    return ctx.inputs if raw is None else raw
+
+
 def _values_only(op, vjp):
     def guarded(ctx, *grads):
-        if _complex_input(ctx.inputs) is not None or _complex_input(grads):
+        if _complex_input(_raw_inputs(ctx)) is not None or _complex_input(grads):
             raise RuntimeError(f"the derivative of {op.name} for complex tensors is not implemented")
         return vjp(ctx, *grads)
     return guarded
@@ -263,7 +291,7 @@ def _values_only(op, vjp):
 
 def _with_complex_vjp(vjp, complex_vjp):
     def chosen(ctx, *grads):
-        if _complex_input(ctx.inputs) is not None:
+        if _complex_input(_raw_inputs(ctx)) is not None:
             return complex_vjp(ctx, *grads)
         return vjp(ctx, *grads)
     return chosen
@@ -279,6 +307,8 @@ def install():
             op.dtype_rule, op.impl = _real_valued(op, op.dtype_rule, TO_REAL[name])
         if name in COMPLEX_VJPS:
             op.vjp = _with_complex_vjp(op.vjp, COMPLEX_VJPS[name])
+        elif name in BILINEAR:
+            op.vjp = _with_complex_vjp(op.vjp, _bilinear(op.vjp))
         if name in GRADIENT or op.kind in MOVING_KINDS:
             _INSTALLED.add(name)
             continue
