@@ -564,7 +564,9 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     n = s.shape[-1]
     nq = len(qs)
     s = s.unsqueeze(0).expand((nq,) + tuple(s.shape))
-    qt = _creation.tensor(qs, dtype=input.dtype).reshape((nq,) + (1,) * (s.ndim - 1))
+    # a q tensor takes part in the arithmetic, so its gradient flows as in PyTorch's composite
+    qt = q.reshape(-1) if isinstance(q, Tensor) else _creation.tensor(qs, dtype=input.dtype)
+    qt = qt.reshape((nq,) + (1,) * (s.ndim - 1))
     if ignore_nan:
         last = (~s.isnan()).sum(-1, keepdim=True).to(input.dtype) - 1
     else:

@@ -135,3 +135,15 @@ def test_polygamma_at_poles_is_a_pole(torch, n):
     g = dynograph.tensor(x, dtype=dynograph.float64, requires_grad=True)
     dynograph.digamma(g).sum().backward()
     assert all(v > 1e30 for v in g.grad.tolist())
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "midpoint", "lower", "nearest"])
+@pytest.mark.parametrize("fn", ["quantile", "nanquantile"])
+def test_quantile_gradient_reaches_q(torch, fn, interpolation):
+    # torch composes quantile from sort and lerp, so a q tensor that requires grad gets one
+    def make(L):
+        x = L.tensor([[0.5, -1.0, 2.0, 2.0, 0.0], [1.0, 3.0, -2.0, 0.5, 0.25]], dtype=L.float64,
+                     requires_grad=True)
+        q = L.tensor([0.3, 0.75], dtype=L.float64, requires_grad=True)
+        return [x, q], getattr(L, fn)(x, q, dim=1, interpolation=interpolation)
+    check_grad(torch, make)
