@@ -19,26 +19,20 @@ import tempfile
 import time
 import warnings
 
-CACHE_SIZE_MB = 256             # the disk cache's default cap
+from . import config
+
+CACHE_SIZE_MB = config.get_default("CACHE_SIZE_MB")   # the default cap
 STALE_TEMP_S = 3600             # a temporary this old is a killed writer's
 _folders = {}                   # folder path -> usable (checked once per process)
 
 
 def cache_dir():
-    root = os.environ.get("DYNOGRAPH_CACHE_DIR")
-    if root:
-        return root
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "dynograph")
+    return config.get("CACHE_DIR")
 
 
 def size_limit():
-    """The cap in bytes (``$DYNOGRAPH_CACHE_SIZE_MB``, else ``CACHE_SIZE_MB``)."""
-    try:
-        mb = float(os.environ.get("DYNOGRAPH_CACHE_SIZE_MB", CACHE_SIZE_MB))
-    except ValueError:
-        mb = CACHE_SIZE_MB
-    return int(mb * 2 ** 20)
+    """The cap in bytes (``$DYNOGRAPH_CACHE_SIZE_MB``, default ``CACHE_SIZE_MB``)."""
+    return int(config.get("CACHE_SIZE_MB") * 2 ** 20)
 
 
 class DiskCache:

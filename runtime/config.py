@@ -10,7 +10,7 @@ import os
 import warnings
 from dataclasses import dataclass
 
-__all__ = ["Variable", "VARIABLES", "DEBUG_TOPICS", "get", "debug", "markdown_table"]
+__all__ = ["Variable", "VARIABLES", "DEBUG_TOPICS", "get", "get_default", "debug", "markdown_table"]
 
 PREFIX = "DYNOGRAPH_"
 
@@ -86,6 +86,11 @@ def get(name):
                               f"{_default(var)}", RuntimeWarning, stacklevel=3)
             return _default(var)
     return raw
+
+
+def get_default(name):
+    """What ``DYNOGRAPH_<name>`` reads as when it is unset."""
+    return _default(_BY_NAME[name])
 
 
 def _default(var):

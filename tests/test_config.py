@@ -13,9 +13,6 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Modules that still read a variable themselves while the executor moves into runtime/
 # (issue 13): each must switch to ``config.get``; the test below fails once one has, so the
 # entry is dropped then.
-NOT_YET = {"compiler/llvm/jit.py", "runtime/cache.py", "compiler/lowering/program.py"}
-
-
 def test_docs_table_is_the_declarations():
     text = (ROOT / "docs" / "architecture.md").read_text()
     assert config.markdown_table() in text, \
@@ -40,10 +37,8 @@ def test_only_config_reads_the_variables():
             rel = path.relative_to(ROOT).as_posix()
             if rel != "runtime/config.py" and _READ.search(path.read_text(encoding="utf-8")):
                 readers.add(rel)
-    assert readers <= NOT_YET, f"read DYNOGRAPH_* variables outside runtime/config.py " \
-                               f"(use config.get): {sorted(readers - NOT_YET)}"
-    done = {p for p in NOT_YET if (ROOT / p).exists()} - readers
-    assert not done, f"{sorted(done)} use runtime/config.py now: drop them from NOT_YET"
+    assert not readers, f"read DYNOGRAPH_* variables outside runtime/config.py " \
+                        f"(use config.get): {sorted(readers)}"
 
 
 def test_values_parse_by_kind(monkeypatch):

@@ -21,6 +21,7 @@ import time
 import llvmlite
 import llvmlite.binding as llvm
 
+from dynograph.runtime import config
 from dynograph.runtime.backend import STATS  # noqa: F401  (compilations of every backend)
 from dynograph.runtime.cache import DiskCache
 
@@ -57,13 +58,6 @@ def _init():
 
 def triple():
     return _init()["triple"]
-
-
-def debug_level():
-    try:
-        return int(os.environ.get("DYNOGRAPH_DEBUG", "0"))
-    except ValueError:
-        return 0
 
 
 def _codegen_version():
@@ -110,11 +104,10 @@ def emit_object(module_text, name, describe=""):
     with _lock:
         mod = optimize(module_text)
         obj = _init()["tm"].emit_object(mod)
-    level = debug_level()
-    if level >= 1:
+    if config.debug("kernels"):
         ms = (time.perf_counter() - start) * 1e3
         print(f"[dynograph] compiled {name} {describe} in {ms:.1f} ms", file=sys.stderr)
-    if level >= 2:
+    if config.debug("llvm_ir"):
         print(str(mod), file=sys.stderr)
     return obj
 

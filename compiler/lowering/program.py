@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from dynograph.runtime import executor
+from dynograph.runtime import config, executor
 from dynograph.runtime.backend import kernel_function
 from ..interpreter import evaluate, last_uses
 from ..ir import TensorType, Value
@@ -260,17 +260,10 @@ def _plan(node, arrays, values, batch, backend):
         kernel = describe(node, list(layouts), batch)
     except Unsupported as e:
         kernel = None
-        if _debug_level() >= 1:
+        if config.debug("fallbacks"):
             print(f"[dynograph] {node.op} {node.attrs.get('name', '')} runs on the interpreter: {e}",
                   file=sys.stderr)
     plan = None if kernel is None else Plan(backend, kernel)
     plans[key] = plan
     return plan
 
-
-def _debug_level():
-    import os
-    try:
-        return int(os.environ.get("DYNOGRAPH_DEBUG", "0"))
-    except ValueError:
-        return 0
