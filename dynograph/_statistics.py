@@ -55,6 +55,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = wrap_dim(dim, input.dim())
+    if n == 0:      # no differences taken: prepend and append are not used (PyTorch)
+        return input
     parts = []
     for label, t in (("prepend", prepend), ("append", append)):
         if t is None:

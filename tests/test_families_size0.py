@@ -128,6 +128,7 @@ SHAPE_OPS = {
     "argwhere": lambda L, x: L.argwhere(x),
     "searchsorted": lambda L, x: L.searchsorted(L.sort(x, -1)[0], x),
     "searchsorted_1d_seq": lambda L, x: L.searchsorted(L.zeros(0), x.float()),
+    "searchsorted_sorter": lambda L, x: L.searchsorted(x, x, sorter=L.argsort(x, -1)),
     "bucketize": lambda L, x: L.bucketize(x, L.tensor([0.0, 1.0], dtype=x.dtype)),
     "scatter": lambda L, x: L.scatter(x, -1, L.zeros(x.shape, dtype=L.int64), 1.0),
     "scatter_add": lambda L, x: L.scatter_add(x, -1, L.zeros(x.shape, dtype=L.int64), x),

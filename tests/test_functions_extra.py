@@ -105,6 +105,7 @@ CASES = {
     "diff": lambda L: L.diff(V(L, (3, 5)), 2, 0),
     "diff_bool": lambda L: L.diff(V(L, (5,), L.bool)),
     "diff_n0": lambda L: L.diff(V(L, (5,)), 0),
+    "diff_n0_ignores_prepend": lambda L: L.diff(V(L, (5, 5)), 0, 0, V(L, (1, 5)), V(L, (2, 5))),
     "diff_high_order": lambda L: L.diff(V(L, (3,)), 5),
     "diff_prepend_append": lambda L: L.diff(V(L, (2, 5), L.int64), 2, 0, prepend=V(L, (1, 5), L.int64),
                                             append=V(L, (3, 5), L.int64)),

@@ -1158,7 +1158,7 @@ def _searchsorted(seq, values, sorter=None, right=False, out_int32=False):
         # explicit sizes: a row count of 0 makes -1 ambiguous
         rows = seq.reshape(math.prod(seq.shape[:-1]), n)
         vals = v.reshape(rows.shape[0], v.shape[-1])
-        srt = None if sorter is None else sorter.reshape(-1, n)
+        srt = None if sorter is None else sorter.reshape(rows.shape)
     lo = np.zeros(vals.shape, np.int64)
     hi = np.full(vals.shape, n, np.int64)
     for _ in range(n.bit_length()):
