@@ -323,14 +323,14 @@ def test_a_worker_whose_init_failed_answers_every_task_with_that_error(monkeypat
     import pickle
     import threading
     from dynograph.utils.data import _worker
-    from dynograph.utils.data._worker import _worker_loop
+    from dynograph.utils.data._worker import worker_loop
     monkeypatch.setattr(_worker, "_worker_info", None)     # the loop runs here: restore it after
     index_reader, index_writer = mp.Pipe(duplex=False)
     result_reader, result_writer = mp.Pipe(duplex=False)
     for task in range(3):
         index_writer.send((task, [task]))
     index_writer.send(None)
-    _worker_loop(False, TensorDataset(dynograph.arange(8)), index_reader, threading.Lock(),
+    worker_loop(False, TensorDataset(dynograph.arange(8)), index_reader, threading.Lock(),
                  result_writer, True, lambda b: b, False, 0, divide_by_zero, 0, 1)
     answers = [pickle.loads(result_reader.recv_bytes()) for _ in range(3)]
     assert [idx for idx, _ in answers] == [0, 1, 2]

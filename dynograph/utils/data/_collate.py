@@ -7,7 +7,7 @@ import re
 import numpy as np
 
 import dynograph
-from .dataset import _TensorBatch
+from .dataset import TensorBatch
 
 __all__ = ["default_collate", "default_convert", "collate", "default_collate_fn_map"]
 
@@ -156,7 +156,7 @@ def default_collate(batch):
     (dim 0 new), Python floats become float64 tensors and ints int64 tensors, strings and
     bytes stay lists, and mappings, namedtuples, tuples and lists are collated field by
     field (tuples become lists, as in torch)."""
-    if type(batch) is _TensorBatch:
+    if type(batch) is TensorBatch:
         # TensorDataset's batched fetch: the columns are already the stacked batch
         return list(batch.columns)
     return collate(batch, collate_fn_map=default_collate_fn_map)

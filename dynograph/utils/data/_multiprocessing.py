@@ -1,4 +1,4 @@
-"""The DataLoader's iterator over worker processes (torch's _MultiProcessingDataLoaderIter).
+"""The DataLoader's iterator over worker processes (torch's MultiProcessingDataLoaderIter).
 
 Worker processes start with ``multiprocessing_context`` (a start-method name or a context).
 The default is torch's: multiprocessing's default context, so 'fork' on Linux before Python
@@ -27,7 +27,7 @@ from multiprocessing import connection
 from multiprocessing.reduction import ForkingPickler
 
 from ._sharing import sharing_session
-from ._worker import ExceptionWrapper, _IterableDatasetStopIteration, _ResumeIteration, _worker_loop
+from ._worker import ExceptionWrapper, IterableDatasetStopIteration, ResumeIteration, worker_loop
 from .dataloader import _BaseDataLoaderIter, _DatasetKind
 
 PIPE_BYTES = 1 << 22         # wanted kernel buffer of the result pipe (capped by the system)
@@ -120,7 +120,7 @@ class _Workers:
             pass
 
 
-class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
+class MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
         self._prefetch_factor = loader.prefetch_factor
@@ -143,7 +143,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     index_reader, index_writer = ctx.Pipe(duplex=False)
                     child_ends.append(index_reader)
                     workers.index_conns.append(index_writer)
-                    w = ctx.Process(target=_worker_loop, daemon=True, args=(
+                    w = ctx.Process(target=worker_loop, daemon=True, args=(
                         iterable, self._dataset, index_reader, result_lock, result_writer,
                         self._auto_collation, self._collate_fn, self._drop_last, self._base_seed,
                         loader.worker_init_fn, worker_id, self._num_workers, parent))
@@ -188,11 +188,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         """Persistent workers at a new epoch: restart their fetchers and drop what the
         previous epoch left in flight (it arrives before each worker's acknowledgement)."""
         for conn in self._workers.index_conns:
-            conn.send(_ResumeIteration())
+            conn.send(ResumeIteration())
         remaining = self._num_workers
         while remaining > 0:
             idx, _ = self._get_data()
-            if isinstance(idx, _ResumeIteration):
+            if isinstance(idx, ResumeIteration):
                 remaining -= 1
 
     def _try_put_index(self):
@@ -288,7 +288,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 return self._process_data(data, worker_id)
             idx, data = self._get_data()
             self._tasks_outstanding -= 1
-            if isinstance(data, _IterableDatasetStopIteration):
+            if isinstance(data, IterableDatasetStopIteration):
                 self._worker_ended(data.worker_id)
                 self._try_put_index()
                 continue

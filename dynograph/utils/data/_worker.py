@@ -140,14 +140,14 @@ def _picklable(obj):
         return False
 
 
-class _IterableDatasetStopIteration:
+class IterableDatasetStopIteration:
     """A worker's iterable dataset is exhausted."""
 
     def __init__(self, worker_id):
         self.worker_id = worker_id
 
 
-class _ResumeIteration:
+class ResumeIteration:
     """Sent to persistent workers at a new epoch: restart the dataset's iterator."""
 
 
@@ -199,7 +199,7 @@ def _fetch_one(fetcher, idx, index, iterable, worker_id):
         return fetcher.fetch(index), False
     except StopIteration:
         if iterable:
-            return _IterableDatasetStopIteration(worker_id), True
+            return IterableDatasetStopIteration(worker_id), True
         return ExceptionWrapper(where=f"in DataLoader worker process {worker_id}"), False
     except Exception:
         where = f"in DataLoader worker process {worker_id}"
@@ -208,7 +208,7 @@ def _fetch_one(fetcher, idx, index, iterable, worker_id):
         return ExceptionWrapper(where=where), False
 
 
-def _worker_loop(iterable, dataset, index_conn, result_lock, result_conn, auto_collation, collate_fn,
+def worker_loop(iterable, dataset, index_conn, result_lock, result_conn, auto_collation, collate_fn,
                  drop_last, base_seed, init_fn, worker_id, num_workers, parent_pid=None):
     """Serve ``(task_idx, index)`` requests from ``index_conn`` until ``None`` arrives or
     the parent process goes away; each answer is ``(task_idx, data)`` on ``result_conn``.
@@ -236,7 +236,7 @@ def _worker_loop(iterable, dataset, index_conn, result_lock, result_conn, auto_c
             r = index_conn.recv()
             if r is None:
                 break
-            if isinstance(r, _ResumeIteration):
+            if isinstance(r, ResumeIteration):
                 iteration_end = False
                 fetcher = create_fetcher(iterable, dataset, auto_collation, collate_fn, drop_last)
                 _send(result_lock, result_conn, (r, None))

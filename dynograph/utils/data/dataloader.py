@@ -174,8 +174,8 @@ class DataLoader:
         if self.num_workers == 0:
             return _SingleProcessDataLoaderIter(self)
         self.check_worker_number_rationality()
-        from ._multiprocessing import _MultiProcessingDataLoaderIter
-        return _MultiProcessingDataLoaderIter(self)
+        from ._multiprocessing import MultiProcessingDataLoaderIter
+        return MultiProcessingDataLoaderIter(self)
 
     def __iter__(self):
         # persistent workers outlive the epoch: the loader keeps one iterator and resets it

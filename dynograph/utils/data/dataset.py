@@ -40,7 +40,7 @@ class IterableDataset(Dataset):
         return ChainDataset([self, other])
 
 
-class _TensorBatch(collections.abc.Sequence):
+class TensorBatch(collections.abc.Sequence):
     """The samples ``TensorDataset.__getitems__`` returns: a sequence of per-sample tuples
     that also keeps the batch already gathered column by column, so ``default_collate``
     returns those columns instead of stacking the samples one by one."""
@@ -76,7 +76,7 @@ class TensorDataset(Dataset):
         ``default_collate`` turns it into the batch without stacking sample by sample, and a
         custom ``collate_fn`` can index, iterate or ``list()`` it."""
         idx = dynograph.tensor(list(indices), dtype=dynograph.int64)
-        return _TensorBatch(tuple(tensor[idx] for tensor in self.tensors))
+        return TensorBatch(tuple(tensor[idx] for tensor in self.tensors))
 
     def __len__(self):
         return self.tensors[0].size(0)
