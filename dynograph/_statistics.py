@@ -1,5 +1,5 @@
-"""Differences, integration, distances, covariance and histograms: ``diff``, ``trapezoid``,
-``trapz``, ``cumulative_trapezoid``, ``cdist``, ``dist``, ``renorm``, ``cov``, ``corrcoef``,
+"""Differences, integration, distances, covariance and histograms: ``diff``, ``gradient``,
+``trapezoid``, ``trapz``, ``cumulative_trapezoid``, ``cdist``, ``dist``, ``renorm``, ``cov``, ``corrcoef``,
 ``histogram``, ``histogramdd``.
 
 All of them are composites of the op set's primitives, written the way PyTorch composes
@@ -138,6 +138,72 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     w = _spacing(y, x, dx, d, "cumulative_trapezoid")
     pairs = y.narrow(d, 1, max(n - 1, 0)) + y.narrow(d, 0, max(n - 1, 0))
     return (w * pairs / 2).cumsum(d)
+
+
+@_function
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Numerical derivatives along each dimension (central differences inside, one-sided
+    differences of order ``edge_order`` at the ends), with uniform ``spacing`` or sample
+    coordinates, as numpy.gradient and torch.gradient."""
+    _need_tensor(input, "gradient")
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = list(range(input.dim())) if dim is None else \
+        [dim] if isinstance(dim, int) else list(dim)
+    dims = [wrap_dim(d, input.dim()) for d in dims]
+    if isinstance(spacing, (int, float, Tensor)) and not (isinstance(spacing, Tensor) and spacing.dim()):
+        spacing = [spacing] * len(dims)
+    spacing = list(spacing)
+    if len(spacing) == 1 and len(dims) > 1:
+        spacing = spacing * len(dims)
+    if len(spacing) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's "
+                           f"spacing and dim arguments to have the same length, but got a spacing "
+                           f"argument of length {len(spacing)} and a dim argument of length "
+                           f"{len(dims)}.")
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+    f = input if input.dtype.is_floating_point else input.to(D.get_default_dtype())
+    return tuple(_gradient_along(f, d, h, edge_order) for d, h in zip(dims, spacing))
+
+
+def _gradient_along(f, d, h, edge_order):
+    n = f.shape[d]
+
+    def at(start, length):
+        return f.narrow(d, start, length)
+
+    def shaped(w):          # coordinate weights along d, broadcast over the other dims
+        return w.reshape((-1,) + (1,) * (f.dim() - d - 1))
+    from ._shape import cat
+    if isinstance(h, Tensor) and h.dim():                     # sample coordinates
+        x = h.to(f.dtype)
+        dx = diff(x)
+        a1, a2 = dx[:-1], dx[1:]
+        inner = (shaped(-a2 / (a1 * (a1 + a2))) * at(0, n - 2) + shaped((a2 - a1) / (a1 * a2)) *
+                 at(1, n - 2) + shaped(a1 / (a2 * (a1 + a2))) * at(2, n - 2))
+        if edge_order == 1:
+            first = (at(1, 1) - at(0, 1)) / dx[0]
+            last = (at(n - 1, 1) - at(n - 2, 1)) / dx[-1]
+        else:
+            p, q = dx[0], dx[1]
+            first = (-(2 * p + q) / (p * (p + q)) * at(0, 1) + (p + q) / (p * q) * at(1, 1)
+                     - p / (q * (p + q)) * at(2, 1))
+            p, q = dx[-2], dx[-1]
+            last = (q / (p * (p + q)) * at(n - 3, 1) - (q + p) / (p * q) * at(n - 2, 1)
+                    + (2 * q + p) / (q * (p + q)) * at(n - 1, 1))
+    else:                                                     # a uniform step
+        h = h.item() if isinstance(h, Tensor) else h
+        inner = (at(2, n - 2) - at(0, n - 2)) / (2 * h)
+        if edge_order == 1:
+            first = (at(1, 1) - at(0, 1)) / h
+            last = (at(n - 1, 1) - at(n - 2, 1)) / h
+        else:
+            first = (at(0, 1) * -1.5 + at(1, 1) * 2 - at(2, 1) * 0.5) / h
+            last = (at(n - 3, 1) * 0.5 - at(n - 2, 1) * 2 + at(n - 1, 1) * 1.5) / h
+    return cat([first, inner, last], d)
 
 
 # ---------------------------------------------------------------- distances
