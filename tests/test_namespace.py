@@ -70,7 +70,8 @@ TOP_LEVEL_EXCEPTIONS = {
     "mkldnn_convolution", "mkldnn_linear_backward_weights", "mkldnn_max_pool2d",
     "mkldnn_max_pool3d", "mkldnn_rnn_layer", "native_batch_norm", "native_channel_shuffle",
     "native_dropout", "native_group_norm", "native_layer_norm", "native_norm",
-    # TorchScript, the JIT IR and its type system, benchmarking utilities; dynograph compiles with its own IR
+    # TorchScript, the JIT IR and its type system, benchmarking utilities; dynograph compiles with
+    # its own IR
     "AVG", "AggregationType", "AliasDb", "AnyType", "Argument", "ArgumentSpec", "AwaitType",
     "BenchmarkConfig", "BenchmarkExecutionStats", "Block", "BoolType", "BufferDict", "CallStack",
     "Capsule", "ClassType", "Code", "CompilationUnit", "CompleteArgumentSpec", "ComplexType",
@@ -117,13 +118,15 @@ TOP_LEVEL_EXCEPTIONS = {
     "legacy_contiguous_format", "prepare_multiprocessing_environment",
     "profiler_allow_cudagraph_cupti_lazy_reinit_cuda12", "set_flush_denormal",
     "set_num_interop_threads", "thread_safe_generator", "typename",
-    # global modes and settings dynograph does not model (determinism, warnings, matmul precision, default device and tensor type)
+    # global modes and settings dynograph does not model (determinism, warnings, matmul precision,
+    # default device and tensor type)
     "are_deterministic_algorithms_enabled", "get_default_device", "get_deterministic_debug_mode",
     "get_device", "get_float32_matmul_precision", "is_deterministic_algorithms_warn_only_enabled",
     "is_warn_always_enabled", "set_anomaly_enabled", "set_default_device",
     "set_default_tensor_type", "set_deterministic_debug_mode", "set_float32_matmul_precision",
     "set_warn_always", "use_deterministic_algorithms",
-    # aten-level forms of nn.functional operations, with torch's internal argument orders and enum arguments (the nn.functional forms exist)
+    # aten-level forms of nn.functional operations, with torch's internal argument orders and enum
+    # arguments (the nn.functional forms exist)
     "affine_grid_generator", "alpha_dropout_", "batch_norm", "binary_cross_entropy_with_logits",
     "constant_pad_nd", "conv_tbc", "convolution", "cosine_embedding_loss", "ctc_loss", "dropout_",
     "embedding", "embedding_bag", "embedding_renorm_", "feature_alpha_dropout_", "feature_dropout",
@@ -134,7 +137,8 @@ TOP_LEVEL_EXCEPTIONS = {
     "rnn_tanh", "rnn_tanh_cell", "segment_reduce", "triplet_margin_loss",
     # removed from torch (they raise there, pointing to torch.linalg)
     "eig", "lstsq", "matrix_rank", "solve", "symeig",
-    # complex tensors' conjugate/negative bits and copies (complex views are not lazily conjugated in dynograph)
+    # complex tensors' conjugate/negative bits and copies (complex views are not lazily conjugated
+    # in dynograph)
     "conj_physical_", "is_conj", "is_neg", "view_as_complex_copy", "view_as_real_copy",
     # functorch transforms and higher-order control flow
     "cond", "vmap", "while_loop",
@@ -142,9 +146,11 @@ TOP_LEVEL_EXCEPTIONS = {
     "from_dlpack", "frombuffer", "to_dlpack",
     # nested/jagged layouts and sparse helpers
     "indices_copy", "jagged", "slice_inverse",
-    # in-place forms of views and of linear algebra (as_strided_, addmv_) and special functions (i0_)
+    # in-place forms of views and of linear algebra (as_strided_, addmv_) and special functions
+    # (i0_)
     "addmv_", "as_strided_", "i0_",
-    # not implemented yet: binomial sampling, LAPACK Householder routines, low-rank and iterative eigen/SVD solvers, torch.vander
+    # not implemented yet: binomial sampling, LAPACK Householder routines, low-rank and iterative
+    # eigen/SVD solvers, torch.vander
     "binomial", "geqrf", "lobpcg", "orgqr", "ormqr", "pca_lowrank", "svd_lowrank",
     "vander",
 }
@@ -169,7 +175,8 @@ TENSOR_EXCEPTIONS = {
     "eig", "lstsq", "solve", "symeig",
     # LAPACK Householder routines (not implemented yet)
     "geqrf", "orgqr", "ormqr",
-    # torch internals: subclassing, raw pointers, autograd bookkeeping, named tensors, legacy Variable fields
+    # torch internals: subclassing, raw pointers, autograd bookkeeping, named tensors, legacy
+    # Variable fields
     "as_subclass", "const_data_ptr", "grad_dtype", "hash_tensor", "index", "module_load", "name",
     "output_nr", "reinforce", "volatile",
     # deprecated out-of-place resizes (resize_/resize_as_ exist)
