@@ -107,8 +107,11 @@ def test_cli_list_and_json(tmp_path):
                         "--repeats", "2", "--target-ms", "1", "--warmup-ms", "0",
                         "--baseline", "numpy", "--timer", "cpu", "--json", str(path)],
                        cwd=ROOT, env=env, capture_output=True, text=True, check=True)
-    assert "vs numpy" in r.stdout
-    doc = json.loads(path.read_text())
+    assert "vs numpy" in r.stdout and "one thread" in r.stdout and "default threading" in r.stdout
+    both = json.loads(path.read_text())
+    assert set(both["passes"]) == {"default", "one"}
+    assert both["passes"]["one"]["settings"]["threads"]["dynograph"] == 1
+    doc = both["passes"]["default"]
     [rec] = doc["results"]
     assert rec["workload"] == "eager_overhead" and rec["ratios"]["numpy"] == 1.0
     assert "dynograph" in rec["systems"]
@@ -152,3 +155,29 @@ def test_llvm_compile_time_warm_process_loads_every_kernel_from_disk():
     fns = w.setup()
     assert set(fns) == {"llvm-cold", "llvm-warm"}
     assert 0 < fns["llvm-warm"]() < 30        # raises if the warm process compiled a kernel
+
+
+def test_thread_counts_and_the_other_load_are_reported():
+    counts = runner.thread_counts()
+    assert counts["cores"] >= 1 and counts["dynograph"] >= 1
+    with runner.LoadMeter() as load:
+        sum(range(100000))
+    assert load.foreign is None or load.foreign >= 0
+    [rec] = runner.run([_fake("w", {"a": lambda: 1})], check=False, **TINY)
+    assert "foreign_load" in rec
+    assert "other load" in runner.format_table([rec], "a")
+
+
+def test_one_thread_mode_sets_every_system_and_default_restores(monkeypatch):
+    import dynograph
+    before = dynograph.get_num_threads()
+    try:
+        runner.set_threads(1)
+        assert runner.thread_counts()["dynograph"] == 1
+        torch = runner.optional_torch()
+        if torch is not None:
+            assert torch.get_num_threads() == 1
+        runner.set_threads(None)
+        assert runner.thread_counts()["dynograph"] == (os.cpu_count() or 1)
+    finally:
+        dynograph.set_num_threads(before)

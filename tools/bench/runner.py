@@ -182,6 +182,38 @@ def measure_self_timed(fns, *, repeats=11):
     return {n: _stats(samples[n], 1) for n in names}
 
 
+# ---------------------------------------------------------------- the machine's other load
+
+def _busy_jiffies():
+    """CPU time (in clock ticks) every process of the machine has used so far, or None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()[1:]
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return user + nice + system + irq + softirq + steal
+
+
+class LoadMeter:
+    """How many cores other processes kept busy while a workload ran: the machine's busy CPU
+    time (/proc/stat) minus this process's, over the elapsed time.  None off Linux."""
+
+    def __enter__(self):
+        self.t0, self.busy0, self.own0 = time.perf_counter(), _busy_jiffies(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        busy1 = _busy_jiffies()
+        self.foreign = None
+        if self.busy0 is not None and busy1 is not None:
+            elapsed = time.perf_counter() - self.t0
+            busy = (busy1 - self.busy0) / os.sysconf("SC_CLK_TCK")
+            own = time.process_time() - self.own0
+            self.foreign = max(0.0, (busy - own) / elapsed) if elapsed > 0 else None
+        return False
+
+
 # ---------------------------------------------------------------- result check
 
 def to_numpy(x):
@@ -305,15 +337,16 @@ def run(workloads, *, repeats=11, target_s=0.05, warmup_s=0.05, clock="wall", sy
             del fns[name]
             if progress is not None:
                 progress(f"  {name} skipped: {err}")
-        if not fns:
-            stats = {}
-        elif w.self_timed:
-            stats = measure_self_timed(fns, repeats=repeats)
-        else:
-            stats = measure(fns, repeats=repeats, target_s=target_s, warmup_s=warmup_s,
-                            clock=clock)
+        with LoadMeter() as load:
+            if not fns:
+                stats = {}
+            elif w.self_timed:
+                stats = measure_self_timed(fns, repeats=repeats)
+            else:
+                stats = measure(fns, repeats=repeats, target_s=target_s, warmup_s=warmup_s,
+                                clock=clock)
         results.append({"workload": w.name, "description": w.description, "systems": stats,
-                        "errors": errors})
+                        "errors": errors, "foreign_load": load.foreign})
     return results
 
 
@@ -336,15 +369,18 @@ def format_table(results, baseline, header=True):
     """The results as an aligned text table; ratios are medians over the baseline's."""
     rows = []
     for rec in results:
+        load = rec.get("foreign_load")
+        load = "" if load is None else f"{load:.1f}"
         if not rec["systems"]:
-            rows.append((rec["workload"], "(none ran)", "", "", "", "", ""))
+            rows.append((rec["workload"], "(none ran)", "", "", "", "", "", load))
         rs = ratios(rec, baseline) if baseline else {}
         for i, (name, s) in enumerate(rec["systems"].items()):
             ratio = f"{rs[name]:.2f}x" if name in rs else ""
             rows.append((rec["workload"] if i == 0 else "", name, _fmt_time(s.median),
-                         _fmt_time(s.min), _fmt_time(s.iqr), f"{s.number}", ratio))
+                         _fmt_time(s.min), _fmt_time(s.iqr), f"{s.number}", ratio,
+                         load if i == 0 else ""))
     head = ("workload", "system", "median", "min", "IQR", "loop",
-            f"vs {baseline}" if baseline else "")
+            f"vs {baseline}" if baseline else "", "other load")
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     lines = []
     if header:
@@ -362,8 +398,49 @@ def to_json(results, baseline, settings):
         "settings": dict(settings, baseline=baseline),
         "results": [{"workload": r["workload"], "description": r["description"],
                      "systems": {n: s.as_json() for n, s in r["systems"].items()},
-                     "ratios": ratios(r, baseline), "errors": r["errors"]} for r in results],
+                     "ratios": ratios(r, baseline), "errors": r["errors"],
+                     "foreign_load_cores": r.get("foreign_load")} for r in results],
     }
+
+
+def thread_counts():
+    """Threads each system uses now: dynograph's kernels, torch's intra-op pool, numpy's BLAS."""
+    counts = {"cores": os.cpu_count()}
+    try:
+        import dynograph
+        counts["dynograph"] = dynograph.get_num_threads()
+    except ImportError:
+        pass
+    torch = optional_torch()
+    if torch is not None:
+        counts["torch"] = torch.get_num_threads()
+    try:
+        from threadpoolctl import threadpool_info
+        blas = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
+        counts["blas"] = max(blas) if blas else None
+    except ImportError:
+        counts["blas"] = None
+    return counts
+
+
+def set_threads(n):
+    """Every system on ``n`` threads (None: each system's own default, as a user runs it)."""
+    import dynograph
+    torch = optional_torch()
+    n_all = n or os.cpu_count() or 1
+    dynograph.set_num_threads(n_all)     # also numpy's BLAS, through threadpoolctl
+    if torch is not None:
+        torch.set_num_threads(n_all)
+    if n is None:                        # numpy's BLAS back to its own default
+        try:
+            from threadpoolctl import threadpool_limits
+            threadpool_limits(None, user_api="blas")
+        except ImportError:
+            pass
+
+
+def _describe_threads(counts):
+    return ", ".join(f"{k} {v}" for k, v in counts.items())
 
 
 def main(argv=None):
@@ -382,12 +459,10 @@ def main(argv=None):
     p.add_argument("--timer", choices=sorted(CLOCKS), default="wall",
                    help="wall: elapsed time (default); cpu: this process's CPU time, steadier "
                         "on a busy machine")
-    p.add_argument("--torch-threads", type=int, default=1, metavar="N",
-                   help="torch intra-op threads (default 1: numpy's elementwise kernels are "
-                        "single-threaded too; 0 keeps torch's default)")
-    p.add_argument("--blas-threads", type=int, default=None, metavar="N",
-                   help="numpy's BLAS threads (default: as many as torch's; 0 keeps the default). "
-                        "On a shared machine extra BLAS threads spin and slow every system down")
+    p.add_argument("--threads", choices=("both", "default", "one"), default="both",
+                   help="both (default): a table with every system at its default threading "
+                        "(as a user runs it: torch and BLAS on every core), then a table with "
+                        "every system on one thread; default or one: only that table")
     p.add_argument("--no-check", action="store_true",
                    help="skip the check that all systems compute the same result")
     args = p.parse_args(argv)
@@ -403,26 +478,30 @@ def main(argv=None):
     if args.repeats < 1:
         p.error("--repeats must be at least 1")
     systems = set(args.systems.split(",")) if args.systems else None
-    torch = optional_torch()
-    if torch is not None and args.torch_threads > 0:
-        torch.set_num_threads(args.torch_threads)
-    blas = args.torch_threads if args.blas_threads is None else args.blas_threads
-    if blas > 0:
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(blas, user_api="blas")
     settings = {"repeats": args.repeats, "target_ms": args.target_ms, "warmup_ms": args.warmup_ms,
-                "timer": args.timer,
-                "filter": args.filter,
-                "torch_threads": args.torch_threads, "blas_threads": blas,
+                "timer": args.timer, "filter": args.filter,
                 "systems": sorted(systems) if systems else None}
-    results = run(chosen, repeats=args.repeats, target_s=args.target_ms / 1e3,
-                  warmup_s=args.warmup_ms / 1e3, clock=args.timer, systems=systems,
-                  check=not args.no_check,
-                  progress=lambda msg: print(msg, file=sys.stderr, flush=True))
-    print(format_table(results, args.baseline))
+    passes = {"both": ("default", "one"), "default": ("default",), "one": ("one",)}[args.threads]
+    document = {"passes": {}}
+    for mode in passes:
+        set_threads(None if mode == "default" else 1)
+        counts = thread_counts()
+        print(f"# {'default threading' if mode == 'default' else 'one thread'}: "
+              f"{_describe_threads(counts)}; 'other load' is cores busy with other processes",
+              flush=True)
+        results = run(chosen, repeats=args.repeats, target_s=args.target_ms / 1e3,
+                      warmup_s=args.warmup_ms / 1e3, clock=args.timer, systems=systems,
+                      check=not args.no_check,
+                      progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+        print(format_table(results, args.baseline))
+        print()
+        document["passes"][mode] = dict(to_json(results, args.baseline,
+                                                dict(settings, threads=counts)))
     if args.json:
+        if len(passes) == 1:
+            document = document["passes"][passes[0]]
         with open(args.json, "w") as f:
-            json.dump(to_json(results, args.baseline, settings), f, indent=2)
+            json.dump(document, f, indent=2)
             f.write("\n")
         print(f"wrote {args.json}")
     return 0
