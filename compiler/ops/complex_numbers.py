@@ -159,20 +159,22 @@ polar = _elementwise("polar", _polar, _pair_rule("polar"), _polar_vjp,
 
 # ---------------------------------------------------------------- what every op does with complex
 
+# analytic ops whose real derivative rules hold for complex numbers on conjugated values
+ANALYTIC = frozenset({"mm", "bmm", "mv", "dot", "matmul", "exp", "log", "sqrt", "sin", "cos",
+                      "tan", "sinh", "cosh", "tanh", "reciprocal", "pow", "cumsum", "prod"})
 # values and derivatives (the derivative rules hold for complex numbers as written, or
 # have the complex forms below)
 GRADIENT = frozenset({
     "add", "sub", "neg", "mul", "div", "abs", "angle", "where", "masked_fill", "sum", "mean",
     "clone", "copy",
     "to_copy", "real", "imag", "view_as_real", "view_as_complex", "conj_physical", "complex",
-    "polar", "fft_r2c", "fft_c2c", "fft_c2r", "mm", "bmm", "mv", "dot", "matmul",
-})
+    "polar", "fft_r2c", "fft_c2c", "fft_c2r",
+}) | ANALYTIC
 # values only
 VALUES = frozenset({
-    "exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "reciprocal", "pow",
     "sgn", "eq", "ne", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or",
-    "logical_xor", "prod", "cumsum", "cumprod", "vdot", "trace", "all", "any", "count_nonzero",
-    "nonzero", "masked_select", "unique", "bincount",
+    "logical_xor", "cumprod", "vdot", "all", "any", "count_nonzero", "nonzero", "masked_select",
+    "unique", "bincount",
 })
 # every op of these kinds moves or selects elements without arithmetic: values and derivatives
 MOVING_KINDS = frozenset({"movement", "index", "creation"})
@@ -204,8 +206,9 @@ def _conj(x):
 
 
 class _Conjugated:
-    """A backward context whose inputs are conjugated: the real derivative rule of a bilinear
-    product (mm, matmul ...) run on it gives PyTorch's complex one (grad_a = g @ conj(b)^T)."""
+    """A backward context whose inputs and outputs are conjugated.  For an op analytic in its
+    inputs with real coefficients (exp, sin, a product ...) the real derivative rule run on it
+    gives PyTorch's complex one: grad * conj(f'(z)) = grad * f'(conj(z))."""
 
     def __init__(self, ctx):
         self._ctx = ctx
@@ -215,15 +218,18 @@ class _Conjugated:
     def inputs(self):
         return tuple(_conj(x) for x in self._ctx.inputs)
 
+    @property
+    def output(self):
+        out = self._ctx.output
+        return tuple(_conj(o) for o in out) if isinstance(out, tuple) else _conj(out)
+
     def needs(self, i):
         return self._ctx.needs(i)
 
 
-def _bilinear(vjp):
+def _on_conjugates(vjp):
     return lambda ctx, *grads: vjp(_Conjugated(ctx), *grads)
 
-
-BILINEAR = ("mm", "bmm", "mv", "dot", "matmul")
 COMPLEX_VJPS = {"mul": _complex_mul_vjp, "div": _complex_div_vjp, "angle": _complex_angle_vjp}
 
 # ops whose result is real for complex input (and their numpy form for it)
@@ -307,8 +313,8 @@ def install():
             op.dtype_rule, op.impl = _real_valued(op, op.dtype_rule, TO_REAL[name])
         if name in COMPLEX_VJPS:
             op.vjp = _with_complex_vjp(op.vjp, COMPLEX_VJPS[name])
-        elif name in BILINEAR:
-            op.vjp = _with_complex_vjp(op.vjp, _bilinear(op.vjp))
+        elif name in ANALYTIC:
+            op.vjp = _with_complex_vjp(op.vjp, _on_conjugates(op.vjp))
         if name in GRADIENT or op.kind in MOVING_KINDS:
             _INSTALLED.add(name)
             continue
