@@ -127,7 +127,6 @@ PENDING = {
     "dynograph.compiler.ops.linalg": "op-table work: checks shared with decompositions.py",
     "dynograph.compiler.ops.pooling": "op-table work: pooling geometry shared with lowering/",
     "dynograph.export._capture": "export/onnx work",
-    "dynograph.nn.functional": "loss reductions shared with nn/_functional/losses.py",
     "dynograph.runtime.dtypes": "dtype names move into runtime/dtypes.py",
     "dynograph.vision.transforms._functional_pil": "vision transforms internals",
     "dynograph.vision.transforms._functional_tensor": "vision transforms internals",

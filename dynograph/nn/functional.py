@@ -10,6 +10,8 @@ import dynograph as _d
 from dynograph.compiler.ops.core import type_name
 from dynograph._trace_hook import is_tracing as _tracing
 from dynograph.autograd.graph import shown_as
+from ._functional.reduction import (reduce_loss as _reduce, reduction_from_flags as _reduction,
+                                    stable_softplus as _softplus)
 
 __all__ = [
     "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_", "celu",
@@ -197,17 +199,6 @@ def sigmoid(input):
 def tanh(input):
     """Hyperbolic tangent."""
     return _d.tanh(input)
-
-
-def _softplus(z):
-    """log(1 + exp(z)) without overflow, with the exact gradient sigmoid(z) (0.5 at z = 0).
-
-    Each branch only ever exponentiates a non-positive number, so the discarded branch is finite
-    and its zero gradient never meets an infinity.
-    """
-    pos = z + (-z.clamp_min(0)).exp().log1p()
-    neg = z.clamp_max(0).exp().log1p()
-    return _d.where(z > 0, pos, neg)
 
 
 def logsigmoid(input):
@@ -517,27 +508,6 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 # ----------------------------------------------------------------------------- losses
-
-def _reduction(size_average, reduce, reduction):
-    """The reduction string, honouring the legacy size_average/reduce flags."""
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if size_average and reduce:
-        return "mean"
-    return "sum" if reduce else "none"
-
-
-def _reduce(loss, reduction):
-    if reduction == "none":
-        return loss
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    raise ValueError(f"{reduction} is not a valid value for reduction")
-
 
 def _warn_size(input, target, stacklevel=3):
     if tuple(target.shape) != tuple(input.shape):

@@ -12,6 +12,7 @@ from dynograph.compiler.ops.core import type_name as _type_name
 
 from .. import functional as _F
 from .normalization import size_text
+from .reduction import reduce_loss, reduction_from_flags, stable_softplus
 
 __all__ = [
     "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
@@ -29,7 +30,7 @@ def _legacy_reduction(size_average, reduce, reduction):
     """The reduction string (legacy flags honoured), rejected early when unknown like torch's enum.
 
     With both legacy flags None it only checks ``reduction``."""
-    red = _F._reduction(size_average, reduce, reduction)
+    red = reduction_from_flags(size_average, reduce, reduction)
     if red not in ("none", "mean", "sum"):
         raise ValueError(f"{red} is not a valid value for reduction")
     return red
@@ -67,7 +68,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
         t = _d.where(big, target, 2.0)
         stirling = t * t.log() - t + (t * (2 * math.pi)).log() * 0.5
         loss = loss + _d.where(big, stirling, 0.0)
-    return _F._reduce(loss, red)
+    return reduce_loss(loss, red)
 
 
 def _gaussian_var(input, var):
@@ -102,7 +103,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     loss = (var.log() + (input - target).square() / var) * 0.5
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
-    return _F._reduce(loss, reduction)
+    return reduce_loss(loss, reduction)
 
 
 # ----------------------------------------------------------------------------- margin losses
@@ -116,7 +117,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
             f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
             f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
     loss = (-target * (input1 - input2) + margin).clamp_min(0)
-    return _F._reduce(loss, red)
+    return reduce_loss(loss, red)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
@@ -125,28 +126,28 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     red = _legacy_reduction(size_average, reduce, reduction)
     margin_part = _d.where(target != 1, (margin - input).clamp_min(0), 0.0)
     self_part = _d.where(target != -1, input, 0.0)
-    return _F._reduce(margin_part + self_part, red)
+    return reduce_loss(margin_part + self_part, red)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)), finite for any input."""
     red = _legacy_reduction(size_average, reduce, reduction)
-    return shown_as(_F._reduce(_F._softplus(-input * target), red), "SoftMarginLossBackward0")
+    return shown_as(reduce_loss(stable_softplus(-input * target), red), "SoftMarginLossBackward0")
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction="mean"):
     """Per-class logistic loss averaged over the last (class) dim; target holds 0/1 per class."""
-    red = _F._reduction(size_average, reduce, reduction)
+    red = reduction_from_flags(size_average, reduce, reduction)
     # -(t log sigmoid(x) + (1 - t) log sigmoid(-x)), each log sigmoid as a stable softplus
-    loss = target * _F._softplus(-input) + (1 - target) * _F._softplus(input)
+    loss = target * stable_softplus(-input) + (1 - target) * stable_softplus(input)
     if weight is not None:
         loss = loss * weight
     class_dim = input.dim() - 1
     loss = loss.sum(class_dim) / input.size(class_dim)
     if red not in ("none", "mean", "sum"):
         raise ValueError(red + " is not valid")
-    return _F._reduce(loss, red)
+    return reduce_loss(loss, red)
 
 
 def _margin_shapes(input):
@@ -197,7 +198,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if red == "none":
         loss = loss if target.dim() > 0 else loss.reshape(())
     else:
-        loss = _F._reduce(loss, red)
+        loss = reduce_loss(loss, red)
     return shown_as(loss, "MultiMarginLossBackward0")
 
 
@@ -230,7 +231,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     loss = _d.where(pairs, z, 0.0).sum((1, 2)) / dim
     if red == "none":
         return loss if target.dim() > 1 else loss.reshape(())
-    return _F._reduce(loss, red)
+    return reduce_loss(loss, red)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
@@ -252,7 +253,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     cos = prod / (mag1 * mag2).sqrt()
     pos = _d.where(target == 1, 1 - cos, 0.0)
     neg = _d.where(target == -1, (cos - margin).clamp_min(0), 0.0)
-    return _F._reduce(pos + neg, red)
+    return reduce_loss(pos + neg, red)
 
 
 # ----------------------------------------------------------------------------- triplet losses
@@ -273,7 +274,7 @@ def _triplet(dist, anchor, positive, negative, margin, swap, red):
     if swap:
         # Balntas et al.: use the positive as anchor when it is closer to the negative
         d_neg = _d.minimum(d_neg, dist(positive, negative))
-    return _F._reduce((d_pos - d_neg + margin).clamp_min(0), red)
+    return reduce_loss((d_pos - d_neg + margin).clamp_min(0), red)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,

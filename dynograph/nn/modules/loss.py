@@ -1,5 +1,6 @@
 """Loss modules: wrappers over nn.functional holding the reduction and (as buffers) weights."""
 from .. import functional as F
+from .._functional.reduction import reduction_from_flags
 from .module import Module
 from .distance import PairwiseDistance
 
@@ -16,7 +17,7 @@ class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
         if size_average is not None or reduce is not None:
-            reduction = F._reduction(size_average, reduce, reduction)
+            reduction = reduction_from_flags(size_average, reduce, reduction)
         self.reduction = reduction
 
 
