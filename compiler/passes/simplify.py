@@ -77,7 +77,9 @@ class _Context:
         if isinstance(x, (int, float)):
             return x
         node = self.producer.get(x) if isinstance(x, Value) else None
-        while node is not None and REGISTRY[node.op].view and node.op != "view_dtype":
+        # through views that keep the dtype (a view of the bytes as another dtype changes values)
+        while node is not None and REGISTRY[node.op].view and \
+                node.outs[0].type.dtype == getattr(getattr(node.args[0], "type", None), "dtype", None):
             node = self.producer.get(node.args[0]) if node.args and isinstance(node.args[0], Value) else None
         if node is not None and node.op == "full":
             return node.attrs["fill_value"]
