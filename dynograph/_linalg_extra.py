@@ -19,7 +19,8 @@ from ._reduce import structseq
 from ._shape import cat, movedim
 from ._tensor import tensor_method
 
-__all__ = ["solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "solve_ex", "inv_ex",
+__all__ = ["eig", "eigvals", "solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
+           "solve_ex", "inv_ex",
           "cholesky_ex", "cond", "ldl_factor", "ldl_factor_ex", "ldl_solve", "householder_product",
           "tensorinv", "tensorsolve", "vander", "lstsq", "matrix_exp"]
 
@@ -34,6 +35,7 @@ _ldl_factor_t = structseq("linalg_ldl_factor", ("LD", "pivots"))
 _ldl_factor_ex_t = structseq("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
 _triangular_solve_t = structseq("triangular_solve", ("solution", "cloned_coefficient"))
 _lstsq_t = structseq("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+_eig_t = structseq("linalg_eig", ("eigenvalues", "eigenvectors"))
 
 
 def _la():
@@ -294,6 +296,22 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     _tensor(pivots, "linalg_ldl_solve", "pivots", 2)
     _tensor(B, "linalg_ldl_solve", "B", 3)
     return finish(call(X.linalg_ldl_solve, LD, pivots, B, hermitian=hermitian), out)
+
+
+# ---------------------------------------------------------------- eigen-decomposition
+
+def eig(A, *, out=None):
+    """(eigenvalues, eigenvectors) of a square matrix, both complex (eigenvectors of unit norm,
+    as LAPACK's geev gives them)."""
+    _tensor(A, "linalg_eig")
+    r = _eig_t(call(X.linalg_eig, A))
+    return r if out is None else _eig_t(tuple(finish(v, o) for v, o in zip(r, out)))
+
+
+def eigvals(A, *, out=None):
+    """The eigenvalues of a square matrix (complex)."""
+    _tensor(A, "linalg_eigvals")
+    return finish(call(X.linalg_eig, A)[0], out)
 
 
 # ---------------------------------------------------------------- matrix functions

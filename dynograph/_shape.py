@@ -351,11 +351,19 @@ def _H(self):
     return call(M.transpose, self, dim0=0, dim1=1)
 
 
+def _conjugated(transpose):
+    """A transpose that also conjugates complex tensors (mH, H, adjoint)."""
+    def fn(self):
+        r = transpose(self)
+        return r.conj() if r.is_complex() else r
+    return fn
+
+
 Tensor.T = property(_T)
 Tensor.mT = property(_matrix_transpose("mT", "tensor.mT"))
-Tensor.mH = property(_matrix_transpose("mH", "tensor.mH"))
-Tensor.H = property(_H)
-_adjoint = _matrix_transpose("adjoint", "tensor.adjoint()")
+Tensor.mH = property(_conjugated(_matrix_transpose("mH", "tensor.mH")))
+Tensor.H = property(_conjugated(_H))
+_adjoint = _conjugated(_matrix_transpose("adjoint", "tensor.adjoint()"))
 
 
 @_public

@@ -55,6 +55,8 @@ CASES = {
     "linalg_matrix_exp": (dg.linalg.matrix_exp, lambda: (r(3, 3, lo=-0.5, hi=0.5),)),
     "cholesky_solve": (lambda b, c: dg.cholesky_solve(b, c.tril() + 2 * _eye(3)),
                        lambda: (r(3, 2), r(3, 3, seed=1))),
+    "linalg_eig": (lambda a: dg.view_as_real(dg.linalg.eigvals(a + 2 * _eye(3))),
+                   lambda: (r(3, 3),)),
     "cholesky_inverse": (lambda c: dg.cholesky_inverse(c.triu() + 2 * _eye(3), upper=True),
                          lambda: (r(3, 3),)),
 }

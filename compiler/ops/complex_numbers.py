@@ -161,14 +161,15 @@ polar = _elementwise("polar", _polar, _pair_rule("polar"), _polar_vjp,
 
 # analytic ops whose real derivative rules hold for complex numbers on conjugated values
 ANALYTIC = frozenset({"mm", "bmm", "mv", "dot", "matmul", "exp", "log", "sqrt", "sin", "cos",
-                      "tan", "sinh", "cosh", "tanh", "reciprocal", "pow", "cumsum", "prod"})
+                      "tan", "sinh", "cosh", "tanh", "reciprocal", "pow", "cumsum", "prod",
+                      "linalg_solve", "linalg_inv"})
 # values and derivatives (the derivative rules hold for complex numbers as written, or
 # have the complex forms below)
 GRADIENT = frozenset({
     "add", "sub", "neg", "mul", "div", "abs", "angle", "where", "masked_fill", "sum", "mean",
     "clone", "copy",
     "to_copy", "real", "imag", "view_as_real", "view_as_complex", "conj_physical", "complex",
-    "polar", "fft_r2c", "fft_c2c", "fft_c2r",
+    "polar", "fft_r2c", "fft_c2c", "fft_c2r", "linalg_eig",
 }) | ANALYTIC
 # values only
 VALUES = frozenset({

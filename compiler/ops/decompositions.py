@@ -414,3 +414,54 @@ linalg_ldl_solve = define(
     "linalg_ldl_solve", "linalg", _ldl_solve, meta=_ldl_solve_meta,
     vjp=_no_derivative("linalg_ldl_solve"), grad_name=NOT_IMPLEMENTED,
     doc="X with A X = B from the LDL^T factors of A.")
+
+
+# ---------------------------------------------------------------- eigen-decomposition
+
+def _eig_meta(A):
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
+        raise RuntimeError(f"Unknown Complex ScalarType for {type_name(A.dtype)}")
+    _check_square(A, "linalg.eig")
+    _check_float(A.dtype, "linalg.eig", "linalg_eig_out_cpu")
+    cdt = A.dtype.to_complex()
+    return TensorSpec(tuple(A.shape[:-1]), cdt), TensorSpec(tuple(A.shape), cdt)
+
+
+def _eig(A):
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.dtype not in _LAPACK:
+        raise ValueError("eig")
+    cdt = np.complex64 if A.dtype in (np.float32, np.complex64) else np.complex128
+    if A.size == 0:
+        return np.zeros(A.shape[:-1], cdt), np.zeros(A.shape, cdt)
+    w, v = np.linalg.eig(A)
+    return np.asarray(w, cdt), _colmajor(np.asarray(v, cdt))
+
+
+def _eig_vjp(ctx, gL, gV):
+    """PyTorch's linalg_eig_backward: gA = V^-H (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV)))
+    / conj(E)) V^H with E_ij = L_j - L_i off the diagonal."""
+    L, V = ctx.output
+    Vh = V.mH
+    n = L.shape[-1]
+    if gV is None:
+        gA = gL.diag_embed()
+    else:
+        VhgV = Vh @ gV
+        diag = VhgV.diagonal(0, -2, -1)
+        if float(diag.imag.abs().amax().item()) > 1e-2 if diag.numel() else False:
+            raise RuntimeError("linalg_eig_backward: The eigenvectors in the complex case are "
+                               "specified up to multiplication by e^{i phi}. The specified loss "
+                               "function depends on this quantity, so it is ill-defined.")
+        VhgV = VhgV - Vh @ (V * diag.real.unsqueeze(-2))
+        Lc = L.conj_physical()
+        E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)
+        eye = L.new_ones(n).diag_embed().to(E.dtype) if n else E
+        E = E + eye                                   # 1 on the diagonal
+        gA = VhgV / E
+        if gL is not None:
+            gA = gA + gL.diag_embed()
+    return (eager.solve(Vh, gA @ Vh),)
+
+
+linalg_eig = define("linalg_eig", "linalg", _eig, meta=_eig_meta, vjp=_eig_vjp,
+                    doc="Eigenvalues and eigenvectors of a general square matrix (complex).")

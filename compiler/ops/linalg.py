@@ -25,7 +25,8 @@ from .core import TensorSpec, broadcast_shapes, check_broadcast, define, type_na
 from .movement import expand_shape, prod
 
 _LOW = (np.dtype(np.float16), D.bfloat16.np)
-_LAPACK = (np.dtype(np.float32), np.dtype(np.float64))
+_LAPACK = (np.dtype(np.float32), np.dtype(np.float64),      # complex: solve and inv only
+           np.dtype(np.complex64), np.dtype(np.complex128))    # (compiler/ops/complex_numbers.py)
 _BOOL = np.dtype(np.bool_)
 _INF = math.inf
 
@@ -617,7 +618,8 @@ def _check_square(A, fn):
 
 def _check_float(dt, fn, kernel=None):
     """LAPACK-backed ops take float32/float64; ``kernel`` names the one that rejects float16."""
-    if not dt.is_floating_point and (kernel is None or not kernel.startswith("linalg_eigh")):
+    if not (dt.is_floating_point or dt.is_complex) and (kernel is None
+                                                        or not kernel.startswith("linalg_eigh")):
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. "
                            f"Got {type_name(dt)}")
     if dt.np not in _LAPACK:
