@@ -127,6 +127,8 @@ def sum_to_size(self, *sizes, size=None):
         size = size[0]
     size = tuple(size)
     shape = tuple(self.shape)
+    if not shape and not size:
+        return self.sum()           # PyTorch sums a 0-d tensor (integers become int64)
     lead = len(shape) - len(size)
     if lead < 0 or any(s != n and s != 1 for s, n in zip(size, shape[lead:])):
         raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")

@@ -335,9 +335,9 @@ def _tensordot(a, b, dims_a, dims_b):
     for da, db in zip(dims_a, dims_b):
         n1, n2 = sa[da], sb[db]
         if n2 == 1:                        # a broadcast dimension is summed right away
-            a = a.sum(da, keepdim=True)
+            a = a.sum(da, keepdim=True, dtype=a.dtype)     # (in the operands' dtype, as torch)
         elif n1 == 1:
-            b = b.sum(db, keepdim=True)
+            b = b.sum(db, keepdim=True, dtype=b.dtype)
         else:
             if n1 != n2:
                 raise RuntimeError(f"contracted dimensions need to match, but first has size {n1} "

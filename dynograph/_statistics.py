@@ -151,6 +151,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     dims = list(range(input.dim())) if dim is None else \
         [dim] if isinstance(dim, int) else list(dim)
     dims = [wrap_dim(d, input.dim()) for d in dims]
+    if spacing is None:
+        spacing = 1
     if isinstance(spacing, (int, float, Tensor)) and not (isinstance(spacing, Tensor) and spacing.dim()):
         spacing = [spacing] * len(dims)
     spacing = list(spacing)
