@@ -100,7 +100,7 @@ MORE_LAYOUTS = [(np.uint8, (4, 5), (5,), False), (np.int8, (6,), (6,), True),
 def test_every_elementwise_op_matches_interpreter(lay):
     dt, shape, other, strided = lay
     cases = [(op, _args(op, dt, shape, other, strided), ATTRS.get(op, {}), None) for op in LOWERED]
-    assert run_against_interpreter(cases) >= 10
+    assert run_against_interpreter(cases) >= 60
 
 
 REDUCTIONS = ["sum", "mean", "prod", "amax", "amin", "max", "min", "all", "any", "nansum", "var",
@@ -247,7 +247,8 @@ def run_plans_against_llvm(plans):
 def test_fused_softmax_runs_on_the_emulation_backend_and_as_llvm_does():
     x = dg.tensor(RNG.normal(size=(6, 33)).astype(np.float32))
     f = dg.compile(lambda t: dg.nn.functional.softmax(t * 2.0, dim=-1), backend="llvm")
-    got = f(x).numpy()
+    f(x)
+    got = f(x).numpy()          # the first call traces and runs eagerly
     plans = compiled_kernels(f)
     assert any(len(p.kernel.reductions) >= 2 for p in plans)       # max, then the sum
     assert run_plans_against_llvm(plans) >= 1
