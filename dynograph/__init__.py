@@ -28,7 +28,8 @@ from ._convert import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
 from ._linalg_extra import (cholesky_solve, cholesky_inverse, triangular_solve,  # noqa: F401,E402
-                            matrix_exp, lu_unpack, lu_legacy as lu, lu_solve_legacy as lu_solve)
+                            matrix_exp, lu_unpack, lu_legacy as lu, lu_solve_legacy as lu_solve,
+                            vander_top_level as vander)
 from ._linalg_aliases import *  # noqa: F401,F403  (torch.svd, torch.norm ...: built on linalg)
 from ._indexing import *  # noqa: F401,F403
 from ._statistics import *  # noqa: F401,F403

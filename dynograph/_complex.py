@@ -8,11 +8,12 @@ return the input itself.  docs/complex.md lists what else works on complex tenso
 from dynograph.compiler.ops import complex_numbers as CX
 from .runtime import dtypes as D
 from ._dispatch import call
+from ._inplace import assign
 from ._math import finish, need_tensor
 from ._tensor import Tensor, tensor_method
 
 __all__ = ["view_as_real", "view_as_complex", "complex", "polar", "real", "imag", "conj",
-           "conj_physical", "resolve_conj", "isreal", "is_complex"]
+           "conj_physical", "conj_physical_", "resolve_conj", "isreal", "is_complex", "is_conj"]
 
 
 def view_as_real(input):
@@ -77,14 +78,22 @@ def conj_physical(input, *, out=None):
 
 
 @tensor_method
+def conj_physical_(input):
+    """Conjugate in place (real tensors are left as they are)."""
+    need_tensor(input, "conj_physical_")
+    return assign(input, call(CX.conj_physical, input)) if input.is_complex() else input
+
+
+@tensor_method
 def resolve_conj(input):
     """``input`` with a lazy conjugation applied: dynograph tensors have none."""
     return input
 
 
 @tensor_method
-def is_conj(self):
+def is_conj(input):
     """Whether the tensor is a lazily conjugated view (never, in dynograph)."""
+    need_tensor(input, "is_conj")
     return False
 
 
@@ -95,6 +104,18 @@ def isreal(input):
     if input.is_complex():
         return input.imag == 0
     return input.new_ones(input.shape, dtype=D.bool)
+
+
+@tensor_method
+def cfloat(self, memory_format=None):
+    """``self.to(dynograph.complex64)``."""
+    return self.to(D.complex64)
+
+
+@tensor_method
+def cdouble(self, memory_format=None):
+    """``self.to(dynograph.complex128)``."""
+    return self.to(D.complex128)
 
 
 def is_complex(input):

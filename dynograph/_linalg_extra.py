@@ -428,6 +428,24 @@ def vander(x, *, N=None, out=None):
     return finish(cat([powers.new_ones(shape[:-1] + (1,)), powers], -1), out)
 
 
+def vander_top_level(x, N=None, increasing=False):
+    """torch.vander: the powers x^(N-1) ... x^0 of a 1-D tensor (ascending with ``increasing``),
+    integers as int64."""
+    _tensor(x, "vander", "x", 1)
+    if x.dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    dt = D.promote_types(x.dtype, D.int64)
+    x = x.to(dt)
+    if n == 0:
+        return x.new_empty((x.shape[0], 0))
+    ones = x.new_ones((x.shape[0], 1))
+    r = ones if n == 1 else cat([ones, x.unsqueeze(1).expand((x.shape[0], n - 1)).cumprod(1)], 1)
+    return r if increasing else r.flip(1)
+
+
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 

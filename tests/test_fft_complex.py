@@ -68,6 +68,8 @@ def test_creation_and_conversion(torch):
     _same(dynograph.zeros(2, dtype=dynograph.cfloat), torch.zeros(2, dtype=torch.cfloat))
     _same(dynograph.ones(2, 2).to(dynograph.complex128), torch.ones(2, 2).to(torch.complex128))
     _same(d.to(dynograph.complex128), t.to(torch.complex128))
+    _same(dynograph.ones(2).cfloat(), torch.ones(2).cfloat())
+    _same(dynograph.ones(2).cdouble(), torch.ones(2).cdouble())
     _same(d.clone().reshape(3, 2).permute(1, 0)[1:], t.clone().reshape(3, 2).permute(1, 0)[1:])
     _same(dynograph.cat([d, d]), torch.cat([t, t]))
     assert dynograph.ones(2, dtype=dynograph.complex64, requires_grad=True).requires_grad
@@ -111,7 +113,11 @@ def test_parts_views_and_conjugates(torch):
     # real tensors: real and conj are the input itself, imag is an error
     x = dynograph.ones(2)
     assert x.real is x and x.conj() is x and dynograph.conj(x) is x
-    assert not x.is_conj() and not d.conj().is_conj()
+    assert not x.is_conj() and not d.conj().is_conj() and not dynograph.is_conj(d)
+    e, te = dynograph.from_numpy(a.copy()), torch.from_numpy(a.copy())
+    dynograph.conj_physical_(e)
+    torch.conj_physical_(te)
+    _same(e, te)
 
 
 def test_errors(torch):

@@ -307,3 +307,13 @@ def test_eig_and_complex_solves(torch):
 def test_every_torch_linalg_name_exists(torch):
     names = [n for n in dir(torch.linalg) if not n.startswith("_") and callable(getattr(torch.linalg, n))]
     assert sorted(n for n in names if not hasattr(dynograph.linalg, n)) == []
+
+
+def test_top_level_vander(torch):
+    x = np.array([1.0, -2.0, 0.5])
+    for expr in ("T.vander(x)", "T.vander(x, N=5)", "T.vander(x, N=2, increasing=True)",
+                 "T.vander(x, 1)", "T.vander(x.long())", "T.vander(x.int(), 3, True)",
+                 "T.vander(x[:0], N=0)"):
+        _run(torch, expr, {"x": x}, grad=False)     # torch's backward fails (in-place cumprod)
+    for expr in ("T.vander(x[None])", "T.vander(x, N=-1)"):
+        _run(torch, expr, {"x": x}, grad=False)

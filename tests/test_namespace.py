@@ -139,7 +139,7 @@ TOP_LEVEL_EXCEPTIONS = {
     "eig", "lstsq", "matrix_rank", "solve", "symeig",
     # complex tensors' conjugate/negative bits and copies (complex views are not lazily conjugated
     # in dynograph)
-    "conj_physical_", "is_conj", "is_neg", "view_as_complex_copy", "view_as_real_copy",
+    "is_neg", "view_as_complex_copy", "view_as_real_copy",
     # functorch transforms and higher-order control flow
     "cond", "vmap", "while_loop",
     # DLPack exchange and raw buffers
@@ -150,9 +150,8 @@ TOP_LEVEL_EXCEPTIONS = {
     # (i0_)
     "addmv_", "as_strided_", "i0_",
     # not implemented yet: binomial sampling, LAPACK Householder routines, low-rank and iterative
-    # eigen/SVD solvers, torch.vander
+    # eigen/SVD solvers
     "binomial", "geqrf", "lobpcg", "orgqr", "ormqr", "pca_lowrank", "svd_lowrank",
-    "vander",
 }
 
 # torch.Tensor's methods and attributes
@@ -169,8 +168,8 @@ TENSOR_EXCEPTIONS = {
     "is_set_to", "record_stream", "set_", "storage", "storage_type", "untyped_storage",
     # other devices and backends
     "ipu", "is_distributed", "mtia", "to_mkldnn", "xpu",
-    # dtypes dynograph does not have (complex32) and complex casts under their short names
-    "cdouble", "cfloat", "chalf",
+    # the dtype dynograph does not have (complex32)
+    "chalf",
     # removed from torch (they raise there)
     "eig", "lstsq", "solve", "symeig",
     # LAPACK Householder routines (not implemented yet)
@@ -183,17 +182,12 @@ TENSOR_EXCEPTIONS = {
     "resize", "resize_as",
     # nested tensors and sparse helpers
     "slice_inverse", "to_padded_tensor",
-    # complex conjugation bit
-    "conj_physical_",
 }
 
 # documentation strings and modules torch's namespace modules happen to import
 _DOCS_AND_IMPORTS = {"Tensor", "torch", "common_args", "common_notes", "multi_dim_common",
                      "factory_common_args"}
-LINALG_EXCEPTIONS = _DOCS_AND_IMPORTS | {
-    # general (non-symmetric) eigendecompositions have complex results: not implemented yet
-    "eig", "eigvals",
-}
+LINALG_EXCEPTIONS = _DOCS_AND_IMPORTS
 SPECIAL_EXCEPTIONS = _DOCS_AND_IMPORTS
 FFT_EXCEPTIONS = _DOCS_AND_IMPORTS
 WINDOWS_EXCEPTIONS = set()
