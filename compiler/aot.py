@@ -120,14 +120,14 @@ def eager_replay(graph, inputs, batch=None):
     """Run ``graph`` with eager dynograph ops on ``inputs`` (tensors; numpy Generators for
     rng inputs): the outputs carry autograd history."""
     from dynograph._dispatch import call
-    from .interpreter import _resolve
+    from .interpreter import resolve
     from .ops import REGISTRY
     from .symbolic import Sym
     env = {inp.value: x for inp, x in zip(graph.inputs, inputs)}
     env[Sym] = batch
     for node in graph.nodes:
-        out = call(REGISTRY[node.op], *_resolve(node.args, env),
-                   **{k: _resolve(v, env) for k, v in node.attrs.items()})
+        out = call(REGISTRY[node.op], *resolve(node.args, env),
+                   **{k: resolve(v, env) for k, v in node.attrs.items()})
         for v, t in zip(node.outs, out if isinstance(out, tuple) else (out,)):
             env[v] = t
     return [env[v] for v in graph.outputs]

@@ -45,7 +45,7 @@ class _State:
         self.finished = False
 
 
-_STATE = _State()
+STATE = _State()
 
 
 def _setting(name, default, allowed):
@@ -62,17 +62,17 @@ def maybe_dump(compiled, entry):
     folder = config.get("DUMP")
     if not folder:
         return
-    if id(compiled) not in _STATE.names:
+    if id(compiled) not in STATE.names:
         _register(compiled)
-    if not _STATE.exit_hook:
-        _STATE.exit_hook = True
+    if not STATE.exit_hook:
+        STATE.exit_hook = True
         atexit.register(_at_exit)
     try:
         index = compiled.entries.index(entry)
-        dump_entry(folder, _STATE.names[id(compiled)], index, entry)
+        dump_entry(folder, STATE.names[id(compiled)], index, entry)
         write_index(folder)
     except Exception as e:             # a picture must never break the user's program
-        warnings.warn(f"DYNOGRAPH_DUMP: could not write {_STATE.names[id(compiled)]}: "
+        warnings.warn(f"DYNOGRAPH_DUMP: could not write {STATE.names[id(compiled)]}: "
                       f"{type(e).__name__}: {e}", stacklevel=2)
 
 
@@ -93,26 +93,26 @@ def _function_name(compiled):
 
 def _register(compiled):
     stem = re.sub(r"[^\w.\-]+", "_", _function_name(compiled)).strip("_") or "fn"
-    taken = set(_STATE.names.values())
+    taken = set(STATE.names.values())
     name, k = stem, 1
     while name in taken:
         k += 1
         name = f"{stem}-{k}"
-    _STATE.names[id(compiled)] = name
-    _STATE.compiled.append(compiled)
+    STATE.names[id(compiled)] = name
+    STATE.compiled.append(compiled)
 
 
 def _at_exit():
     folder = config.get("DUMP")
-    if folder and not _STATE.finished:
+    if folder and not STATE.finished:
         dump_all(folder)
 
 
 def dump_all(folder):
     """Write every stage of every compiled function seen so far; returns the files written."""
     written = []
-    for compiled in _STATE.compiled:
-        name = _STATE.names[id(compiled)]
+    for compiled in STATE.compiled:
+        name = STATE.names[id(compiled)]
         for i, entry in enumerate(compiled.entries):
             try:
                 written += dump_entry(folder, name, i, entry)
@@ -125,7 +125,7 @@ def dump_all(folder):
 def finish(folder):
     """The final dump (``dynograph-viz run``): everything, and no second one at exit."""
     written = dump_all(folder)
-    _STATE.finished = True
+    STATE.finished = True
     return written
 
 
@@ -310,8 +310,8 @@ def _write(path, text):
 def write_index(folder):
     """``index.json``: function -> specialization -> stage -> files, for tools and tests."""
     index = {}
-    for compiled in _STATE.compiled:
-        name = _STATE.names[id(compiled)]
+    for compiled in STATE.compiled:
+        name = STATE.names[id(compiled)]
         entries = []
         for i, entry in enumerate(compiled.entries):
             files = {}

@@ -35,13 +35,13 @@ def _spec(a):
     return a
 
 
-def _resolve(x, env):
+def resolve(x, env):
     if isinstance(x, Value):
         return env[x]
     if isinstance(x, tuple):
-        return tuple(_resolve(a, env) for a in x)
+        return tuple(resolve(a, env) for a in x)
     if isinstance(x, list):
-        return [_resolve(a, env) for a in x]
+        return [resolve(a, env) for a in x]
     if isinstance(x, Sym):
         return x.at(env[Sym])           # a size that depends on the batch size (symbolic.py)
     return x
@@ -76,8 +76,8 @@ def run(graph, inputs, batch=None, writable=()):
     env[Sym] = batch
     frees = last_uses(graph)
     for i, node in enumerate(graph.nodes):
-        args = _resolve(node.args, env)
-        attrs = {k: _resolve(v, env) for k, v in node.attrs.items()}
+        args = resolve(node.args, env)
+        attrs = {k: resolve(v, env) for k, v in node.attrs.items()}
         if node.op == "fused":
             sub = attrs.pop("graph")
             result, _ = run(sub, args, batch)

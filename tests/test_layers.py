@@ -120,17 +120,11 @@ ALLOWED_PRIVATE = {
 # Modules whose underscore names other modules still use, while their owners rework them; remove
 # an entry when its crossings are gone (test_pending_entries_are_still_needed says when).
 PENDING = {
-    "dynograph.compiler.dump": "the executor's plan table moves into runtime/",
-    "dynograph.compiler.interpreter": "_resolve: the executor moves into runtime/",
     "dynograph.compiler.ops.elementwise": "op-table work: _elementwise, the elementwise define helper",
     "dynograph.compiler.ops.indexing": "op-table work",
     "dynograph.compiler.ops.linalg": "op-table work: checks shared with decompositions.py",
     "dynograph.compiler.ops.pooling": "op-table work: pooling geometry shared with lowering/",
-    "dynograph.export._capture": "export/onnx work",
     "dynograph.runtime.dtypes": "dtype names move into runtime/dtypes.py",
-    "dynograph.vision.transforms._functional_pil": "vision transforms internals",
-    "dynograph.vision.transforms._functional_tensor": "vision transforms internals",
-    "dynograph.vision.transforms.functional": "vision transforms internals",
 }
 
 FACADE = "dynograph"

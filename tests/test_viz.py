@@ -312,8 +312,8 @@ def test_code_stages_appear_when_the_entry_has_them(tmp_path):
 
 
 def test_dump_environment_variable(tmp_path, monkeypatch):
-    monkeypatch.setattr(dump, "_STATE", dump._State())
-    dump._STATE.exit_hook = True                     # no second dump at this process's exit
+    monkeypatch.setattr(dump, "STATE", dump._State())
+    dump.STATE.exit_hook = True                     # no second dump at this process's exit
     monkeypatch.setenv("DYNOGRAPH_DUMP", str(tmp_path))
     monkeypatch.setenv("DYNOGRAPH_DUMP_FORMATS", "text,json")
     env = _compiled_mlp()
@@ -403,8 +403,8 @@ def _in_process(monkeypatch, tmp_path):
     for var in ("DYNOGRAPH_DUMP", "DYNOGRAPH_DUMP_STAGES", "DYNOGRAPH_DUMP_FORMATS"):
         monkeypatch.setenv(var, "")           # recorded, so put back (or removed) afterwards
         monkeypatch.delenv(var)
-    monkeypatch.setattr(dump, "_STATE", dump._State())
-    dump._STATE.exit_hook = True
+    monkeypatch.setattr(dump, "STATE", dump._State())
+    dump.STATE.exit_hook = True
     monkeypatch.chdir(tmp_path)
 
 
@@ -491,8 +491,8 @@ def test_console_script_is_declared():
 
 
 def test_dump_of_a_compiled_module_with_a_backward_graph(tmp_path, monkeypatch):
-    monkeypatch.setattr(dump, "_STATE", dump._State())
-    dump._STATE.exit_hook = True
+    monkeypatch.setattr(dump, "STATE", dump._State())
+    dump.STATE.exit_hook = True
     monkeypatch.setenv("DYNOGRAPH_DUMP", str(tmp_path))
     monkeypatch.setenv("DYNOGRAPH_DUMP_FORMATS", "text,html")
     model = dynograph.nn.Sequential(dynograph.nn.Linear(4, 8), dynograph.nn.Tanh(),

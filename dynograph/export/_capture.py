@@ -21,7 +21,7 @@ def capture(fn, args, kwargs, dynamic_shapes, training):
     from dynograph.nn import Module
     from ._compiler import tracer
 
-    target, names = _callable(fn, args, kwargs)
+    target, names = callable_target(fn, args, kwargs)
     flat, in_spec = _pytree.flatten((tuple(args), dict(kwargs)))
     for i, x in enumerate(flat):
         if isinstance(x, Tensor):
@@ -105,7 +105,7 @@ def _own_copy(x):
     return t
 
 
-def _callable(fn, args, kwargs):
+def callable_target(fn, args, kwargs):
     """The function to trace and a name for each leaf of (args, kwargs)."""
     from dynograph.nn import Module
     if isinstance(fn, Module):

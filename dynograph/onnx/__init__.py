@@ -89,9 +89,9 @@ def _input_dims(model, args, kwargs, input_names, dynamic_axes):
         return {}
     from dynograph._tensor import Tensor
     from dynograph.export import _pytree
-    from dynograph.export._capture import _callable
+    from dynograph.export._capture import callable_target
     flat, _ = _pytree.flatten((tuple(args), dict(kwargs)))
-    _, names = _callable(model, args, kwargs)
+    _, names = callable_target(model, args, kwargs)
     tensor_leaves = [i for i, x in enumerate(flat) if isinstance(x, Tensor)]
     given = list(input_names or [])
     by_name = {}

@@ -226,7 +226,7 @@ def _run(args):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    functions = len(dump._STATE.compiled)
+    functions = len(dump.STATE.compiled)
     print(f"dynograph-viz: wrote {len(written)} files for {functions} compiled "
           f"function{'s' if functions != 1 else ''} to {folder}", file=sys.stderr)
     return status

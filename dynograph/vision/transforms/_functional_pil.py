@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 
 
-def _pil():
+def pil_module():
     try:
         from PIL import Image
     except ImportError as e:
@@ -55,12 +55,12 @@ def _fill_opts(fill, img, name="fillcolor"):
 
 def hflip(img):
     _check(img)
-    return img.transpose(_pil().Transpose.FLIP_LEFT_RIGHT)
+    return img.transpose(pil_module().Transpose.FLIP_LEFT_RIGHT)
 
 
 def vflip(img):
     _check(img)
-    return img.transpose(_pil().Transpose.FLIP_TOP_BOTTOM)
+    return img.transpose(pil_module().Transpose.FLIP_TOP_BOTTOM)
 
 
 def crop(img, top, left, height, width):
@@ -86,7 +86,7 @@ def pad(img, left, right, top, bottom, fill=0, padding_mode="constant"):
     palette = img.getpalette() if img.mode == "P" else None
     arr = np.asarray(img)
     widths = ((top, bottom), (left, right)) + ((0, 0),) * (arr.ndim - 2)
-    out = _pil().fromarray(np.pad(arr, widths, padding_mode))     # numpy names the modes as we do
+    out = pil_module().fromarray(np.pad(arr, widths, padding_mode))     # numpy names the modes as we do
     if palette is not None:
         out.putpalette(palette)
     return out
@@ -99,7 +99,8 @@ def rotate(img, angle, interpolation, expand, center, fill):
 
 def affine(img, matrix, interpolation, fill):
     _check(img)
-    return img.transform(img.size, _pil().Transform.AFFINE, matrix, interpolation, **_fill_opts(fill, img))
+    return img.transform(img.size, pil_module().Transform.AFFINE, matrix, interpolation,
+                         **_fill_opts(fill, img))
 
 
 def to_grayscale(img, num_output_channels):
@@ -108,7 +109,7 @@ def to_grayscale(img, num_output_channels):
         raise ValueError("num_output_channels should be either 1 or 3")
     img = img.convert("L")
     if num_output_channels == 3:
-        img = _pil().merge("RGB", (img, img, img))
+        img = pil_module().merge("RGB", (img, img, img))
     return img
 
 
@@ -138,5 +139,5 @@ def adjust_hue(img, hue_factor):
     h, s, v = img.convert("HSV").split()
     # hue is a uint8 angle: the shift wraps around, as torchvision's uint8 overflow does
     shifted = (np.asarray(h).astype(np.int64) + int(hue_factor * 255)) % 256
-    h = _pil().fromarray(shifted.astype(np.uint8))
-    return _pil().merge("HSV", (h, s, v)).convert(mode)
+    h = pil_module().fromarray(shifted.astype(np.uint8))
+    return pil_module().merge("HSV", (h, s, v)).convert(mode)

@@ -9,7 +9,7 @@ import numpy as np
 import dynograph as torch
 import dynograph.nn.functional as F
 
-_INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
 def check_image(img):
@@ -33,7 +33,7 @@ def check_channels(img, permitted):
 
 def max_value(dtype):
     """The value of full intensity: 1.0 for float images, the type's maximum for integer ones."""
-    return torch.iinfo(dtype).max if dtype in _INT_DTYPES else 1.0
+    return torch.iinfo(dtype).max if dtype in INT_DTYPES else 1.0
 
 
 def _as_batch(img, float_dtypes):
@@ -49,7 +49,7 @@ def _from_batch(img, undo):
     lead, dtype = undo
     img = img.reshape(*lead, *img.shape[-2:])
     if img.dtype != dtype:
-        if dtype in _INT_DTYPES:
+        if dtype in INT_DTYPES:
             img = torch.round(img)      # round, not truncate, back to integers
         img = img.to(dtype)
     return img

@@ -32,7 +32,7 @@ _FROM_INT = {0: InterpolationMode.NEAREST, 1: InterpolationMode.LANCZOS, 2: Inte
              3: InterpolationMode.BICUBIC, 4: InterpolationMode.BOX, 5: InterpolationMode.HAMMING}
 
 
-def _interpolation(mode):
+def interpolation_mode(mode):
     if isinstance(mode, int):
         return _FROM_INT[mode]
     if not isinstance(mode, InterpolationMode):
@@ -108,7 +108,7 @@ _ONE_CHANNEL_MODES = {np.dtype(np.uint8): "L", np.dtype(np.int16): "I;16", np.dt
 
 def to_pil_image(pic, mode=None):
     """CHW tensor or HWC ndarray -> PIL image; float data (unless mode "F") is scaled by 255 to bytes."""
-    Image = F_pil._pil()
+    Image = F_pil.pil_module()
     if isinstance(pic, torch.Tensor):
         if pic.ndim not in (2, 3):
             raise ValueError(f"pic should be 2/3 dimensional. Got {pic.ndim} dimensions.")
@@ -155,7 +155,7 @@ def convert_image_dtype(image, dtype=torch.float32):
         raise TypeError("Input img should be Tensor Image")
     if image.dtype == dtype:
         return image
-    to_float = dtype not in F_t._INT_DTYPES
+    to_float = dtype not in F_t.INT_DTYPES
     if image.is_floating_point():
         if to_float:
             return image.to(dtype)
@@ -237,7 +237,7 @@ def _resized_output_size(height, width, size, max_size):
 def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
     """Resize to size (h, w), or the shorter edge to size when it is an int (aspect ratio kept)."""
     _check_image(img)
-    interpolation = _interpolation(interpolation)
+    interpolation = interpolation_mode(interpolation)
     if isinstance(size, (list, tuple)):
         if len(size) not in (1, 2):
             raise ValueError(f"Size must be an int or a 1 or 2 element tuple/list, not a {len(size)} element "
@@ -362,7 +362,7 @@ def _tensor_fill(img, fill):
 def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, center=None, fill=None):
     """Rotate counter-clockwise by ``angle`` degrees about center (default: the image centre)."""
     _check_image(img)
-    interpolation = _interpolation(interpolation)
+    interpolation = interpolation_mode(interpolation)
     if _is_pil(img):
         return F_pil.rotate(img, angle, _PIL_FILTERS[interpolation], expand, center, fill)
     _, height, width = get_dimensions(img)
@@ -377,7 +377,7 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
            center=None):
     """Rotate by angle, translate (pixels), scale and shear (degrees, one number or (x, y)) about center."""
     _check_image(img)
-    interpolation = _interpolation(interpolation)
+    interpolation = interpolation_mode(interpolation)
     if not isinstance(translate, (list, tuple)) or len(translate) != 2:
         raise ValueError("Argument translate should be a sequence of length 2")
     if scale <= 0.0:

@@ -161,7 +161,7 @@ class Resize(nn.Module):
         if isinstance(size, Sequence) and len(size) not in (1, 2):
             raise ValueError("If size is a sequence, it should have 1 or 2 values")
         self.size, self.max_size, self.antialias = size, max_size, antialias
-        self.interpolation = F._interpolation(interpolation)
+        self.interpolation = F.interpolation_mode(interpolation)
 
     def forward(self, img):
         return F.resize(img, self.size, self.interpolation, self.max_size, self.antialias)
@@ -250,7 +250,7 @@ class RandomResizedCrop(nn.Module):
             raise TypeError("Ratio should be a sequence")
         if (scale[0] > scale[1]) or (ratio[0] > ratio[1]):
             warnings.warn("Scale and ratio should be of kind (min, max)")
-        self.interpolation = F._interpolation(interpolation)
+        self.interpolation = F.interpolation_mode(interpolation)
         self.antialias, self.scale, self.ratio = antialias, scale, ratio
 
     @staticmethod
@@ -324,7 +324,7 @@ class RandomRotation(nn.Module):
             fill = 0
         elif not isinstance(fill, (Sequence, numbers.Number)):
             raise TypeError("Fill should be either a sequence or a number.")
-        self.interpolation = F._interpolation(interpolation)
+        self.interpolation = F.interpolation_mode(interpolation)
         self.center, self.expand, self.fill = center, expand, fill
 
     @staticmethod
@@ -368,7 +368,7 @@ class RandomAffine(nn.Module):
             raise TypeError("Fill should be either a sequence or a number.")
         if center is not None:
             _check_sequence_input(center, "center", req_sizes=(2,))
-        self.interpolation = F._interpolation(interpolation)
+        self.interpolation = F.interpolation_mode(interpolation)
         self.translate, self.scale, self.fill, self.center = translate, scale, fill, center
 
     @staticmethod
