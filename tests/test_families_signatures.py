@@ -35,6 +35,9 @@ EXCEPTIONS = {
     "Tensor.dot": {"tensor"}, "cholesky_inverse": {"input"}, "cholesky_solve": {"input", "input2"},
     "Tensor.cholesky_solve": {"input2"}, "lu_solve": {"input"}, "matrix_exp": {"input"},
     "triangular_solve": {"input"},
+    # nn.functional: elu_'s schema has the fused-ELU scale arguments torch's Python form does
+    # not show; one_hot's first argument is named tensor in torch's documented signature
+    "F.elu_": {"input_scale", "scale"}, "F.one_hot": {"input"},
 }
 
 
@@ -80,6 +83,13 @@ def _ours(fn, method):
 
 
 def _pairs(torch, method):
+    if method == "functional":
+        for name in sorted(dir(dynograph.nn.functional)):
+            ours, theirs = getattr(dynograph.nn.functional, name), getattr(torch.nn.functional, name, None)
+            if name.startswith("_") or theirs is None or not callable(ours) or inspect.isclass(ours):
+                continue
+            yield "F." + name, ours, theirs
+        return
     if method:
         for name in sorted(dir(dynograph.Tensor)):
             if name.startswith("_") or not hasattr(torch.Tensor, name):
@@ -99,8 +109,8 @@ def _pairs(torch, method):
 def _mismatches(torch, method):
     missing, defaults = {}, {}
     for name, ours, theirs in _pairs(torch, method):
-        t = _torch_signature_names(theirs, method)
-        o = _ours(ours, method)
+        t = _torch_signature_names(theirs, method is True)
+        o = _ours(ours, method is True)
         if t is None or o is None:
             continue
         lack = t[0] - o[0] - EXCEPTIONS.get(name, set())
@@ -113,7 +123,8 @@ def _mismatches(torch, method):
     return missing, defaults
 
 
-@pytest.mark.parametrize("method", [False, True], ids=["functions", "methods"])
+@pytest.mark.parametrize("method", [False, True, "functional"],
+                         ids=["functions", "methods", "nn.functional"])
 def test_keyword_names_and_defaults_match_torch(torch, method):
     missing, defaults = _mismatches(torch, method)
     assert missing == {}, "keyword names torch accepts and dynograph does not"
@@ -124,7 +135,8 @@ def test_exceptions_are_still_needed(torch):
     # an exception whose keyword dynograph has learned must leave the list
     for name, names in EXCEPTIONS.items():
         method = name.startswith("Tensor.")
-        fn = getattr(dynograph.Tensor, name[7:]) if method else getattr(dynograph, name)
+        fn = getattr(dynograph.Tensor, name[7:]) if method else \
+            getattr(dynograph.nn.functional, name[2:]) if name.startswith("F.") else getattr(dynograph, name)
         o = _ours(fn, method)
         assert o is None or not (names & o[0]), name
 
