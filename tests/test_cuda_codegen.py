@@ -12,12 +12,15 @@ import pytest
 
 import dynograph as dg
 from dynograph.compiler import interpreter
+from dynograph.compiler.ir import Graph, Input, Node, TensorType, Value
 from dynograph.compiler.cuda import CompileError, CudaSource, compile_cubin, emulate, source
 from dynograph.compiler.cuda.render import render
 from dynograph.compiler.lowering import program
 from dynograph.compiler.lowering.kernel import describe
 from dynograph.compiler.lowering.program import PLANS
 from dynograph.compiler.lowering.scalar import Unsupported
+from dynograph.compiler.ops import REGISTRY
+from dynograph.compiler.ops.core import TensorSpec
 from dynograph.runtime import dtypes as D
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -275,6 +278,45 @@ def test_training_step_kernels_match_llvm(make_opt):
     plans = compiled_kernels(step)
     assert any(p.kernel.reductions for p in plans) and len(plans) >= 4
     assert run_plans_against_llvm(plans) >= 4
+
+
+def _multi_output_graph(op, x, **attrs):
+    """A one-node graph of ``op`` (several outputs) on the input array ``x``."""
+    v = Value(TensorType(x.shape, D.from_numpy_dtype(x.dtype)))
+    specs = REGISTRY[op].meta(TensorSpec(x.shape, v.type.dtype), **attrs)
+    outs = tuple(Value(TensorType(s.shape, s.dtype)) for s in specs)
+    return Graph([Input(v, "input", "x")], [Node(op, (v,), attrs, outs)], list(outs))
+
+
+@needs_cxx
+@pytest.mark.parametrize("op, case", [
+    ("convolution", "padded-strided"), ("convolution", "dilated-grouped"),
+    ("convolution", "transposed"), ("convolution", "3d"),
+    ("convolution_weight_grad", "plain"), ("convolution_weight_grad", "padded-dilated"),
+    ("max_pool2d_with_indices", "3x3-stride1-dilated"), ("max_pool3d_with_indices", "3d")])
+def test_direct_kernels_run_on_the_emulation_backend(op, case):
+    """Convolutions, weight gradients and max pooling (ties and NaNs) run their direct kernels'
+    descriptions as emulated CUDA kernels through the program, as the llvm backend runs them."""
+    from dynograph.compiler.lowering import conv, pool
+    from test_llvm_executor import CONV_CASES, POOL_CASES, WEIGHT_GRAD_CASES
+    if op.startswith("max_pool"):
+        shape, attrs = POOL_CASES[case]
+        x = sample(np.float32, shape)
+        flat = x.reshape(-1)
+        flat[::13] = np.nan                          # the last NaN of a window is picked
+        flat[5::17] = flat[6::17] = 0.5              # ties: the first is picked
+        g, arrays, plans = _multi_output_graph(op, x, **attrs), [x], pool._PLANS
+    else:
+        args, attrs = (CONV_CASES if op == "convolution" else WEIGHT_GRAD_CASES)[case]
+        g, arrays, _ = graph_of(op, args, **attrs)
+        plans = conv._PLANS
+    ref = interpreter.run(g, arrays)[0]
+    got = program.run(g, arrays, backend=emulate.EMULATION)[0]
+    for r, o in zip(ref, got):
+        assert_same(o, r, 2e-5 if r.dtype.kind == "f" else None, f"{op} {case}")
+    ran = [p for node_plans in plans.values() for p, *_ in node_plans.values()
+           if p is not None and p.backend is emulate.EMULATION]
+    assert ran, f"{op} {case} did not run a direct kernel"
 
 
 # ---------------------------------------------------------------- cubins
