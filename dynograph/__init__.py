@@ -42,6 +42,7 @@ from ._random import *  # noqa: F401,F403
 from . import random  # noqa: F401,E402
 from . import nn, optim, utils  # noqa: F401,E402
 from ._functional_exports import *  # noqa: F401,F403,E402
+from ._aten_forms import *  # noqa: F401,F403,E402
 from . import special  # noqa: F401,E402
 from .special import i0, igamma, igammac  # noqa: F401,E402
 from ._windows import *  # noqa: F401,F403,E402

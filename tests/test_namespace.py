@@ -125,16 +125,13 @@ TOP_LEVEL_EXCEPTIONS = {
     "is_warn_always_enabled", "set_anomaly_enabled", "set_default_device",
     "set_default_tensor_type", "set_deterministic_debug_mode", "set_float32_matmul_precision",
     "set_warn_always", "use_deterministic_algorithms",
-    # aten-level forms of nn.functional operations, with torch's internal argument orders and enum
-    # arguments (the nn.functional forms exist)
-    "affine_grid_generator", "alpha_dropout_", "batch_norm", "binary_cross_entropy_with_logits",
-    "constant_pad_nd", "conv_tbc", "convolution", "cosine_embedding_loss", "ctc_loss", "dropout_",
-    "embedding", "embedding_bag", "embedding_renorm_", "feature_alpha_dropout_", "feature_dropout",
-    "feature_dropout_", "frobenius_norm", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d",
-    "group_norm", "gru", "gru_cell", "hinge_embedding_loss", "instance_norm", "kl_div",
-    "layer_norm", "lstm", "lstm_cell", "margin_ranking_loss", "max_pool1d_with_indices",
-    "norm_except_dim", "nuclear_norm", "poisson_nll_loss", "rms_norm", "rnn_relu", "rnn_relu_cell",
-    "rnn_tanh", "rnn_tanh_cell", "segment_reduce", "triplet_margin_loss",
+    # aten-level forms of nn.functional operations not provided at the top level: recurrent and
+    # convolution kernels, grid samplers, bags and renorms (the nn.functional forms exist)
+    "affine_grid_generator", "conv_tbc", "convolution", "ctc_loss", "embedding_bag",
+    "embedding_renorm_", "feature_dropout", "feature_dropout_", "frobenius_norm", "grid_sampler",
+    "grid_sampler_2d", "grid_sampler_3d", "gru", "gru_cell", "lstm", "lstm_cell",
+    "max_pool1d_with_indices", "norm_except_dim", "nuclear_norm", "rnn_relu", "rnn_relu_cell",
+    "rnn_tanh", "rnn_tanh_cell", "segment_reduce",
     # removed from torch (they raise there, pointing to torch.linalg)
     "eig", "lstsq", "matrix_rank", "solve", "symeig",
     # complex tensors' conjugate/negative bits and copies (complex views are not lazily conjugated
