@@ -184,7 +184,7 @@ def _fill_scalar(value, fn):
         return value.item()
     if isinstance(value, (np.number, np.bool_)):
         return value.item()
-    if not isinstance(value, _NUMBERS):
+    if not isinstance(value, _NUMBERS + (builtins.complex,)):
         raise TypeError(f"{fn}(): argument 'fill_value' (position 2) must be Number, not {tname(value)}")
     return value
 
@@ -198,6 +198,8 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pi
     if dtype is None:
         dtype = D.python_scalar_dtype(value)
     C.check_scalar(value, dtype)
+    if isinstance(value, builtins.complex) and not dtype.is_complex:
+        value = value.real          # checked above: a real value written as complex
     return _filled(shape, value, dtype, device, requires_grad, out)
 
 

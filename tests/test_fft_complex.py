@@ -69,6 +69,13 @@ def test_creation_and_conversion(torch):
     _same(dynograph.ones(2, 2).to(dynograph.complex128), torch.ones(2, 2).to(torch.complex128))
     _same(d.to(dynograph.complex128), t.to(torch.complex128))
     _same(dynograph.ones(2).cfloat(), torch.ones(2).cfloat())
+    for args, kw in ((((2,), 1 + 2j), {}), (((2,), 1j), {"dtype": "complex128"}),
+                     (((2,), 2 + 0j), {"dtype": "float32"}), (((2,), 1j), {"dtype": "float32"})):
+        env = {"a": args, "kw": kw}
+        theirs = eval_expr("T.full(*a, **{k: getattr(T, v) for k, v in kw.items()})", {"T": torch, **env})
+        ours = eval_expr("T.full(*a, **{k: getattr(T, v) for k, v in kw.items()})",
+                         {"T": dynograph, **env})
+        _same(ours, theirs)
     _same(dynograph.ones(2).cdouble(), torch.ones(2).cdouble())
     _same(d.clone().reshape(3, 2).permute(1, 0)[1:], t.clone().reshape(3, 2).permute(1, 0)[1:])
     _same(dynograph.cat([d, d]), torch.cat([t, t]))

@@ -111,6 +111,10 @@ def scalar_overflows(value, dtype):
     """c10's ``overflows<T>(value)``: whether a Python number does not fit ``dtype``."""
     if dtype is D.bool or dtype.is_complex or isinstance(value, bool):
         return False
+    if isinstance(value, complex):          # a complex value fits a real dtype if it is real
+        if value.imag != 0:
+            return True
+        value = value.real
     lo, hi = LIMITS[dtype]
     if dtype.is_floating_point:
         if isinstance(value, float) and not math.isfinite(value):
