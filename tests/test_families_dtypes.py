@@ -156,6 +156,11 @@ NN = {
     "adaptive_avg_pool1d": lambda F, x: F.adaptive_avg_pool1d(x.unsqueeze(0), 2),
     "interpolate": lambda F, x: F.interpolate(x.unsqueeze(0), scale_factor=2),
     "mse_loss": lambda F, x: F.mse_loss(x, x),
+    "cross_entropy": lambda F, x: F.cross_entropy(x, F.one_hot(x.argmax(1) if x.dim() > 1 else x.argmax(), 3)
+                                                  .argmax(-1)),
+    "cross_entropy_smoothing": lambda F, x: F.cross_entropy(x, x.argmax(1), label_smoothing=0.1),
+    "nll_loss": lambda F, x: F.nll_loss(x, x.argmax(1)),
+    "nll_loss_all_ignored": lambda F, x: F.nll_loss(x, x.argmax(1) * 0 - 100),
 }
 
 

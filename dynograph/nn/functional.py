@@ -580,6 +580,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
                            f"{type_name(target.dtype)}")
     _check_nll_shapes(input, target)
+    _check_float(input, "nll_loss_out_frame" if input.dim() <= 2 else "nll_loss2d_forward_out_frame")
     if red not in ("none", "mean", "sum"):
         raise ValueError(f"{red} is not a valid value for reduction")
     unbatched = input.dim() == 1  # (C,) with a 0-dim target
@@ -609,7 +610,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 def _weighted_mean(total, wsum):
     # all targets ignored: nan as in PyTorch, but zero (not nan) gradients
     empty = wsum == 0
-    return total / _d.where(empty, _d.ones_like(wsum), wsum) + _d.where(empty, math.nan, 0.0)
+    # masked_fill keeps the loss's dtype (a float16 loss stays float16)
+    return (total / _d.where(empty, _d.ones_like(wsum), wsum)).masked_fill(empty, math.nan)
 
 
 def _class_weight_view(weight, input):
