@@ -185,7 +185,7 @@ def to(self, *args, **kwargs):
     if len(args) == 1 and not kwargs:
         arg = args[0]
         if type(arg) is D.dtype:                    # the common case
-            if arg is _FROM_NP[self._data.dtype]:
+            if arg is FROM_NUMPY[self._data.dtype]:
                 return self
             return call(C.to_copy, self, dtype=arg)
         if arg == "cpu" or arg is CPU:
@@ -200,7 +200,7 @@ def to(self, *args, **kwargs):
     return call(C.to_copy, self, dtype=dtype, **_format_attrs(key))
 
 
-_FROM_NP = D._FROM_NP
+FROM_NUMPY = D.FROM_NUMPY
 
 
 def _legacy_dtype(name):
@@ -246,7 +246,7 @@ def type_as(self, other):
 def _dtype_method(name, dt):
     def method(self, memory_format=preserve_format):
         key = _format_key(memory_format)
-        if dt is _FROM_NP[self._data.dtype]:
+        if dt is FROM_NUMPY[self._data.dtype]:
             return self
         return call(C.to_copy, self, dtype=dt, **_format_attrs(key))
     method.__name__ = name

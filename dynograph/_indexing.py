@@ -108,7 +108,7 @@ def _index_tensor(seq):
         a = a.astype(np.int64)
     elif a.size == 0 and a.dtype.kind == "f":
         a = a.astype(np.int64)
-    if a.dtype not in D._FROM_NP:
+    if a.dtype not in D.FROM_NUMPY:
         raise IndexError(_BAD_INDEX_DTYPE)
     return Tensor._wrap(a)
 

@@ -254,7 +254,7 @@ def _contents_str(a, floating, indent):
 
 # Line breaks are decided as if dtypes printed as "torch.<name>", so that every repr is
 # PyTorch's, line for line, with only the module name changed.
-_NAME_EXTRA = len(D._MODULE) - len("torch")
+_NAME_EXTRA = len(D.MODULE_NAME) - len("torch")
 
 
 def _add_suffixes(text, suffixes, indent):

@@ -13,7 +13,7 @@ from dynograph._trace_hook import TRACE
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import CPU, as_device
 
-_FROM_NP = D._FROM_NP
+FROM_NUMPY = D.FROM_NUMPY
 
 
 class Size(tuple):
@@ -81,7 +81,7 @@ class Tensor:
 
     @property
     def dtype(self):
-        return _FROM_NP[self._data.dtype]
+        return FROM_NUMPY[self._data.dtype]
 
     @property
     def shape(self):

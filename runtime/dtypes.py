@@ -15,7 +15,7 @@ __all__ = [
     "get_default_dtype", "set_default_dtype", "finfo", "iinfo", "ALL_DTYPES",
 ]
 
-_MODULE = "dynograph"
+MODULE_NAME = "dynograph"   # how dtypes print: dynograph.float32
 
 
 class dtype:
@@ -45,7 +45,7 @@ class dtype:
         return _TO_COMPLEX[self]
 
     def __repr__(self):
-        return f"{_MODULE}.{self.name}"
+        return f"{MODULE_NAME}.{self.name}"
 
     def __reduce__(self):
         # pickled by name: unpickling yields the same singleton (this module's global)
@@ -107,17 +107,17 @@ _TO_REAL = {complex64: float32, complex128: float64}
 _TO_COMPLEX = {float16: complex64, bfloat16: complex64, float32: complex64, float64: complex128,
                complex64: complex64, complex128: complex128}
 
-_FROM_NP = {d.np: d for d in EVERY_DTYPE}
+FROM_NUMPY = {d.np: d for d in EVERY_DTYPE}
 
 
 def from_numpy_dtype(np_dtype):
     """The dtype stored as ``np_dtype``; TypeError names an unsupported numpy type."""
     try:
-        return _FROM_NP[np_dtype]
+        return FROM_NUMPY[np_dtype]
     except KeyError:
         d = np.dtype(np_dtype)
-        if d in _FROM_NP:
-            return _FROM_NP[d]
+        if d in FROM_NUMPY:
+            return FROM_NUMPY[d]
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{d}. The only supported types are: "
             "float64, float32, float16, bfloat16, complex64, complex128, int64, int32, int16, "

@@ -92,8 +92,11 @@ def define(name, kind, impl, *, meta, dtype_rule=None, vjp=None, lowering=None,
     op = OpDef(name, kind, impl, dtype_rule, meta, vjp, lowering, grad_name, view,
                differentiable, cast_inputs, doc, reindex, reads_layout, constant,
                data_dependent, kernel)
-    # the op file calling define() (directly or through its own helper)
-    op.area = sys._getframe(1).f_globals.get("__name__", "").rsplit(".", 1)[-1]
+    # the op file: the module whose top level is running (through any helpers it calls)
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_name != "<module>":
+        frame = frame.f_back
+    op.area = frame.f_globals.get("__name__", "").rsplit(".", 1)[-1]
     REGISTRY[name] = op
     return op
 

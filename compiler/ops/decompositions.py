@@ -12,7 +12,7 @@ from scipy.linalg import lapack
 from dynograph.runtime import dtypes as D
 from . import eager
 from .core import TensorSpec, broadcast_shapes, define, type_name
-from .linalg import _LAPACK, _check_float, _check_matrix, _check_square, _colmajor
+from .linalg import LAPACK, check_float, check_matrix, check_square, colmajor
 
 NOT_IMPLEMENTED = "torch::autograd::NotImplemented"
 
@@ -47,13 +47,13 @@ def _same_dtype(A, B, fn):
 
 def _solve_triangular_meta(A, B, upper, left=True, unitriangular=False):
     fn = "linalg.solve_triangular"
-    _check_matrix(A, fn)
-    _check_matrix(B, fn, "B")
+    check_matrix(A, fn)
+    check_matrix(B, fn, "B")
     _same_dtype(A, B, fn)
     if A.dtype not in (D.float32, D.float64):
         raise NotImplementedError(f"\"triangular_solve_cpu\" not implemented for "
                                   f"'{type_name(A.dtype)}'")
-    _check_square(A, fn)
+    check_square(A, fn)
     n = A.shape[-1]
     if (B.shape[-2] if left else B.shape[-1]) != n:
         raise RuntimeError(f"{fn}: Incompatible shapes of A and B for the equation "
@@ -64,7 +64,7 @@ def _solve_triangular_meta(A, B, upper, left=True, unitriangular=False):
 
 
 def _solve_triangular(A, B, upper, left=True, unitriangular=False):
-    if (A.ndim < 2 or B.ndim < 2 or A.dtype != B.dtype or A.dtype not in _LAPACK
+    if (A.ndim < 2 or B.ndim < 2 or A.dtype != B.dtype or A.dtype not in LAPACK
             or A.shape[-1] != A.shape[-2] or (B.shape[-2] if left else B.shape[-1]) != A.shape[-1]):
         raise ValueError("solve_triangular")
     batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
@@ -112,7 +112,7 @@ def _cholesky_solve_meta(B, L, upper=False):
     if B.dtype is not L.dtype:
         raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
                            f"{type_name(B.dtype)} and A of type {type_name(L.dtype)} instead.")
-    _check_float(L.dtype, "cholesky_solve", "cholesky_solve_cpu")
+    check_float(L.dtype, "cholesky_solve", "cholesky_solve_cpu")
     if L.shape[-1] != L.shape[-2]:
         raise RuntimeError(f"A must be batches of square matrices, but they are {L.shape[-2]} by "
                            f"{L.shape[-1]} matrices")
@@ -125,7 +125,7 @@ def _cholesky_solve_meta(B, L, upper=False):
 
 
 def _cholesky_solve(B, L, upper=False):
-    if B.ndim < 2 or L.ndim < 2 or B.dtype != L.dtype or L.dtype not in _LAPACK \
+    if B.ndim < 2 or L.ndim < 2 or B.dtype != L.dtype or L.dtype not in LAPACK \
             or L.shape[-1] != L.shape[-2] or B.shape[-2] != L.shape[-1]:
         raise ValueError("cholesky_solve")
     batch = np.broadcast_shapes(B.shape[:-2], L.shape[:-2])
@@ -135,7 +135,7 @@ def _cholesky_solve(B, L, upper=False):
     for i in range(len(Bs)):
         if Bs[i].size:
             out[i] = potrs(Ls[i], Bs[i], lower=not upper)[0]
-    return _colmajor(out.reshape(batch + B.shape[-2:]))
+    return colmajor(out.reshape(batch + B.shape[-2:]))
 
 
 def _cholesky_solve_vjp(ctx, g):
@@ -160,7 +160,7 @@ def _cholesky_inverse_meta(L, upper=False):
     if len(L.shape) < 2:
         raise RuntimeError(f"Expected input to have at least 2 dimensions, but it has "
                            f"{len(L.shape)} dimensions instead")
-    _check_float(L.dtype, "cholesky_inverse", "cholesky_inverse_out_cpu")
+    check_float(L.dtype, "cholesky_inverse", "cholesky_inverse_out_cpu")
     if L.shape[-1] != L.shape[-2]:
         raise RuntimeError(f"A must be batches of square matrices, but they are {L.shape[-2]} by "
                            f"{L.shape[-1]} matrices")
@@ -168,7 +168,7 @@ def _cholesky_inverse_meta(L, upper=False):
 
 
 def _cholesky_inverse(L, upper=False):
-    if L.ndim < 2 or L.dtype not in _LAPACK or L.shape[-1] != L.shape[-2]:
+    if L.ndim < 2 or L.dtype not in LAPACK or L.shape[-1] != L.shape[-2]:
         raise ValueError("cholesky_inverse")
     n = L.shape[-1]
     eye = np.broadcast_to(np.eye(n, dtype=L.dtype), L.shape)
@@ -203,7 +203,7 @@ def _lu_meta(A, pivot=True):
 
 
 def _lu_factor(A, pivot=True):
-    if A.ndim < 2 or A.dtype not in _LAPACK or not pivot:
+    if A.ndim < 2 or A.dtype not in LAPACK or not pivot:
         raise ValueError("lu_factor")
     batch, mats = _matrices(A)
     m, n = A.shape[-2:]
@@ -218,7 +218,7 @@ def _lu_factor(A, pivot=True):
             LU[i], piv[i], info[i] = lu, p[:k] + 1, inf
     else:
         LU[...] = mats
-    return _colmajor(LU.reshape(A.shape)), piv.reshape(batch + (k,)), info.reshape(batch)
+    return colmajor(LU.reshape(A.shape)), piv.reshape(batch + (k,)), info.reshape(batch)
 
 
 def unpack_lu(LU):
@@ -295,13 +295,13 @@ lu_permutation = define(
 
 
 def _cholesky_info_meta(A, upper=False):
-    _check_square(A, "linalg.cholesky_ex")
-    _check_float(A.dtype, "linalg.cholesky_ex", "cholesky_cpu")
+    check_square(A, "linalg.cholesky_ex")
+    check_float(A.dtype, "linalg.cholesky_ex", "cholesky_cpu")
     return TensorSpec(tuple(A.shape), A.dtype), TensorSpec(tuple(A.shape[:-2]), D.int32)
 
 
 def _cholesky_info(A, upper=False):
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.dtype not in _LAPACK:
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.dtype not in LAPACK:
         raise ValueError("cholesky_info")
     batch, mats = _matrices(A)
     out = np.zeros(mats.shape, A.dtype)
@@ -310,7 +310,7 @@ def _cholesky_info(A, upper=False):
     for i, a in enumerate(mats):
         c, info[i] = potrf(a, lower=not upper, clean=True)
         out[i] = c
-    return _colmajor(out.reshape(A.shape)), info.reshape(batch)
+    return colmajor(out.reshape(A.shape)), info.reshape(batch)
 
 
 linalg_cholesky_info = define(
@@ -323,13 +323,13 @@ linalg_cholesky_info = define(
 # ---------------------------------------------------------------- matrix exponential
 
 def _matrix_exp_meta(A):
-    _check_square(A, "linalg.matrix_exp")
-    _check_float(A.dtype, "linalg.matrix_exp", "linalg_matrix_exp_cpu")
+    check_square(A, "linalg.matrix_exp")
+    check_float(A.dtype, "linalg.matrix_exp", "linalg_matrix_exp_cpu")
     return TensorSpec(tuple(A.shape), A.dtype)
 
 
 def _matrix_exp(A):
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.dtype not in _LAPACK:
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.dtype not in LAPACK:
         raise ValueError("matrix_exp")
     if A.size == 0:
         return A.copy()
@@ -354,15 +354,15 @@ linalg_matrix_exp = define("linalg_matrix_exp", "linalg", _matrix_exp, meta=_mat
 # ---------------------------------------------------------------- LDL^T
 
 def _ldl_meta(A, hermitian=False):
-    _check_square(A, "torch.linalg.ldl_factor_ex")
-    _check_float(A.dtype, "torch.linalg.ldl_factor_ex", "linalg_ldl_factor_ex_cpu")
+    check_square(A, "torch.linalg.ldl_factor_ex")
+    check_float(A.dtype, "torch.linalg.ldl_factor_ex", "linalg_ldl_factor_ex_cpu")
     batch = tuple(A.shape[:-2])
     return (TensorSpec(tuple(A.shape), A.dtype), TensorSpec(batch + (A.shape[-1],), D.int32),
             TensorSpec(batch, D.int32))
 
 
 def _ldl_factor(A, hermitian=False):
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.dtype not in _LAPACK:
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.dtype not in LAPACK:
         raise ValueError("ldl_factor")
     batch, mats = _matrices(A)
     n = A.shape[-1]
@@ -374,7 +374,7 @@ def _ldl_factor(A, hermitian=False):
         for i, a in enumerate(mats):
             ld, p, inf = sytrf(a, lower=1)
             LD[i], piv[i], info[i] = np.tril(ld), p, inf
-    return (_colmajor(LD.reshape(A.shape)), piv.reshape(batch + (n,)), info.reshape(batch))
+    return (colmajor(LD.reshape(A.shape)), piv.reshape(batch + (n,)), info.reshape(batch))
 
 
 linalg_ldl_factor_ex = define(
@@ -385,8 +385,8 @@ linalg_ldl_factor_ex = define(
 
 def _ldl_solve_meta(LD, pivots, B, hermitian=False):
     fn = "torch.linalg.ldl_solve"
-    _check_square(LD, fn)
-    _check_matrix(B, fn, "B")
+    check_square(LD, fn)
+    check_matrix(B, fn, "B")
     _same_dtype(LD, B, fn)
     if B.shape[-2] != LD.shape[-1]:
         raise RuntimeError(f"{fn}: Incompatible shapes of A and B for the equation AX = B "
@@ -396,7 +396,7 @@ def _ldl_solve_meta(LD, pivots, B, hermitian=False):
 
 
 def _ldl_solve(LD, pivots, B, hermitian=False):
-    if LD.ndim < 2 or B.ndim < 2 or LD.dtype != B.dtype or LD.dtype not in _LAPACK \
+    if LD.ndim < 2 or B.ndim < 2 or LD.dtype != B.dtype or LD.dtype not in LAPACK \
             or B.shape[-2] != LD.shape[-1]:
         raise ValueError("ldl_solve")
     batch = np.broadcast_shapes(LD.shape[:-2], B.shape[:-2], pivots.shape[:-1])
@@ -407,7 +407,7 @@ def _ldl_solve(LD, pivots, B, hermitian=False):
     for i in range(len(Bs)):
         if Bs[i].size:
             out[i] = sytrs(LDs[i], Ps[i], Bs[i], lower=1)[0]
-    return _colmajor(out.reshape(batch + B.shape[-2:]))
+    return colmajor(out.reshape(batch + B.shape[-2:]))
 
 
 linalg_ldl_solve = define(
@@ -421,20 +421,20 @@ linalg_ldl_solve = define(
 def _eig_meta(A):
     if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"Unknown Complex ScalarType for {type_name(A.dtype)}")
-    _check_square(A, "linalg.eig")
-    _check_float(A.dtype, "linalg.eig", "linalg_eig_out_cpu")
+    check_square(A, "linalg.eig")
+    check_float(A.dtype, "linalg.eig", "linalg_eig_out_cpu")
     cdt = A.dtype.to_complex()
     return TensorSpec(tuple(A.shape[:-1]), cdt), TensorSpec(tuple(A.shape), cdt)
 
 
 def _eig(A):
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.dtype not in _LAPACK:
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.dtype not in LAPACK:
         raise ValueError("eig")
     cdt = np.complex64 if A.dtype in (np.float32, np.complex64) else np.complex128
     if A.size == 0:
         return np.zeros(A.shape[:-1], cdt), np.zeros(A.shape, cdt)
     w, v = np.linalg.eig(A)
-    return np.asarray(w, cdt), _colmajor(np.asarray(v, cdt))
+    return np.asarray(w, cdt), colmajor(np.asarray(v, cdt))
 
 
 def _eig_vjp(ctx, gL, gV):

@@ -25,7 +25,7 @@ from .core import TensorSpec, broadcast_shapes, check_broadcast, define, type_na
 from .movement import expand_shape, prod
 
 _LOW = (np.dtype(np.float16), D.bfloat16.np)
-_LAPACK = (np.dtype(np.float32), np.dtype(np.float64),      # complex: solve and inv only
+LAPACK = (np.dtype(np.float32), np.dtype(np.float64),      # complex: solve and inv only
            np.dtype(np.complex64), np.dtype(np.complex128))    # (compiler/ops/complex_numbers.py)
 _BOOL = np.dtype(np.bool_)
 _INF = math.inf
@@ -509,7 +509,7 @@ def _addr(inp, v1, v2, beta=1, alpha=1):
     shape = (v1.shape[0], v2.shape[0])
     if not _fits(inp.shape, shape):
         raise ValueError("addr")
-    f = D._FROM_NP
+    f = D.FROM_NUMPY
     dt = D.promote_types(D.promote_types(f[inp.dtype], f[v1.dtype]), f[v2.dtype]).np
     if dt.kind in "biu" and (isinstance(beta, float) or isinstance(alpha, float)):
         raise ValueError("addr")
@@ -604,32 +604,32 @@ linalg_cross = define("linalg_cross", "linalg", _cross, meta=_cross_meta, vjp=_c
 
 # ---------------------------------------------------------------- decompositions: checks
 
-def _check_matrix(A, fn, name="A"):
+def check_matrix(A, fn, name="A"):
     if len(A.shape) < 2:
         raise RuntimeError(f"{fn}: The input tensor {name} must have at least 2 dimensions.")
 
 
-def _check_square(A, fn):
-    _check_matrix(A, fn)
+def check_square(A, fn):
+    check_matrix(A, fn)
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{fn}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
 
 
-def _check_float(dt, fn, kernel=None):
+def check_float(dt, fn, kernel=None):
     """LAPACK-backed ops take float32/float64; ``kernel`` names the one that rejects float16."""
     if not (dt.is_floating_point or dt.is_complex) and (kernel is None
                                                         or not kernel.startswith("linalg_eigh")):
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. "
                            f"Got {type_name(dt)}")
-    if dt.np not in _LAPACK:
+    if dt.np not in LAPACK:
         if kernel is None:
             raise RuntimeError(f"{fn}: Low precision dtypes not supported. Got {type_name(dt)}")
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(dt)}'")
 
 
 def _lapack_ok(A, square=True):
-    return A.ndim >= 2 and A.dtype in _LAPACK and (not square or A.shape[-1] == A.shape[-2])
+    return A.ndim >= 2 and A.dtype in LAPACK and (not square or A.shape[-1] == A.shape[-2])
 
 
 def _lapack_error(A, fn, routine, text, **kw):
@@ -648,7 +648,7 @@ def _lapack_error(A, fn, routine, text, **kw):
     return LinAlgError(f"{fn}: {where}{text.format(info=info)}")
 
 
-def _colmajor(x):
+def colmajor(x):
     """``x`` with each matrix stored column by column, the layout PyTorch's LAPACK results have."""
     return np.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
 
@@ -665,8 +665,8 @@ def _solve(A, B, left=True):
 # ---------------------------------------------------------------- inv
 
 def _inv_meta(A):
-    _check_square(A, "linalg.inv")
-    _check_float(A.dtype, "linalg.inv")
+    check_square(A, "linalg.inv")
+    check_float(A.dtype, "linalg.inv")
     return TensorSpec(tuple(A.shape), A.dtype)
 
 
@@ -674,7 +674,7 @@ def _inv(A):
     if not _lapack_ok(A):
         raise ValueError("inv")
     try:
-        return _colmajor(np.linalg.inv(A))
+        return colmajor(np.linalg.inv(A))
     except np.linalg.LinAlgError:
         raise _lapack_error(A, "linalg.inv", "getrf",
                             "The diagonal element {info} is zero, the inversion could not be "
@@ -700,14 +700,14 @@ def solve_is_vector(a_shape, b_shape):
 
 def _solve_meta(A, B, left=True):
     fn = "linalg.solve"
-    _check_float(A.dtype, fn, "lu_cpu")
+    check_float(A.dtype, fn, "lu_cpu")
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{fn}: Expected A and B to have the same dtype, but found A of type "
                            f"{type_name(A.dtype)} and B of type {type_name(B.dtype)} instead")
-    _check_square(A, fn)
+    check_square(A, fn)
     vector = solve_is_vector(A.shape, B.shape)
     bm = tuple(B.shape) + (1,) if vector else tuple(B.shape)
-    _check_matrix(TensorSpec(bm, B.dtype), fn, "B")
+    check_matrix(TensorSpec(bm, B.dtype), fn, "B")
     n = A.shape[-1]
     if (bm[-2] if left else bm[-1]) != n:
         raise RuntimeError(f"{fn}: Incompatible shapes of A and B for the equation "
@@ -736,7 +736,7 @@ def _solve_impl(A, B, left=True):
                             "The solver failed because the input matrix is singular.") from None
     if not left:                            # X^T of A^T X^T = B^T, stored row by row
         return np.ascontiguousarray(X.swapaxes(-1, -2))
-    return X[..., 0] if vector else _colmajor(X)
+    return X[..., 0] if vector else colmajor(X)
 
 
 def _solve_vjp(ctx, g):
@@ -761,8 +761,8 @@ linalg_solve = define("linalg_solve", "linalg", _solve_impl, meta=_solve_meta, v
 # ---------------------------------------------------------------- det, slogdet
 
 def _det_meta(A):
-    _check_square(A, "linalg.det")
-    _check_float(A.dtype, "linalg.det", "lu_cpu")
+    check_square(A, "linalg.det")
+    check_float(A.dtype, "linalg.det", "lu_cpu")
     return TensorSpec(tuple(A.shape[:-2]), A.dtype)
 
 
@@ -796,8 +796,8 @@ linalg_det = define("linalg_det", "linalg", _det, meta=_det_meta, vjp=_det_vjp,
 
 
 def _slogdet_meta(A):
-    _check_square(A, "linalg.slogdet")
-    _check_float(A.dtype, "linalg.slogdet")
+    check_square(A, "linalg.slogdet")
+    check_float(A.dtype, "linalg.slogdet")
     spec = TensorSpec(tuple(A.shape[:-2]), A.dtype)
     return spec, spec
 
@@ -823,8 +823,8 @@ linalg_slogdet = define("linalg_slogdet", "linalg", _slogdet, meta=_slogdet_meta
 # ---------------------------------------------------------------- cholesky
 
 def _cholesky_meta(A, upper=False):
-    _check_square(A, "linalg.cholesky")
-    _check_float(A.dtype, "linalg.cholesky", "cholesky_cpu")
+    check_square(A, "linalg.cholesky")
+    check_float(A.dtype, "linalg.cholesky", "cholesky_cpu")
     return TensorSpec(tuple(A.shape), A.dtype)
 
 
@@ -838,7 +838,7 @@ def _cholesky(A, upper=False):
                             "The factorization could not be completed because the input is not "
                             "positive-definite (the leading minor of order {info} is not "
                             "positive-definite).", lower=1) from None
-    return _colmajor(L.swapaxes(-1, -2) if upper else L)
+    return colmajor(L.swapaxes(-1, -2) if upper else L)
 
 
 def _cholesky_vjp(ctx, g):
@@ -863,8 +863,8 @@ _QR_MODES = ("reduced", "complete", "r")
 
 
 def _qr_meta(A, mode="reduced"):
-    _check_matrix(A, "linalg.qr")
-    _check_float(A.dtype, "linalg.qr", "geqrf_cpu")
+    check_matrix(A, "linalg.qr")
+    check_float(A.dtype, "linalg.qr", "geqrf_cpu")
     if mode not in _QR_MODES:
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
@@ -880,9 +880,9 @@ def _qr(A, mode="reduced"):
     if mode not in _QR_MODES or not _lapack_ok(A, square=False):
         raise ValueError("qr")
     if mode == "r":
-        return np.empty((0,), A.dtype), _colmajor(np.linalg.qr(A, mode="r"))
+        return np.empty((0,), A.dtype), colmajor(np.linalg.qr(A, mode="r"))
     Q, R = np.linalg.qr(A, mode=mode)
-    return _colmajor(Q), _colmajor(R)
+    return colmajor(Q), colmajor(R)
 
 
 def _qr_square_vjp(gQ, gR, Q, R):
@@ -926,8 +926,8 @@ linalg_qr = define("linalg_qr", "linalg", _qr, meta=_qr_meta, vjp=_qr_vjp,
 def _eigh_meta(A, UPLO="L"):
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
-    _check_square(A, "linalg.eigh")
-    _check_float(A.dtype, "linalg.eigh", "linalg_eigh_cpu")
+    check_square(A, "linalg.eigh")
+    check_float(A.dtype, "linalg.eigh", "linalg_eigh_cpu")
     return TensorSpec(tuple(A.shape[:-1]), A.dtype), TensorSpec(tuple(A.shape), A.dtype)
 
 
@@ -935,7 +935,7 @@ def _eigh(A, UPLO="L"):
     if UPLO not in ("L", "U") or not _lapack_ok(A):
         raise ValueError("eigh")
     w, v = np.linalg.eigh(A, UPLO=UPLO)
-    return w, _colmajor(v)
+    return w, colmajor(v)
 
 
 def _eigh_vjp(ctx, gL, gV):
@@ -961,8 +961,8 @@ linalg_eigh = define("linalg_eigh", "linalg", _eigh, meta=_eigh_meta, vjp=_eigh_
 # ---------------------------------------------------------------- svd
 
 def _svd_meta(A, full_matrices=True, compute_uv=True):
-    _check_matrix(A, "linalg.svd")
-    _check_float(A.dtype, "linalg.svd", "linalg_svd_cpu")
+    check_matrix(A, "linalg.svd")
+    check_float(A.dtype, "linalg.svd", "linalg_svd_cpu")
     *batch, m, n = A.shape
     batch, k = tuple(batch), min(m, n)
     s = TensorSpec(batch + (k,), A.dtype)
@@ -979,7 +979,7 @@ def _svd(A, full_matrices=True, compute_uv=True):
         empty = np.empty((0,), A.dtype)
         return empty, np.linalg.svd(A, compute_uv=False), empty.copy()
     U, S, Vh = np.linalg.svd(A, full_matrices=full_matrices)
-    return _colmajor(U), S, _colmajor(Vh)
+    return colmajor(U), S, colmajor(Vh)
 
 
 def _svd_vjp(ctx, gU, gS, gVh):

@@ -207,7 +207,7 @@ def _view_dtype_check(shape, strides, src, dst):
 
 def _view_dtype(x, dtype):
     from dynograph.runtime import dtypes as D
-    src = D._FROM_NP[x.dtype]
+    src = D.FROM_NUMPY[x.dtype]
     strides = elem_strides(x) if x.ndim else None
     _view_dtype_check(x.shape, strides, src, dtype)
     # the checks above leave the last axis contiguous, which is what numpy needs

@@ -192,7 +192,7 @@ def _mean_impl(x, dim=None, keepdim=False, dtype=None):
     if dtype is None and x.dtype.kind in "fc":
         out = x.dtype
     else:
-        out = mean_dtype(D._FROM_NP[x.dtype], dtype).np
+        out = mean_dtype(D.FROM_NUMPY[x.dtype], dtype).np
     acc = _ACC[out]
     if x.dtype != acc:
         x = x.astype(acc)
@@ -237,7 +237,7 @@ nansum = define("nansum", "reduction", _nansum_impl, meta=_sum_meta, vjp=_nansum
 
 
 def _prod_impl(x, dim=None, keepdim=False, dtype=None):
-    out = sum_dtype(D._FROM_NP[x.dtype], dtype).np
+    out = sum_dtype(D.FROM_NUMPY[x.dtype], dtype).np
     acc = _F32 if out in _LOW else out
     if x.dtype != acc:
         x = x.astype(acc)
@@ -488,7 +488,7 @@ def _float_only(dt, name="std and var"):
 def _moments(x, dim, correction, keepdim, name="std and var"):
     """(var, mean) by two passes, in float32 for the half types."""
     out = x.dtype
-    _float_only(D._FROM_NP[out], name)
+    _float_only(D.FROM_NUMPY[out], name)
     if out in _LOW:
         x = x.astype(_F32)
     ax = _axis(x, dim)
@@ -596,7 +596,7 @@ def norm_dtype(in_dt, dtype=None):
 
 
 def _vnorm_impl(x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
-    out = norm_dtype(D._FROM_NP[x.dtype], dtype).np
+    out = norm_dtype(D.FROM_NUMPY[x.dtype], dtype).np
     acc = _F32 if out in _LOW else out
     if x.dtype != acc:
         x = x.astype(acc)
@@ -609,7 +609,7 @@ def _vnorm_impl(x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
         r = np.add.reduce(x != 0, axis=ax, keepdims=keepdim, dtype=acc)
     elif math.isinf(ord):
         if numel_reduced(x.shape, dim) == 0 and x.ndim:
-            _vnorm_meta(TensorSpec(x.shape, D._FROM_NP[out]), ord, dim, keepdim, dtype)
+            _vnorm_meta(TensorSpec(x.shape, D.FROM_NUMPY[out]), ord, dim, keepdim, dtype)
         fn = np.maximum if ord > 0 else np.minimum
         r = fn.reduce(np.abs(x), axis=ax, keepdims=keepdim)
     else:
@@ -663,7 +663,7 @@ def _float_of(dt):
 
 
 def _lse_impl(x, dim=None, keepdim=False):
-    out = _float_of(D._FROM_NP[x.dtype]).np
+    out = _float_of(D.FROM_NUMPY[x.dtype]).np
     acc = _F32 if out in _LOW else out
     if x.dtype != acc:
         x = x.astype(acc)
@@ -694,7 +694,7 @@ logsumexp = define("logsumexp", "reduction", _lse_impl, meta=_lse_meta, vjp=_lse
 
 def _scan(ufunc, name):
     def impl(x, dim, dtype=None):
-        out = sum_dtype(D._FROM_NP[x.dtype], dtype).np
+        out = sum_dtype(D.FROM_NUMPY[x.dtype], dtype).np
         acc = _F32 if out in _LOW else out
         if x.dtype != acc:
             x = x.astype(acc)
@@ -746,7 +746,7 @@ cumprod = define("cumprod", "scan", _impl, meta=_meta, vjp=_cumprod_vjp,
 
 
 def _logcumsumexp_impl(x, dim):
-    out = _logcumsumexp_meta(TensorSpec(x.shape, D._FROM_NP[x.dtype]), dim).dtype.np
+    out = _logcumsumexp_meta(TensorSpec(x.shape, D.FROM_NUMPY[x.dtype]), dim).dtype.np
     acc = _F32 if out in _LOW else out
     if x.dtype != acc:
         x = x.astype(acc)
@@ -939,7 +939,7 @@ def _topk_check(shape, k, dim, dtype):
 
 
 def _topk_impl(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002
-    _topk_check(x.shape, k, dim, D._FROM_NP[x.dtype])
+    _topk_check(x.shape, k, dim, D.FROM_NUMPY[x.dtype])
     if x.ndim == 0:
         return x.copy(), np.zeros((), _I64)
     n = x.shape[dim]
@@ -978,7 +978,7 @@ def _kth_check(shape, k, dim, dtype):
 
 
 def _kthvalue_impl(x, k, dim=-1, keepdim=False):
-    _kth_check(x.shape, k, dim, D._FROM_NP[x.dtype])
+    _kth_check(x.shape, k, dim, D.FROM_NUMPY[x.dtype])
     if x.ndim == 0:
         return x.copy(), np.zeros((), _I64)
     idx = np.take(argsort_np(x, dim), [k - 1], axis=dim)
@@ -1182,14 +1182,14 @@ def _bincount_dtype(weights):
 
 def _bincount_impl(x, weights=None, minlength=0):
     if x.ndim != 1 or x.dtype.kind not in "iu" or (x.size and x.min() < 0):
-        spec = TensorSpec(x.shape, D._FROM_NP[x.dtype])
-        wspec = None if weights is None else TensorSpec(weights.shape, D._FROM_NP[weights.dtype])
+        spec = TensorSpec(x.shape, D.FROM_NUMPY[x.dtype])
+        wspec = None if weights is None else TensorSpec(weights.shape, D.FROM_NUMPY[weights.dtype])
         _bincount_check(spec, wspec, minlength)
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if weights is not None and weights.shape != x.shape:
         raise RuntimeError("weights should be 1-d and have the same length as input")
     dt = _bincount_dtype(None if weights is None else TensorSpec(weights.shape,
-                                                                 D._FROM_NP[weights.dtype]))
+                                                                 D.FROM_NUMPY[weights.dtype]))
     w = None if weights is None else weights.astype(np.float64)
     return np.bincount(x, w, minlength=minlength).astype(dt.np)
 
@@ -1214,7 +1214,7 @@ def _histc_check(x, bins, min, max):  # noqa: A002
 
 
 def _histc_impl(x, bins=100, min=0, max=0):  # noqa: A002
-    _histc_check(TensorSpec(x.shape, D._FROM_NP[x.dtype]), bins, min, max)
+    _histc_check(TensorSpec(x.shape, D.FROM_NUMPY[x.dtype]), bins, min, max)
     lo, hi = min, max
     flat = x.reshape(-1)
     if lo == hi and flat.size:
