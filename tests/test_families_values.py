@@ -208,3 +208,20 @@ def test_multi_head_attention_forward_combinations(torch):
             return L.nn.functional.multi_head_attention_forward(
                 q, k, v, e, h, None if sep else w_in, b_in, **kw)
         check(torch, run, rtol=1e-5, atol=1e-6)
+
+
+def test_interpolate_uint8_rounds_each_pass(torch):
+    # torch's uint8 kernels resample one dimension at a time with fixed-point weights, rounding
+    # and saturating each pass: dynograph computes each pass in float, so results agree to one
+    import numpy as np
+
+    import dynograph
+    x = torch.arange(2 * 27 * 27).reshape(1, 2, 27, 27).mul(97).remainder(256).to(torch.uint8)
+    for mode in ("bilinear", "bicubic"):
+        for align in (False, True):
+            for size in ((13, 13), (40, 40), (13, 40)):
+                a = torch.nn.functional.interpolate(x, size=size, mode=mode, align_corners=align)
+                b = dynograph.nn.functional.interpolate(dynograph.tensor(x.numpy()), size=size, mode=mode,
+                                                        align_corners=align)
+                assert b.dtype == dynograph.uint8
+                assert np.abs(a.numpy().astype(int) - b.numpy().astype(int)).max() <= 1
