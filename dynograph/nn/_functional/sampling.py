@@ -272,20 +272,24 @@ def _repeat_each(x, dim, k):
     return x.unsqueeze(dim + 1).expand(expanded).reshape(shape)
 
 
+def _uint8_passes(resize, input, out, scales, align_corners, mode):
+    """``resize`` of a uint8 input one dimension at a time (the last first) in float, each pass
+    rounded and saturated to uint8, as PyTorch's separable uint8 kernels (which use fixed-point
+    weights: results may differ by one)."""
+    x = input
+    for i in reversed(range(len(out))):
+        size = list(x.shape[2:])
+        size[i] = out[i]
+        sc = None if scales is None else [s if j == i else None for j, s in enumerate(scales)]
+        y = resize(x.to(_d.float32), size, sc, align_corners, mode)
+        x = y.round().clamp(0, 255).to(_d.uint8)
+    return x
+
+
 def _interp(input, out, scales, align_corners, mode):
     _check_sizes(input, out, mode)
     if input.dtype is _d.uint8:
-        # one dimension at a time (the last first) in float, each pass rounded and saturated to
-        # uint8 as PyTorch's separable uint8 kernels (which use fixed-point weights: results
-        # may differ by one)
-        x = input
-        for i in reversed(range(len(out))):
-            size = list(x.shape[2:])
-            size[i] = out[i]
-            sc = None if scales is None else [s if j == i else None for j, s in enumerate(scales)]
-            y = _interp(x.to(_d.float32), size, sc, align_corners, mode)
-            x = y.round().clamp(0, 255).to(_d.uint8)
-        return x
+        return _uint8_passes(_interp, input, out, scales, align_corners, mode)
     ct = _compute_dtype(input.dtype)
     cubic = mode == "bicubic"
     taps = _cubic_taps if cubic else _linear_taps
@@ -327,6 +331,8 @@ def _aa_matrix(in_size, out_size, scale, align_corners, mode, ct):
 
 def _antialias(input, out, scales, align_corners, mode):
     _check_sizes(input, out, mode)
+    if input.dtype is _d.uint8:
+        return _uint8_passes(_antialias, input, out, scales, align_corners, mode)
     ct = _compute_dtype(input.dtype)
     x = input
     for i, n in enumerate(out):
