@@ -25,8 +25,8 @@ from dynograph.runtime import dtypes as D
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_compile_training import batches, make_step, mlp  # noqa: E402
-from test_llvm_backend import (ATTRS, LAYOUTS, LOWERED, RNG, _args, graph_of,  # noqa: E402
-                               noncontiguous, sample)
+from test_llvm_backend import (ATTRS, LAYOUTS, LOWERED, RNG, _args, graph_of,  # noqa: E402,F401
+                               _private_cache, noncontiguous, sample)
 
 needs_cxx = pytest.mark.skipif(emulate.host_compiler() is None,
                                reason="no host C++ compiler (g++) to emulate CUDA kernels")
@@ -34,17 +34,6 @@ needs_nvcc = pytest.mark.skipif(source.nvcc() is None, reason="nvcc not on PATH"
 
 # launch shapes the emulation runs: one thread, grid-stride loops over a small grid, a full one
 SHAPES = [(1, 1), (2, 3), (None, None)]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _private_cache(tmp_path_factory):
-    old = os.environ.get("DYNOGRAPH_CACHE_DIR")
-    os.environ["DYNOGRAPH_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernels"))
-    yield
-    if old is None:
-        del os.environ["DYNOGRAPH_CACHE_DIR"]
-    else:
-        os.environ["DYNOGRAPH_CACHE_DIR"] = old
 
 
 def layout(a):
