@@ -40,7 +40,10 @@ def run_entry(backend, entry, flat):
         if kind == "write":
             write_binding(binding, flat, array)
         else:
-            assign_binding(binding, flat, Tensor._wrap(fresh(array)))
+            # a new state tensor (a .grad, an optimizer buffer) owns its memory, as eager's
+            # would: a view of a backend's scratch array would change the next call's guards
+            array = fresh(array)
+            assign_binding(binding, flat, Tensor._wrap(array.copy() if array.base is not None else array))
     for slot in entry.clears:
         slot.set(None)
     result = []

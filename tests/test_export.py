@@ -225,6 +225,32 @@ def test_training_step_program_continues_training_like_eager(tmp_path):
     assert set(params) <= set(state)
 
 
+def test_training_step_with_a_symbolic_batch_and_a_mean_loss(tmp_path):
+    """A whole training step exported with a dynamic batch dimension runs at other batch sizes
+    and keeps training like eager (the loss is a mean: 1/batch is part of the program)."""
+    from dynograph.export import Dim
+    dynograph.manual_seed(2)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    opt = dynograph.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    batch = Dim("batch")
+    ep = export(step, (dynograph.randn(4, 8), dynograph.randint(0, 3, (4,))),
+                dynamic_shapes=({0: batch}, {0: batch}), training=True)
+    assert "s0" in str(ep)
+    save(ep, tmp_path / "step.dgx")
+    loaded = load(tmp_path / "step.dgx").module()
+    for n in (7, 3, 7):
+        xb, yb = dynograph.randn(n, 8), dynograph.randint(0, 3, (n,))
+        np.testing.assert_allclose(loaded(xb, yb).numpy(), step(xb, yb).numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+
 def test_export_errors_name_the_problem():
     def breaks(x):
         if x.sum().item() > 0:
