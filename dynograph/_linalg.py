@@ -17,23 +17,11 @@ from dynograph.compiler.ops.core import check_broadcast, wrap_dim
 from ._dispatch import call
 from ._inplace import assign, write_out
 from ._math import where as _where
-from ._tensor import Tensor, tensor_method
+from ._tensor import Tensor, exporters, tensor_method
 from .autograd.grad_mode import STATE
 
 __all__ = []
-
-
-def _public(fn):
-    """Export ``fn`` as dynograph.<name> and Tensor.<name>."""
-    __all__.append(fn.__name__)
-    tensor_method(fn)
-    return fn
-
-
-def _function(fn):
-    """Export ``fn`` as dynograph.<name> only."""
-    __all__.append(fn.__name__)
-    return fn
+_public, _function = exporters(__all__)
 
 
 def finish(result, out):

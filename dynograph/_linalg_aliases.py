@@ -11,22 +11,10 @@ from . import linalg
 from ._dispatch import call
 from ._linalg import finish
 from ._reduce import numpy_names, structseq, vector_norm
-from ._tensor import tensor_method
+from ._tensor import exporters
 
 __all__ = []
-
-
-def _public(fn):
-    """Export ``fn`` as dynograph.<name> and Tensor.<name>."""
-    __all__.append(fn.__name__)
-    tensor_method(fn)
-    return fn
-
-
-def _function(fn):
-    """Export ``fn`` as dynograph.<name> only."""
-    __all__.append(fn.__name__)
-    return fn
+_public, _function = exporters(__all__)
 
 
 # the tuple types of the top-level aliases torch.slogdet, torch.qr, torch.svd

@@ -12,22 +12,10 @@ from dynograph.compiler.ops.core import type_name, wrap_dim
 from dynograph.runtime import dtypes as D
 from . import _creation
 from ._reduce import structseq, vector_norm
-from ._tensor import Tensor, tensor_method
+from ._tensor import Tensor, exporters, tensor_method
 
 __all__ = []
-
-
-def _public(fn):
-    """Export ``fn`` as dynograph.<name> and Tensor.<name>."""
-    __all__.append(fn.__name__)
-    tensor_method(fn)
-    return fn
-
-
-def _function(fn):
-    """Export ``fn`` as dynograph.<name> only."""
-    __all__.append(fn.__name__)
-    return fn
+_public, _function = exporters(__all__)
 
 
 def _need_tensor(x, fn, arg="input", pos=1):

@@ -320,3 +320,18 @@ def tensor_method(fn=None, *, name=None):
         setattr(Tensor, name or f.__name__, f)
         return f
     return attach(fn) if fn is not None else attach
+
+
+def exporters(names):
+    """The two decorators an area module (``dynograph/_<area>.py``) marks its API with:
+    ``public`` exports a function as dynograph.<name> and Tensor.<name>, ``function`` as
+    dynograph.<name> only; both append the name to ``names``, the module's ``__all__``."""
+    def public(fn):
+        names.append(fn.__name__)
+        tensor_method(fn)
+        return fn
+
+    def function(fn):
+        names.append(fn.__name__)
+        return fn
+    return public, function
