@@ -364,7 +364,8 @@ def _gather_meta(x, index, dim, what="gather"):
     xs, ixs = tuple(x.shape), tuple(index.shape)
     d = wrap_dim(dim, len(xs))
     _index_dtype_check(index, what)
-    if max(len(ixs), 1) != max(len(xs), 1):
+    # an index without elements selects nothing: PyTorch checks no more about it
+    if max(len(ixs), 1) != max(len(xs), 1) and math.prod(ixs):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     if xs and ixs:
         for k, (n, m) in enumerate(zip(xs, ixs)):
@@ -402,6 +403,9 @@ def _along(index, d):
 
 
 def _gather(x, index, dim):
+    if index.size == 0:
+        _gather_meta(x, index, dim)
+        return np.empty(index.shape, x.dtype)
     nd = x.ndim
     shape = index.shape
     if nd != index.ndim or nd == 0 or index.dtype not in _NP_INDEX_DTYPES:
@@ -435,6 +439,8 @@ def _scatter_check(x, index, src, dim, what="scatter"):
     _index_dtype_check(index, what)
     if src is not None and _dt(src) is not _dt(x):
         raise RuntimeError(f"{what}(): Expected self.dtype to be equal to src.dtype")
+    if not math.prod(ixs):
+        return d                    # an empty index writes nothing (PyTorch checks no more)
     if max(len(ixs), 1) != max(len(xs), 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if src is not None and max(len(ixs), 1) != max(len(src.shape), 1):
@@ -457,6 +463,9 @@ def _scatter_prepare(x, index, src, dim):
     out = _as_1d(x).copy()
     i1 = _as_1d(index)
     d = dim % out.ndim
+    if i1.size == 0:                # nothing to write, whatever the index's rank
+        empty = np.zeros(0, np.intp)
+        return out, (empty,) * out.ndim, (src.reshape(-1)[:0] if isinstance(src, np.ndarray) else src)
     if i1.size and i1.min() < 0:
         check_bounds(i1, out.shape[d], d, negative=False)
     coords = _scatter_coords(i1, d)
