@@ -84,17 +84,38 @@ if not hasattr(Tensor, "alias"):
         return self.view(self.shape)
 
 
+def _addresses(shape, strides, offset):
+    """The storage address of every element of a strided layout, in row-major order."""
+    grid = np.indices(shape).reshape(len(shape), -1)
+    return offset + sum((grid[k] * strides[k] for k in range(len(shape))),
+                        np.zeros(grid.shape[1], np.int64))
+
+
 @_function
 def as_strided_scatter(input, src, size, stride, storage_offset=None):
     """A copy of ``input`` with the elements of ``input.as_strided(size, stride, storage_offset)``
-    replaced by ``src``."""
-    # the positions the view addresses in a contiguous copy of input, then one scatter
-    where = _creation.arange(input.numel()).as_strided(size, stride, storage_offset)
-    if tuple(where.shape) != tuple(src.shape):
+    replaced by ``src``: addresses are positions in input's storage, so the elements of input
+    stored there take src's values (addresses input does not show change nothing visible)."""
+    size, stride = tuple(size), tuple(stride)
+    if size != tuple(src.shape):
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
-                           f"{list(src.shape)}, slice size = {list(where.shape)}")
-    flat = input.reshape(-1).scatter(0, where.reshape(-1), src.reshape(-1).to(input.dtype))
-    return flat.reshape(input.shape)
+                           f"{list(src.shape)}, slice size = {list(size)}")
+    shape = tuple(input.shape)
+    mine = _addresses(shape, input.stride(), input.storage_offset())
+    view = _addresses(size, stride, input.storage_offset() if storage_offset is None else storage_offset)
+    storage = (int(mine.max()) + 1) if mine.size else 0
+    if view.size and (view.min() < 0 or view.max() >= max(storage, input._data.base.size
+                                                           if input._data.base is not None else 0)):
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+                           f"{storage_offset or 0} are out of bounds for the input's storage")
+    order = np.argsort(view, kind="stable")
+    ranked = view[order]
+    at = np.searchsorted(ranked, mine).clip(max=max(ranked.size - 1, 0))
+    hit = ranked.size > 0
+    hit = (ranked[at] == mine) if hit else np.zeros(mine.size, bool)
+    elements = _creation.tensor(np.flatnonzero(hit))
+    values = src.reshape(-1)[_creation.tensor(order[at[hit]])].to(input.dtype)
+    return input.reshape(-1).scatter(0, elements, values).reshape(shape)
 
 
 tensor_method(as_strided_scatter)

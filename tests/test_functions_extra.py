@@ -309,3 +309,49 @@ def test_as_strided_scatter_gradient_is_the_scatters():
     s = values(dynograph, (2, 2)).requires_grad_()
     assert dynograph.autograd.gradcheck(
         lambda a, b: dynograph.as_strided_scatter(a, b, (2, 2), (3, 1), 1), (x, s))
+
+
+def _strided(L, shape, dtype=None):
+    """A non-contiguous tensor of ``shape``: every other row of a taller one, transposed."""
+    rows, cols = shape
+    return values(L, (cols, 2 * rows), dtype)[:, ::2].T
+
+
+NONCONTIGUOUS = {
+    "clone": lambda L, x: L.clone(x),
+    "fill": lambda L, x: L.fill(x, 2.0),
+    "diff": lambda L, x: L.diff(x, 2, 0),
+    "gradient": lambda L, x: L.gradient(x),
+    "trapezoid": lambda L, x: L.trapezoid(x, dim=0),
+    "cumulative_trapezoid": lambda L, x: L.cumulative_trapezoid(x),
+    "cdist": lambda L, x: L.cdist(x, x * 2),
+    "cdist_p1": lambda L, x: L.cdist(x, x * 2, p=1),
+    "dist": lambda L, x: L.dist(x, x.flip(0)),
+    "renorm": lambda L, x: L.renorm(x, 2, 0, 0.5),
+    "cov": lambda L, x: L.cov(x),
+    "corrcoef": lambda L, x: L.corrcoef(x),
+    "histogram": lambda L, x: L.histogram(x, 3),
+    "histogramdd": lambda L, x: L.histogramdd(x, [2, 3, 2]),
+    "block_diag": lambda L, x: L.block_diag(x, x.T),
+    "isin": lambda L, x: L.isin(x, x[0]),
+    "diagflat": lambda L, x: L.diagflat(x),
+    "sum_to_size": lambda L, x: x.sum_to_size(1, 3),
+    "index_reduce": lambda L, x: x.index_reduce(0, L.tensor([0, 0, 2, 1]), x * 2, "amax"),
+    "nonzero_static": lambda L, x: L.nonzero_static(x > 0, size=4),
+    "permute_copy": lambda L, x: L.permute_copy(x, (1, 0)),
+    "as_strided_scatter": lambda L, x: L.as_strided_scatter(x, x[:2, :2] * 0, (2, 2), (3, 1), 1),
+    "masked_sum": lambda L, x: L.masked.sum(x, 1, mask=x > 0),
+    "masked_softmax": lambda L, x: L.masked.softmax(x, 0, mask=x > -1),
+    "gcd": lambda L, x: L.gcd((x * 4).to(L.int64), L.tensor([6, 4, 9])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NONCONTIGUOUS))
+def test_noncontiguous_inputs(torch, name):
+    def run(L):
+        x = _strided(L, (4, 3))
+        assert not x.is_contiguous()
+        return NONCONTIGUOUS[name](L, x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(torch, run, rtol=1e-6, atol=1e-9)
