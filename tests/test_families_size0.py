@@ -50,10 +50,13 @@ REDUCTIONS = ["sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "ar
               "logcumsumexp", "median", "nanmedian", "mode", "count_nonzero", "nansum",
               "nanmean", "std_mean", "var_mean", "aminmax", "sort", "argsort", "msort",
               "quantile", "nanquantile", "kthvalue", "topk0", "softmax", "log_softmax",
-              "cumulative_trapezoid", "trapezoid", "diff", "unique", "unique_consecutive"]
+              "cumulative_trapezoid", "trapezoid", "diff", "unique", "unique_consecutive",
+              "vector_norm_inf"]
 
 
 def _reduce(L, name, x, dim):
+    if name == "vector_norm_inf":
+        return L.linalg.vector_norm(x, float("inf"), dim=dim, keepdim=True)
     if name in ("quantile", "nanquantile"):
         return getattr(L, name)(x, 0.25, dim=dim)
     if name == "kthvalue":
@@ -77,7 +80,7 @@ def _reduce(L, name, x, dim):
 
 @pytest.mark.parametrize("name", REDUCTIONS)
 def test_reductions(torch, name):
-    for shape in EMPTY_SHAPES + [(2, 3)]:
+    for shape in EMPTY_SHAPES + [(2, 3), ()]:      # 0-d too: a dim of a 0-d tensor has size 1
         for dim in (None, 0, -1):
             check(torch, lambda L: _reduce(L, name, values(L, shape), dim))
 

@@ -620,7 +620,7 @@ def _vnorm_impl(x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
 def _vnorm_meta(x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
     dt = norm_dtype(x.dtype, dtype)
     shape = tuple(x.shape)
-    if math.isinf(ord) and builtins.any(shape[d] == 0 for d in wrap_dims(dim, len(shape))):
+    if math.isinf(ord) and shape and builtins.any(shape[d] == 0 for d in wrap_dims(dim, len(shape))):
         raise RuntimeError(f"linalg.vector_norm cannot compute the {'-' if ord < 0 else ''}inf "
                            "norm on an empty tensor because the operation does not have an identity")
     return _spec_reduce(x, dim, keepdim, dt)
