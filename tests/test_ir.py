@@ -54,6 +54,8 @@ OTHER_CASES = {
     "bitwise_or": (lambda a, b: a | b, lambda: (_i(5, 3), _i(1, 7))),
     "bitwise_xor": (lambda a, b: a ^ b, lambda: (_i(5, 3), _i(1, 7))),
     "bitwise_not": (lambda a: ~a, lambda: (_i(5, 3),)),
+    "gcd": (dg.gcd, lambda: (_i(12, -9, 0), _i(8, 6, 5))),
+    "lcm": (dg.lcm, lambda: (_i(4, -6, 0), _i(6, 4, 5))),
     "bitwise_left_shift": (lambda a, b: a << b, lambda: (_i(5, 3), _i(1, 2))),
     "bitwise_right_shift": (lambda a, b: a >> b, lambda: (_i(5, 3), _i(1, 2))),
     # reductions without a gradient
