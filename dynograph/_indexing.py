@@ -26,7 +26,7 @@ from dynograph._trace_hook import TRACE
 from ._dispatch import call
 from ._inplace import (alias_of, assign, check_inplace_leaf, check_no_internal_overlap, commit,
                        refresh_view, write, write_out, writable)
-from ._tensor import Tensor, tensor_method
+from ._tensor import Tensor, exporters, tensor_method
 from .autograd.grad_mode import STATE
 
 __all__ = []
@@ -34,17 +34,7 @@ __all__ = []
 _pyslice = slice
 
 
-def _public(fn):
-    """Export ``fn`` as dynograph.<name> and Tensor.<name>."""
-    __all__.append(fn.__name__)
-    tensor_method(fn)
-    return fn
-
-
-def _function(fn):
-    """Export ``fn`` as dynograph.<name> only."""
-    __all__.append(fn.__name__)
-    return fn
+_public, _function = exporters(__all__)
 
 
 def _finish(result, out):

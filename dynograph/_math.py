@@ -16,7 +16,7 @@ from dynograph.runtime import dtypes as D
 from ._dispatch import call
 from ._inplace import assign, write_out
 from ._reduce import structseq
-from ._tensor import Tensor, tensor_method
+from ._tensor import Tensor, exporters, tensor_method
 from .autograd.grad_mode import STATE
 
 __all__ = []
@@ -24,11 +24,7 @@ __all__ = []
 _INF = float("inf")
 
 
-def _public(fn):
-    """Export ``fn`` as dynograph.<name> and Tensor.<name>."""
-    __all__.append(fn.__name__)
-    tensor_method(fn)
-    return fn
+_public = exporters(__all__)[0]
 
 
 def finish(name, result, out):
@@ -237,9 +233,6 @@ def mvlgamma(input, p):
 
 
 _inplace_of(mvlgamma)
-
-
-
 
 
 @_public

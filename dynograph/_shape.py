@@ -17,7 +17,7 @@ from dynograph.compiler.ops.core import check_broadcast, type_name, wrap_dim
 from dynograph.runtime import dtypes as D
 from ._dispatch import call, mark_view
 from ._inplace import assign, check_inplace_leaf, write_out
-from ._tensor import Tensor, Size, tensor_method
+from ._tensor import Tensor, Size, exporters, tensor_method
 
 __all__ = []
 
@@ -26,17 +26,7 @@ _prod = math.prod
 _seq_types = (tuple, list, Size)
 
 
-def _public(fn):
-    """Export ``fn`` as dynograph.<name> and Tensor.<name>."""
-    __all__.append(fn.__name__)
-    tensor_method(fn)
-    return fn
-
-
-def _function(fn):
-    """Export ``fn`` as dynograph.<name> only."""
-    __all__.append(fn.__name__)
-    return fn
+_public, _function = exporters(__all__)
 
 
 def _sizes(args, fn, argname="size"):

@@ -16,9 +16,12 @@ INTEGERS = [0, 1, -1, 2, -3, 1000, 2 ** 62, -2 ** 63]
 OPS = sorted(name for name, op in REGISTRY.items() if op.kind == "elementwise")
 
 
-def _operands(dtype):
+def _operands(dtype, name=""):
     """Every pair (and triple) of special values, broadcast against each other."""
     values = SPECIAL if dtype != "int64" else INTEGERS
+    if "polynomial" in name:
+        # the degree is a loop count (torch's kernels loop n times too): no 2**62-step loops
+        values = [v for v in values if abs(v) <= 1000]
     with np.errstate(over="ignore"):     # 1e308 is inf in float32
         v = dynograph.tensor(np.array(values, dtype=dtype))
     return [(v,), (v[:, None], v[None, :]), (v[:, None, None], v[None, :, None], v[None, None, :]),
@@ -41,7 +44,7 @@ def _run_quietly(op, args):
 def test_no_numpy_warning(name):
     op = REGISTRY[name]
     for dtype in ("float32", "float64", "int64"):
-        for args in _operands(dtype):
+        for args in _operands(dtype, name):
             _run_quietly(op, args)
 
 

@@ -120,11 +120,7 @@ ALLOWED_PRIVATE = {
 
 # Modules whose underscore names other modules still use, while their owners rework them; remove
 # an entry when its crossings are gone (test_pending_entries_are_still_needed says when).
-PENDING = {
-    "dynograph.compiler.ops.elementwise": "op-table work: _elementwise, the elementwise define helper",
-    "dynograph.compiler.ops.indexing": "op-table work",
-    "dynograph.compiler.ops.pooling": "op-table work: pooling geometry shared with lowering/",
-}
+PENDING = {}
 
 FACADE = "dynograph"
 

@@ -232,7 +232,7 @@ def _plan(xp, w, bias, attrs, out_channels, compile_kernel):
 def _padded(x, pads):
     """x (N, C, *S) with zeros around its spatial dims, ``pads`` (before, after) per dim (x
     itself when no padding)."""
-    from ..ops.pooling import _padded as pad_spatial     # the op set imports this module
+    from ..ops.pooling import pad_spatial     # the op set imports this module
     return pad_spatial(x, len(pads), [a for a, _ in pads], [b for _, b in pads], 0)
 
 

@@ -74,7 +74,7 @@ def run_max_pool(node, args, attrs, out, compile_kernel):
 
 
 def _plan(x, attrs, nd, compile_kernel):
-    from ..ops.pooling import _axis, _overhang, pool_output_size   # the op set imports this module
+    from ..ops.pooling import axis_index, overhang, pool_output_size   # the op set imports this module
     ksize, stride = tuple(attrs["kernel_size"]), tuple(attrs["stride"])
     dilation, padding = tuple(attrs["dilation"]), tuple(attrs["padding"])
     spatial = x.shape[-nd:]
@@ -83,7 +83,7 @@ def _plan(x, attrs, nd, compile_kernel):
     sizes = tuple(pool_output_size(n, k, 0, s, d, attrs["ceil_mode"])
                   for n, k, s, d in zip(spatial, ksize, stride, dilation))
     # every window inside the input (ceil mode may add one that hangs over the end)
-    if min(sizes) < 1 or any(_overhang(spatial, sizes, ksize, stride, padding, dilation)):
+    if min(sizes) < 1 or any(overhang(spatial, sizes, ksize, stride, padding, dilation)):
         return None, None, None, None
     try:
         kernel = max_pool_windows(math.prod(x.shape[:-nd]), spatial, sizes, ksize, stride,
@@ -91,7 +91,7 @@ def _plan(x, attrs, nd, compile_kernel):
     except Unsupported:
         return None, None, None, None
     row = [math.prod(spatial[i + 1:]) for i in range(nd)]
-    starts = sum(_axis(i, nd, sizes[i]) * stride[i] * row[i] for i in range(nd))
+    starts = sum(axis_index(i, nd, sizes[i]) * stride[i] * row[i] for i in range(nd))
     offsets = np.zeros(math.prod(ksize), np.int64)
     for t, position in enumerate(np.ndindex(*ksize)):
         offsets[t] = sum(p * d * r for p, d, r in zip(position, dilation, row))

@@ -7,7 +7,7 @@ constant of that dtype (``None`` stays ``None``; attributes stay Python values).
 one scalar handle; the caller converts it to the op's output dtype.  A rule states the op's math
 once; every code generator implements the builder, none restates an op::
 
-    add = _elementwise("add", _add, _add_rule, ..., lowering=lambda b, x, y, alpha=1: ...)
+    add = define_elementwise("add", _add, _add_rule, ..., lowering=lambda b, x, y, alpha=1: ...)
 
 A handle has a ``dtype`` (a ``dynograph.runtime.dtypes`` dtype).  float16 and bfloat16 handles
 hold float32 values in registers: ``cast`` to a half type rounds, stores round.

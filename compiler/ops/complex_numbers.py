@@ -15,7 +15,7 @@ import numpy as np
 from dynograph.runtime import dtypes as D
 from . import eager
 from .core import REGISTRY, TensorSpec, define, type_name
-from .elementwise import _elementwise, not_implemented
+from .elementwise import define_elementwise, not_implemented
 
 
 def is_complex_array(a):
@@ -106,7 +106,7 @@ def _exact(x, **_):
     return x.dtype, x.dtype
 
 
-conj_physical = _elementwise("conj_physical", np.conj, _exact, lambda ctx, g: (g.conj_physical(),),
+conj_physical = define_elementwise("conj_physical", np.conj, _exact, lambda ctx, g: (g.conj_physical(),),
                              doc="The complex conjugate, computed into new memory.")
 
 
@@ -136,7 +136,7 @@ def _complex_vjp(ctx, g):
     return ctx.needs(0) and g.real, ctx.needs(1) and g.imag
 
 
-make_complex = _elementwise("complex", _assemble, _pair_rule("complex"), _complex_vjp,
+make_complex = define_elementwise("complex", _assemble, _pair_rule("complex"), _complex_vjp,
                             doc="real + i imag, from two real tensors of one dtype.")
 
 
@@ -153,7 +153,7 @@ def _polar_vjp(ctx, g):
     return gr, gt
 
 
-polar = _elementwise("polar", _polar, _pair_rule("polar"), _polar_vjp,
+polar = define_elementwise("polar", _polar, _pair_rule("polar"), _polar_vjp,
                      doc="abs (cos(angle) + i sin(angle)), from two real tensors of one dtype.")
 
 

@@ -100,7 +100,7 @@ def elementwise_meta(op):
     return meta
 
 
-def _elementwise(name, impl, dtype_rule, vjp=None, **kw):
+def define_elementwise(name, impl, dtype_rule, vjp=None, **kw):
     op = define(name, "elementwise", impl, meta=None, dtype_rule=dtype_rule, vjp=vjp, **kw)
     op.meta = elementwise_meta(op)
     return op
@@ -597,7 +597,7 @@ def _is_float_array(x):
 
 
 def _unary(name, fn, rule, vjp, **kw):
-    return _elementwise(name, fn, rule, vjp, **kw)
+    return define_elementwise(name, fn, rule, vjp, **kw)
 
 
 def _zero_grad(ctx, g):
@@ -879,13 +879,13 @@ def _sub_rule(a, b, alpha=1):
     return _add_rule(a, b, alpha)
 
 
-add = _elementwise("add", _add, _add_rule,
+add = define_elementwise("add", _add, _add_rule,
                    lambda ctx, g: (g, ctx.needs(1) and g * ctx.attrs.get("alpha", 1)), lowering=_lower_add)
-sub = _elementwise("sub", _sub, _sub_rule,
+sub = define_elementwise("sub", _sub, _sub_rule,
                    lambda ctx, g: (g, ctx.needs(1) and g * -ctx.attrs.get("alpha", 1)),
                    grad_name=lambda is_tensor, attrs: "SubBackward0" if is_tensor[0]
                    else "RsubBackward1", lowering=_lower_sub)
-mul = _elementwise("mul", np.multiply, promote,
+mul = define_elementwise("mul", np.multiply, promote,
                    lambda ctx, g: (ctx.needs(0) and g * ctx.inputs[1],
                                    ctx.needs(1) and g * ctx.inputs[0]), lowering=_lower_mul)
 
@@ -939,7 +939,7 @@ def _div_vjp(ctx, g):
     return (ctx.needs(0) and g / b, ctx.needs(1) and -g * a / (b * b))
 
 
-div = _elementwise("div", _div, _div_rule, _div_vjp,
+div = define_elementwise("div", _div, _div_rule, _div_vjp,
                    grad_name=lambda is_tensor, attrs: "DivBackward2"
                    if attrs.get("rounding_mode") is not None else "DivBackward0", lowering=_lower_div)
 
@@ -967,11 +967,11 @@ def _remainder_vjp(ctx, g):
     return (g, ctx.needs(1) and -g * a.div(b, rounding_mode="floor"))
 
 
-remainder = _elementwise(
+remainder = define_elementwise(
     "remainder", _remainder, rejecting(promote, "remainder_cpu", BOOL), _remainder_vjp,
     grad_name=by_operands({(True, True): "RemainderBackward1", (True, False): "RemainderBackward0",
                            (False, True): NOT_IMPLEMENTED}), lowering=_lower_remainder)
-fmod = _elementwise(
+fmod = define_elementwise(
     "fmod", _fmod, rejecting(promote, "fmod_cpu", BOOL),
     lambda ctx, g: (g, ctx.needs(1) and -g * ctx.inputs[0].div(ctx.inputs[1], rounding_mode="trunc")),
     grad_name=by_operands({(True, True): "FmodBackward1", (True, False): "FmodBackward0"}),
@@ -1048,7 +1048,7 @@ def _pow_vjp(ctx, g):
     return ga, gb
 
 
-pow = _elementwise(  # noqa: A001
+pow = define_elementwise(  # noqa: A001
     "pow", _pow, _pow_rule, _pow_vjp,
     grad_name=by_operands({(True, True): "PowBackward1", (True, False): "PowBackward0",
                            (False, True): "PowBackward2"}), lowering=_lower_pow)
@@ -1061,7 +1061,7 @@ def _atan2_vjp(ctx, g):
     return (ctx.needs(0) and g * b * recip, ctx.needs(1) and g * -a * recip)
 
 
-atan2 = _elementwise("atan2", np.arctan2, promote_float, _atan2_vjp, lowering=_math("atan2"))
+atan2 = define_elementwise("atan2", np.arctan2, promote_float, _atan2_vjp, lowering=_math("atan2"))
 
 
 def _minmax_vjp(pick):
@@ -1075,8 +1075,10 @@ def _minmax_vjp(pick):
     return vjp
 
 
-maximum = _elementwise("maximum", np.maximum, exact, _minmax_vjp(lambda a, b: a < b), lowering=_lower_maximum)
-minimum = _elementwise("minimum", np.minimum, exact, _minmax_vjp(lambda a, b: a > b), lowering=_lower_minimum)
+maximum = define_elementwise("maximum", np.maximum, exact, _minmax_vjp(lambda a, b: a < b),
+                             lowering=_lower_maximum)
+minimum = define_elementwise("minimum", np.minimum, exact, _minmax_vjp(lambda a, b: a > b),
+                             lowering=_lower_minimum)
 
 
 def _fminmax_vjp(wins):
@@ -1089,8 +1091,8 @@ def _fminmax_vjp(wins):
     return vjp
 
 
-fmax = _elementwise("fmax", np.fmax, exact, _fminmax_vjp(lambda a, b: a >= b), lowering=_lower_fmax)
-fmin = _elementwise("fmin", np.fmin, exact, _fminmax_vjp(lambda a, b: a <= b), lowering=_lower_fmin)
+fmax = define_elementwise("fmax", np.fmax, exact, _fminmax_vjp(lambda a, b: a >= b), lowering=_lower_fmax)
+fmin = define_elementwise("fmin", np.fmin, exact, _fminmax_vjp(lambda a, b: a <= b), lowering=_lower_fmin)
 
 
 def _copysign_vjp(ctx, g):
@@ -1099,20 +1101,20 @@ def _copysign_vjp(ctx, g):
     return (g * ratio, ctx.needs(1) and g.new_zeros(g.shape))
 
 
-copysign = _elementwise(
+copysign = define_elementwise(
     "copysign", np.copysign, promote_float, _copysign_vjp,
     grad_name=by_operands({(True, True): "CopysignBackward0", (True, False): "CopysignBackward1"}),
     lowering=_math("copysign"))
-hypot = _elementwise(
+hypot = define_elementwise(
     "hypot", np.hypot, rejecting(promote, "hypot_cpu", INTEGRAL),
     lambda ctx, g: (ctx.needs(0) and g * ctx.inputs[0] / ctx.output,
                     ctx.needs(1) and g * ctx.inputs[1] / ctx.output), lowering=_math("hypot"))
-logaddexp = _elementwise(
+logaddexp = define_elementwise(
     "logaddexp", np.logaddexp, rejecting(promote, "logaddexp_cpu", INTEGRAL),
     lambda ctx, g: (ctx.needs(0) and g / ((ctx.inputs[1] - ctx.inputs[0]).exp() + 1),
                     ctx.needs(1) and g / ((ctx.inputs[0] - ctx.inputs[1]).exp() + 1)),
                     lowering=_lower_logaddexp("exp", LN2))
-logaddexp2 = _elementwise(
+logaddexp2 = define_elementwise(
     "logaddexp2", np.logaddexp2, rejecting(promote, "logaddexp2_cpu", INTEGRAL),
     lambda ctx, g: (ctx.needs(0) and g / ((ctx.inputs[1] - ctx.inputs[0]).exp2() + 1),
                     ctx.needs(1) and g / ((ctx.inputs[0] - ctx.inputs[1]).exp2() + 1)),
@@ -1137,7 +1139,7 @@ def _xlogy_vjp(ctx, g):
     return ga, gb
 
 
-xlogy = _elementwise(
+xlogy = define_elementwise(
     "xlogy", _xlogy, promote_float, _xlogy_vjp,
     grad_name=by_operands({(True, True): "XlogyBackward0", (False, True): "XlogyBackward1",
                            (True, False): "XlogyBackward2"}), lowering=_lower_xlogy)
@@ -1156,11 +1158,11 @@ def _heaviside(a, b):
         np.where(a == 0, b, (a > 0).astype(a.dtype))
 
 
-heaviside = _elementwise("heaviside", _heaviside, _heaviside_rule, _no_derivative("heaviside"),
+heaviside = define_elementwise("heaviside", _heaviside, _heaviside_rule, _no_derivative("heaviside"),
                          grad_name=NOT_IMPLEMENTED, lowering=_lower_heaviside)
 # PyTorch passes the gradient through to self (the step is below float resolution) and
 # gives other a zero gradient
-nextafter = _elementwise("nextafter", np.nextafter,
+nextafter = define_elementwise("nextafter", np.nextafter,
                          rejecting(exact, "nextafter_cpu", INTEGRAL),
                          lambda ctx, g: (g, ctx.needs(1) and g.new_zeros(g.shape)),
                          lowering=_math("nextafter"))
@@ -1177,31 +1179,34 @@ def _cmp(fn):
     return impl
 
 
-eq = _elementwise("eq", _cmp(np.equal), compare, None, differentiable=False, lowering=_comparison("eq"))
-ne = _elementwise("ne", _cmp(np.not_equal), compare, None, differentiable=False, lowering=_comparison("ne"))
-lt = _elementwise("lt", _cmp(np.less), compare, None, differentiable=False, lowering=_comparison("lt"))
-le = _elementwise("le", _cmp(np.less_equal), compare, None, differentiable=False, lowering=_comparison("le"))
-gt = _elementwise("gt", _cmp(np.greater), compare, None, differentiable=False, lowering=_comparison("gt"))
-ge = _elementwise("ge", _cmp(np.greater_equal), compare, None, differentiable=False,
+eq = define_elementwise("eq", _cmp(np.equal), compare, None, differentiable=False, lowering=_comparison("eq"))
+ne = define_elementwise("ne", _cmp(np.not_equal), compare, None, differentiable=False,
+                        lowering=_comparison("ne"))
+lt = define_elementwise("lt", _cmp(np.less), compare, None, differentiable=False, lowering=_comparison("lt"))
+le = define_elementwise("le", _cmp(np.less_equal), compare, None, differentiable=False,
+                        lowering=_comparison("le"))
+gt = define_elementwise("gt", _cmp(np.greater), compare, None, differentiable=False,
+                        lowering=_comparison("gt"))
+ge = define_elementwise("ge", _cmp(np.greater_equal), compare, None, differentiable=False,
                   lowering=_comparison("ge"))
 
-logical_and = _elementwise("logical_and", np.logical_and, logical, None, differentiable=False,
+logical_and = define_elementwise("logical_and", np.logical_and, logical, None, differentiable=False,
                            lowering=_logic("and_"))
-logical_or = _elementwise("logical_or", np.logical_or, logical, None, differentiable=False,
+logical_or = define_elementwise("logical_or", np.logical_or, logical, None, differentiable=False,
                           lowering=_logic("or_"))
-logical_xor = _elementwise("logical_xor", np.logical_xor, logical, None, differentiable=False,
+logical_xor = define_elementwise("logical_xor", np.logical_xor, logical, None, differentiable=False,
                            lowering=_logic("xor"))
 # gcd/lcm: integers only, no derivative (PyTorch records none); numpy's results are PyTorch's,
 # wraparound of the unsigned and narrow types included
-gcd = _elementwise("gcd", np.gcd, rejecting(exact, "gcd_cpu", BOOL | FLOATS), None,
+gcd = define_elementwise("gcd", np.gcd, rejecting(exact, "gcd_cpu", BOOL | FLOATS), None,
                    differentiable=False)
-lcm = _elementwise("lcm", np.lcm, rejecting(exact, "lcm_cpu", BOOL | FLOATS), None,
+lcm = define_elementwise("lcm", np.lcm, rejecting(exact, "lcm_cpu", BOOL | FLOATS), None,
                    differentiable=False)
-bitwise_and = _elementwise("bitwise_and", np.bitwise_and, integral("bitwise_and_cpu"), None,
+bitwise_and = define_elementwise("bitwise_and", np.bitwise_and, integral("bitwise_and_cpu"), None,
                            differentiable=False, lowering=lambda b, x, y: b.and_(x, y))
-bitwise_or = _elementwise("bitwise_or", np.bitwise_or, integral("bitwise_or_cpu"), None,
+bitwise_or = define_elementwise("bitwise_or", np.bitwise_or, integral("bitwise_or_cpu"), None,
                           differentiable=False, lowering=lambda b, x, y: b.or_(x, y))
-bitwise_xor = _elementwise("bitwise_xor", np.bitwise_xor, integral("bitwise_xor_cpu"), None,
+bitwise_xor = define_elementwise("bitwise_xor", np.bitwise_xor, integral("bitwise_xor_cpu"), None,
                            differentiable=False, lowering=lambda b, x, y: b.xor(x, y))
 
 
@@ -1225,10 +1230,10 @@ def _shift_rule(kernel):
     return rejecting(exact, kernel, FLOATS | BOOL)
 
 
-bitwise_left_shift = _elementwise("bitwise_left_shift", _shift(np.left_shift, True),
+bitwise_left_shift = define_elementwise("bitwise_left_shift", _shift(np.left_shift, True),
                                   _shift_rule("lshift_cpu"), None, differentiable=False,
                                   lowering=_lower_shift(True))
-bitwise_right_shift = _elementwise("bitwise_right_shift", _shift(np.right_shift, False),
+bitwise_right_shift = define_elementwise("bitwise_right_shift", _shift(np.right_shift, False),
                                    _shift_rule("rshift_cpu"), None, differentiable=False,
                                    lowering=_lower_shift(False))
 
@@ -1255,7 +1260,7 @@ def _where_vjp(ctx, g):
 
 
 # the condition is cast to the compute dtype too: its 0/1 values select the same elements
-where = _elementwise("where", _where, _where_rule, _where_vjp, lowering=_lower_where)
+where = define_elementwise("where", _where, _where_rule, _where_vjp, lowering=_lower_where)
 
 
 def _check_bound(v, dt):
@@ -1343,7 +1348,7 @@ def _clamp_grad_name(is_tensor, attrs):
         ("1" if bound else "0")
 
 
-clamp = _elementwise("clamp", _clamp, _clamp_rule, _clamp_vjp, grad_name=_clamp_grad_name,
+clamp = define_elementwise("clamp", _clamp, _clamp_rule, _clamp_vjp, grad_name=_clamp_grad_name,
                      lowering=_lower_clamp)
 
 
@@ -1369,7 +1374,7 @@ def _masked_fill(x, mask, value):
     return np.where(mask, value, x)
 
 
-masked_fill = _elementwise(
+masked_fill = define_elementwise(
     "masked_fill", _masked_fill, _masked_fill_rule, cast_inputs=False, vjp=(
         lambda ctx, g: (ctx.needs(0) and g.masked_fill(ctx.inputs[1], 0), None,
                         ctx.needs(2) and g.masked_fill(~ctx.inputs[1], 0).sum())),
@@ -1403,7 +1408,7 @@ def _lerp_vjp(ctx, g):
             ctx.needs(2) and g * (b - a))
 
 
-lerp = _elementwise("lerp", _lerp, _lerp_rule, _lerp_vjp,
+lerp = define_elementwise("lerp", _lerp, _lerp_rule, _lerp_vjp,
                     grad_name=by_operands({(True, True, False): "LerpBackward0",
                                            (True, True, True): "LerpBackward1"}), lowering=_lower_lerp)
 
@@ -1461,8 +1466,8 @@ def _addcdiv_vjp(ctx, g):
     return (g, ctx.needs(1) and g * v / t2, ctx.needs(2) and -g * v * t1 / (t2 * t2))
 
 
-addcmul = _elementwise("addcmul", _addcmul, _addcmul_rule, _addcmul_vjp, lowering=_lower_addcmul)
-addcdiv = _elementwise("addcdiv", _addcdiv, _addcdiv_rule, _addcdiv_vjp, lowering=_lower_addcdiv)
+addcmul = define_elementwise("addcmul", _addcmul, _addcmul_rule, _addcmul_vjp, lowering=_lower_addcmul)
+addcdiv = define_elementwise("addcdiv", _addcdiv, _addcdiv_rule, _addcdiv_vjp, lowering=_lower_addcdiv)
 
 
 def _angle(x):

@@ -63,16 +63,17 @@ def elementwise(op, operands, values, attrs):
         arrays = [a.astype(ctn) if type(a) is _ndarray and a.dtype != ctn else a for a in values]
     token = quiet()
     try:
-        r = op.impl(*arrays, **attrs)
-    except OverflowError:
-        # a Python int that does not fit the dtype wraps around, as in torch
-        arrays = [np.array(a).astype(ctn) if isinstance(a, int) else a for a in arrays]
-        r = op.impl(*arrays, **attrs)
+        try:
+            r = op.impl(*arrays, **attrs)
+        except OverflowError:
+            # a Python int that does not fit the dtype wraps around, as in torch
+            arrays = [np.array(a).astype(ctn) if isinstance(a, int) else a for a in arrays]
+            r = op.impl(*arrays, **attrs)
+        if type(r) is not _ndarray:
+            r = np.asarray(r)
+        odtn = odt.np
+        if r.dtype is not odtn and r.dtype != odtn:
+            r = r.astype(odtn)      # a float64 result past float32's range is inf, quietly
     finally:
         restore(token)
-    if type(r) is not _ndarray:
-        r = np.asarray(r)
-    odtn = odt.np
-    if r.dtype is not odtn and r.dtype != odtn:
-        r = r.astype(odtn)
     return r

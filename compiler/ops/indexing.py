@@ -63,7 +63,7 @@ def _same(x, shape=None):
     return TensorSpec(tuple(x.shape) if shape is None else tuple(shape), x.dtype)
 
 
-def _dt(x):
+def dtype_of(x):
     """The dynograph dtype of an array (impl side) or spec (meta side)."""
     dt = x.dtype
     return dt if isinstance(dt, D.dtype) else D.from_numpy_dtype(dt)
@@ -224,7 +224,7 @@ def index_result_shape(shape, indices):
     if not where:
         return shape
     for d in where:
-        dt = _dt(indices[d])
+        dt = dtype_of(indices[d])
         if dt not in _INDEX_DTYPES:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     bshape = broadcast_index_shapes([indices[d].shape for d in where])
@@ -324,11 +324,11 @@ def _index_put(x, values, *indices, accumulate=False):
 
 def _index_put_meta(x, values, *indices, accumulate=False):
     shape = index_result_shape(x.shape, indices)
-    vdt = _dt(values)
-    if vdt is not _dt(x):
+    vdt = dtype_of(values)
+    if vdt is not dtype_of(x):
         raise RuntimeError(
             "Index put requires the source and destination dtypes match, got "
-            f"{type_name(_dt(x))} for the destination and {type_name(vdt)} for the source.")
+            f"{type_name(dtype_of(x))} for the destination and {type_name(vdt)} for the source.")
     vshape = tuple(values.shape)
     ok = len(vshape) <= len(shape) and all(
         v == 1 or v == s for v, s in zip(vshape[::-1], shape[::-1]))
@@ -356,7 +356,7 @@ index_put = define("index_put", "index", _index_put, meta=_index_put_meta, vjp=_
 
 def _index_dtype_check(index, what):
     # PyTorch checks the dtype only of an index with elements
-    if _dt(index) not in _INDEX_DTYPES and math.prod(index.shape):
+    if dtype_of(index) not in _INDEX_DTYPES and math.prod(index.shape):
         raise RuntimeError(f"{what}(): Expected dtype int32/int64 for index")
 
 
@@ -437,7 +437,7 @@ def _scatter_check(x, index, src, dim, what="scatter"):
     xs, ixs = tuple(x.shape), tuple(index.shape)
     d = wrap_dim(dim, len(xs))
     _index_dtype_check(index, what)
-    if src is not None and _dt(src) is not _dt(x):
+    if src is not None and dtype_of(src) is not dtype_of(x):
         raise RuntimeError(f"{what}(): Expected self.dtype to be equal to src.dtype")
     if not math.prod(ixs):
         return d                    # an empty index writes nothing (PyTorch checks no more)
@@ -630,7 +630,7 @@ def _scatter_reduce_meta(x, index, src, dim, reduce, include_self=True):
         raise RuntimeError("reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
     _scatter_check(x, index, src, dim, "scatter_reduce")
-    if reduce == "mean" and _dt(x) is D.bool:
+    if reduce == "mean" and dtype_of(x) is D.bool:
         raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for "
                                   "'Bool'")
     return _same(x)
@@ -715,7 +715,7 @@ def _index_select_meta(x, index, dim):
     d = wrap_dim(dim, len(xs))
     if len(index.shape) > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    if _dt(index) not in _INDEX_DTYPES:
+    if dtype_of(index) not in _INDEX_DTYPES:
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     k = 1 if not index.shape else index.shape[0]
     if not xs:
@@ -742,14 +742,14 @@ def _index_add_meta(x, index, source, dim, alpha=1):
     d = wrap_dim(dim, len(xs))
     if len(index.shape) > 1:
         raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: "
-                         f"{len(index.shape)} with type: {type_name(_dt(index))} and size: "
+                         f"{len(index.shape)} with type: {type_name(dtype_of(index))} and size: "
                          f"{list(index.shape)}")
-    if _dt(index) not in _INDEX_DTYPES:
+    if dtype_of(index) not in _INDEX_DTYPES:
         raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: "
-                           f"{type_name(_dt(index))}")
-    if _dt(source) is not _dt(x):
-        raise RuntimeError(f"index_add_(): self ({type_name(_dt(x))}) and source "
-                           f"({type_name(_dt(source))}) must have the same scalar type")
+                           f"{type_name(dtype_of(index))}")
+    if dtype_of(source) is not dtype_of(x):
+        raise RuntimeError(f"index_add_(): self ({type_name(dtype_of(x))}) and source "
+                           f"({type_name(dtype_of(source))}) must have the same scalar type")
     k = 1 if not index.shape else index.shape[0]
     if xs and ss:
         if len(xs) != len(ss) or any(a != b for j, (a, b) in enumerate(zip(xs, ss)) if j != d):
@@ -808,12 +808,12 @@ def _index_copy_meta(x, index, source, dim):
     if len(index.shape) > 1:
         raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got "
                          f"{len(index.shape)})")
-    if _dt(index) is not D.int64:
+    if dtype_of(index) is not D.int64:
         raise RuntimeError("index_copy_(): Expected a long tensor for index, but got "
-                         f"{type_name(_dt(index))}")
-    if _dt(source) is not _dt(x):
+                         f"{type_name(dtype_of(index))}")
+    if dtype_of(source) is not dtype_of(x):
         raise RuntimeError("index_copy_(): self and source expected to have the same dtype, but "
-                           f"got (self) {type_name(_dt(x))} and (source) {type_name(_dt(source))}")
+                           f"got (self) {type_name(dtype_of(x))} and (source) {type_name(dtype_of(source))}")
     k = 1 if not index.shape else index.shape[0]
     sk = ss[d] if len(ss) > d else 1
     if k != sk:
@@ -870,7 +870,7 @@ def _index_fill_meta(x, index, dim, value=None):
     wrap_dim(dim, len(x.shape))
     if len(index.shape) > 1:
         raise RuntimeError("Index has to be a vector/scalar")
-    if _dt(index) is not D.int64:
+    if dtype_of(index) is not D.int64:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
     return _same(x)
 
@@ -931,7 +931,7 @@ index_fill_tensor = define("index_fill_tensor", "index", _index_fill_tensor,
 # ---------------------------------------------------------------- masks
 
 def _mask_dtype_check(mask, msg):
-    if _dt(mask) is not D.bool:
+    if dtype_of(mask) is not D.bool:
         raise RuntimeError(msg)
 
 
@@ -966,10 +966,10 @@ masked_select = define("masked_select", "index", _masked_select, meta=_masked_se
 
 def _masked_scatter_meta(x, mask, source):
     _mask_dtype_check(mask, "masked_scatter_ only supports boolean masks, but got mask with dtype "
-                            f"{type_name(_dt(mask))}")
-    if _dt(source) is not _dt(x):
+                            f"{type_name(dtype_of(mask))}")
+    if dtype_of(source) is not dtype_of(x):
         raise RuntimeError("masked_scatter: expected self and source to have same dtypes but got"
-                           f"{type_name(_dt(x))} and {type_name(_dt(source))}")
+                           f"{type_name(dtype_of(x))} and {type_name(dtype_of(source))}")
     return _same(x, _broadcast_pair(x.shape, mask.shape))
 
 
@@ -1017,9 +1017,9 @@ nonzero = define("nonzero", "index", _nonzero,
 # ---------------------------------------------------------------- take / put
 
 def _take_meta(x, index):
-    if _dt(index) is not D.int64:
+    if dtype_of(index) is not D.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
-                           f"{type_name(_dt(index))}")
+                           f"{type_name(dtype_of(index))}")
     return _same(x, index.shape)
 
 
@@ -1051,13 +1051,13 @@ take = define("take", "index", _take, meta=_take_meta, vjp=_take_vjp,
 
 
 def _put_meta(x, index, source, accumulate=False):
-    if _dt(index) is not D.int64:
+    if dtype_of(index) is not D.int64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
-                           f"{type_name(_dt(index))}")
-    if _dt(source) is not _dt(x):
+                           f"{type_name(dtype_of(index))}")
+    if dtype_of(source) is not dtype_of(x):
         raise RuntimeError("put_(): self and source expected to have the same dtype, but got "
-                           f"self.dtype = {type_name(_dt(x))} and source.dtype = "
-                           f"{type_name(_dt(source))}")
+                           f"self.dtype = {type_name(dtype_of(x))} and source.dtype = "
+                           f"{type_name(dtype_of(source))}")
     ni = int(np.prod(index.shape, dtype=np.int64))
     ns = int(np.prod(source.shape, dtype=np.int64))
     if ni != ns:
@@ -1145,11 +1145,11 @@ def _searchsorted_meta(seq, values, sorter=None, right=False, out_int32=False):
             raise RuntimeError("torch.searchsorted(): boundary and sorter must have the same size, "
                                f"but got boundary tensor {list(ss)}and got sorter tensor "
                                f"{list(sorter.shape)}")
-        if _dt(sorter) is not D.int64:
+        if dtype_of(sorter) is not D.int64:
             raise RuntimeError("torch.searchsorted(): sorter must be a tensor of long dtype but got "
-                               f"dtype {_dt(sorter)}")
+                               f"dtype {dtype_of(sorter)}")
     for t in (seq, values):
-        if hasattr(t, "shape") and _dt(t) is D.bool:
+        if hasattr(t, "shape") and dtype_of(t) is D.bool:
             raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
     return TensorSpec(vs, D.int32 if out_int32 else D.int64)
 

@@ -17,23 +17,23 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .core import TensorSpec, define, type_name
-from .elementwise import _elementwise, promote, promote_float
+from .elementwise import define_elementwise, promote, promote_float
 from .eager import call as _call
-from .indexing import IndexOutOfRange, _dt, index_add, index_select
+from .indexing import IndexOutOfRange, dtype_of, index_add, index_select
 
 _INDEX_DTYPES = (D.int64, D.int32)
 
 
 def _embedding_meta(weight, indices, num_weights, padding_idx=-1, scale_grad_by_freq=False):
-    if _dt(indices) not in _INDEX_DTYPES:
+    if dtype_of(indices) not in _INDEX_DTYPES:
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following "
-                           f"scalar types: Long, Int; but got dynograph.{type_name(_dt(indices))}Tensor "
+                           f"scalar types: Long, Int; but got dynograph.{type_name(dtype_of(indices))}Tensor "
                            "instead (while checking arguments for embedding)")
     if len(weight.shape) != 2:
         raise RuntimeError("'weight' must be 2-D")
     if weight.shape[0] != num_weights:
         raise RuntimeError(f"embedding: num_weights={num_weights} but weight has {weight.shape[0]} rows")
-    return TensorSpec(tuple(indices.shape) + (weight.shape[1],), _dt(weight))
+    return TensorSpec(tuple(indices.shape) + (weight.shape[1],), dtype_of(weight))
 
 
 def _embedding(weight, indices, num_weights, padding_idx=-1, scale_grad_by_freq=False):
@@ -112,7 +112,7 @@ def _lower_affine_normalize(b, x, mean, var, weight, bias, eps, kind):
     return out
 
 
-affine_normalize = _elementwise(
+affine_normalize = define_elementwise(
     "affine_normalize", _affine_normalize, _affine_normalize_rule, _affine_normalize_vjp,
     lowering=_lower_affine_normalize,
     grad_name=lambda is_tensor, attrs: _NORM_GRAD_NAMES[attrs["kind"]],
@@ -133,6 +133,6 @@ def _lower_prelu(b, x, weight):
     return b.select(positive, x, b.mul(weight, x))
 
 
-prelu = _elementwise("prelu", lambda x, w: np.where(x > 0, x, w * x), promote, _prelu_vjp,
+prelu = define_elementwise("prelu", lambda x, w: np.where(x > 0, x, w * x), promote, _prelu_vjp,
                      grad_name="PreluKernelBackward0", lowering=_lower_prelu,
                      doc="x where x > 0, weight * x elsewhere (broadcast).")

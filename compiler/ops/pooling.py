@@ -103,7 +103,7 @@ def _pool_out_shape(x, nd, kernel_size, stride, padding, dilation, ceil_mode):
 
 # ---------------------------------------------------------------- windows
 
-def _padded(x, nd, lo, hi, fill):
+def pad_spatial(x, nd, lo, hi, fill):
     """x with ``lo``/``hi`` extra elements on each spatial side, filled with ``fill``."""
     if not any(lo) and not any(hi):
         return x
@@ -113,13 +113,13 @@ def _padded(x, nd, lo, hi, fill):
     return out
 
 
-def _overhang(spatial, out, kernel_size, stride, padding, dilation):
+def overhang(spatial, out, kernel_size, stride, padding, dilation):
     """Right padding so that every window of the output grid lies inside the array."""
     return tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (n + p)) if o > 0 else 0
                  for n, o, k, s, p, d in zip(spatial, out, kernel_size, stride, padding, dilation))
 
 
-def _axis(i, nd, n):
+def axis_index(i, nd, n):
     """arange(n) shaped to broadcast along output axis i of nd."""
     shape = [1] * nd
     shape[i] = n
@@ -186,10 +186,10 @@ def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
     spatial = x.shape[-nd:]
     out = tuple(pool_output_size(n, k, p, s, d, ceil_mode)
                 for n, k, p, s, d in zip(spatial, kernel_size, padding, stride, dilation))
-    hi = tuple(p + e for p, e in zip(padding, _overhang(spatial, out, kernel_size, stride, padding,
+    hi = tuple(p + e for p, e in zip(padding, overhang(spatial, out, kernel_size, stride, padding,
                                                         dilation)))
     low = _lowest(x.dtype)
-    xp = _padded(x, nd, padding, hi, low)
+    xp = pad_spatial(x, nd, padding, hi, low)
     taps = list(itertools.product(*(range(k) for k in kernel_size)))
     best, arg = _max_over_taps([_tap(xp, nd, t, out, stride, dilation) for t in taps])
     # flat plane index = window start + the tap's offset
@@ -197,7 +197,7 @@ def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
     offsets = np.array([sum(t[i] * dilation[i] * plane[i] for i in range(nd)) for t in taps], np.int64)
     base = 0
     for i in range(nd):
-        base = base + (_axis(i, nd, out[i]) * stride[i] - padding[i]) * plane[i]
+        base = base + (axis_index(i, nd, out[i]) * stride[i] - padding[i]) * plane[i]
     index = offsets[arg] + base
     if (any(padding) or any(hi)) and (best == low).any():
         index = _fix_padding_picks(index, arg, taps, spatial, out, stride, padding, dilation)
@@ -212,7 +212,7 @@ def _fix_padding_picks(index, arg, taps, spatial, out, stride, padding, dilation
     valid = True
     first = np.zeros(index.shape[-nd:], np.int64)
     for i in range(nd):
-        start = _axis(i, nd, out[i]) * stride[i] - padding[i]
+        start = axis_index(i, nd, out[i]) * stride[i] - padding[i]
         p = start + tap[arg, i] * dilation[i]
         valid = valid & (p >= 0) & (p < spatial[i])
         k = np.maximum(0, -(start // dilation[i]))          # first tap at or after position 0
@@ -326,10 +326,10 @@ def _avg_pool_impl(x, kernel_size, stride, padding, ceil_mode, count_include_pad
     ones = (1,) * nd
     out = tuple(pool_output_size(n, k, p, s, 1, ceil_mode)
                 for n, k, p, s in zip(spatial, kernel_size, padding, stride))
-    hi = tuple(p + e for p, e in zip(padding, _overhang(spatial, out, kernel_size, stride, padding,
+    hi = tuple(p + e for p, e in zip(padding, overhang(spatial, out, kernel_size, stride, padding,
                                                         ones)))
     acc = np.int64 if x.dtype.kind in "biu" else x.dtype
-    xp = _padded(x.astype(acc, copy=False), nd, padding, hi, 0)
+    xp = pad_spatial(x.astype(acc, copy=False), nd, padding, hi, 0)
     # one add per kernel tap over all windows (numpy's sum over small strided window axes is
     # several times slower)
     taps = itertools.product(*(range(k) for k in kernel_size))
@@ -378,7 +378,7 @@ def _avg_pool_backward_impl(g, input_shape, kernel_size, stride, padding, ceil_m
     div = _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad,
                        divisor_override)
     share = (g / div).astype(g.dtype, copy=False)
-    hi = tuple(p + e for p, e in zip(padding, _overhang(spatial, out, kernel_size, stride, padding,
+    hi = tuple(p + e for p, e in zip(padding, overhang(spatial, out, kernel_size, stride, padding,
                                                         (1,) * nd)))
     gp = np.zeros(tuple(input_shape[:-nd]) + tuple(n + a + b for n, a, b in zip(spatial, padding, hi)),
                   g.dtype)
@@ -525,7 +525,7 @@ def _adaptive_max_impl(x, output_size):
     pos = np.unravel_index(arg, kshape)
     index = np.zeros(arg.shape, np.int64)
     for i, t in enumerate(taps):
-        o = _axis(i, nd, output_size[i])
+        o = axis_index(i, nd, output_size[i])
         index = index * spatial[i] + t[o, pos[i]]
     return val, index
 

@@ -15,7 +15,7 @@ from scipy import special as _sp
 
 from dynograph.runtime import dtypes as D
 from .eager import call
-from .elementwise import (INTEGRAL, _elementwise, not_implemented, promote,
+from .elementwise import (INTEGRAL, define_elementwise, not_implemented, promote,
                           promote_float, rejecting)
 
 _LOW = frozenset({D.float16, D.bfloat16})
@@ -34,7 +34,7 @@ def _full_float(kernel):
 
 
 def _unary(name, fn, rule, vjp=None, **kw):
-    return _elementwise(name, fn, rule, vjp, differentiable=vjp is not None, **kw)
+    return define_elementwise(name, fn, rule, vjp, differentiable=vjp is not None, **kw)
 
 
 # ---------------------------------------------------------------- normal distribution
@@ -111,7 +111,7 @@ def _xlog1py_vjp(ctx, g):
     return gx, gy
 
 
-special_xlog1py = _elementwise("special_xlog1py", _xlog1py, promote_float, _xlog1py_vjp,
+special_xlog1py = define_elementwise("special_xlog1py", _xlog1py, promote_float, _xlog1py_vjp,
                                grad_name="SpecialXlog1PyBackward0")
 
 
@@ -124,7 +124,7 @@ def _zeta_vjp(ctx, g):
     return False, g * -x * call(special_zeta, x + 1.0, q)
 
 
-special_zeta = _elementwise("special_zeta", _sp.zeta, _full_float("zeta_cpu"), _zeta_vjp)
+special_zeta = define_elementwise("special_zeta", _sp.zeta, _full_float("zeta_cpu"), _zeta_vjp)
 
 
 def _igamma_vjp(sign, name):
@@ -137,9 +137,9 @@ def _igamma_vjp(sign, name):
     return vjp
 
 
-igamma = _elementwise("igamma", _sp.gammainc, rejecting(promote, "igamma_cpu", INTEGRAL),
+igamma = define_elementwise("igamma", _sp.gammainc, rejecting(promote, "igamma_cpu", INTEGRAL),
                       _igamma_vjp(1, "igamma"))
-igammac = _elementwise("igammac", _sp.gammaincc, rejecting(promote, "igammac_cpu", INTEGRAL),
+igammac = define_elementwise("igammac", _sp.gammaincc, rejecting(promote, "igammac_cpu", INTEGRAL),
                        _igamma_vjp(-1, "igammac"))
 
 
@@ -260,6 +260,6 @@ _POLYNOMIALS = {
     "hermite_polynomial_h": _hermite_h, "hermite_polynomial_he": _hermite_he,
     "laguerre_polynomial_l": _laguerre_l, "legendre_polynomial_p": _legendre_p,
 }
-POLYNOMIALS = {name: _elementwise("special_" + name, _polynomial(fn), _full_float(name + "_cpu"),
+POLYNOMIALS = {name: define_elementwise("special_" + name, _polynomial(fn), _full_float(name + "_cpu"),
                                   None, differentiable=False)
                for name, fn in _POLYNOMIALS.items()}
