@@ -60,11 +60,11 @@ def _prod(shape):
 # ---------------------------------------------------------------- products
 
 @_public
-def dot(input, other, *, out=None):
+def dot(input, tensor, *, out=None):
     """Inner product of two 1-D tensors of one dtype (torch.dot)."""
     need_tensor(input, "dot", "input", 1)
-    need_tensor(other, "dot", "tensor", 2)
-    return finish(call(L.dot, input, other), out)
+    need_tensor(tensor, "dot", "tensor", 2)
+    return finish(call(L.dot, input, tensor), out)
 
 
 @_public
@@ -99,30 +99,46 @@ def bmm(input, mat2, *, out=None):
     return finish(call(L.bmm, input, mat2), out)
 
 
-def _fused_fn(op, names):
-    a, b = names
-
-    def fn(input, x, y, *, beta=1, alpha=1, out=None):
-        need_tensor(input, op.name, "input", 1)
-        need_tensor(x, op.name, a, 2)
-        need_tensor(y, op.name, b, 3)
-        if beta == 1 and alpha == 1:
-            return finish(call(op, input, x, y), out)
-        return finish(call(op, input, x, y, beta=beta, alpha=alpha), out)
-    fn.__name__ = op.name
-    return fn
+def _fused(op, input, x, y, names, beta, alpha, out):
+    """beta * input + alpha * (x op y): the shared body of addmm and its relatives."""
+    need_tensor(input, op.name, "input", 1)
+    need_tensor(x, op.name, names[0], 2)
+    need_tensor(y, op.name, names[1], 3)
+    if beta == 1 and alpha == 1:
+        return finish(call(op, input, x, y), out)
+    return finish(call(op, input, x, y, beta=beta, alpha=alpha), out)
 
 
-addmm = _public(_fused_fn(L.addmm, ("mat1", "mat2")))
-addmm.__doc__ = "beta * input + alpha * (mat1 @ mat2) (torch.addmm; nn.Linear's kernel)."
-addmv = _public(_fused_fn(L.addmv, ("mat", "vec")))
-addmv.__doc__ = "beta * input + alpha * (mat @ vec) (torch.addmv)."
-addbmm = _public(_fused_fn(L.addbmm, ("batch1", "batch2")))
-addbmm.__doc__ = "beta * input + alpha * sum_i batch1[i] @ batch2[i] (torch.addbmm)."
-baddbmm = _public(_fused_fn(L.baddbmm, ("batch1", "batch2")))
-baddbmm.__doc__ = "beta * input + alpha * bmm(batch1, batch2) (torch.baddbmm)."
-addr = _public(_fused_fn(L.addr, ("vec1", "vec2")))
-addr.__doc__ = "beta * input + alpha * outer(vec1, vec2) (torch.addr)."
+@_public
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat1 @ mat2) (torch.addmm; nn.Linear's kernel)."""
+    return _fused(L.addmm, input, mat1, mat2, ("mat1", "mat2"), beta, alpha, out)
+
+
+@_public
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat @ vec) (torch.addmv)."""
+    return _fused(L.addmv, input, mat, vec, ("mat", "vec"), beta, alpha, out)
+
+
+@_public
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * sum_i batch1[i] @ batch2[i] (torch.addbmm)."""
+    return _fused(L.addbmm, input, batch1, batch2, ("batch1", "batch2"), beta, alpha, out)
+
+
+@_public
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * bmm(batch1, batch2) (torch.baddbmm)."""
+    return _fused(L.baddbmm, input, batch1, batch2, ("batch1", "batch2"), beta, alpha, out)
+
+
+@_public
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * outer(vec1, vec2) (torch.addr)."""
+    return _fused(L.addr, input, vec1, vec2, ("vec1", "vec2"), beta, alpha, out)
+
+
 for _f in (addmm, addmv, addbmm, baddbmm, addr):
     _inplace_of(_f)
 

@@ -13,9 +13,10 @@ import dynograph
 
 # keyword names torch accepts that dynograph does not, by function (or "Tensor.method")
 EXCEPTIONS = {
-    # the low-precision output option of the matmul family (CUDA kernels only; addmm and
-    # baddbmm below)
+    # the low-precision output option of the matmul family (CUDA kernels only)
     "bmm": {"out_dtype"}, "mm": {"out_dtype"}, "Tensor.bmm": {"out_dtype"}, "Tensor.mm": {"out_dtype"},
+    "baddbmm": {"out_dtype"}, "addmm": {"out_dtype"},
+    "Tensor.baddbmm": {"out_dtype"}, "Tensor.addmm": {"out_dtype"},
     # pinned memory is a CUDA host-allocation option; dynograph has no CUDA device
     "rand_like": {"pin_memory"}, "randn_like": {"pin_memory"}, "randint_like": {"pin_memory"},
     # the overloads taking one Python number are spelled element= / test_element=
@@ -27,12 +28,7 @@ EXCEPTIONS = {
     "Tensor.where": {"input"}, "Tensor.copy_": {"other"},
     # not yet aligned: the linear-algebra functions name their matrices differently from
     # torch's bindings (a, b / B, L / LU ...); to be renamed where they are defined
-    "addbmm": {"batch1", "batch2"}, "baddbmm": {"batch1", "batch2", "out_dtype"},
-    "addmm": {"mat1", "mat2", "out_dtype"},
-    "addmv": {"mat", "vec"}, "addr": {"vec1", "vec2"}, "dot": {"tensor"},
-    "Tensor.addbmm": {"batch1", "batch2"}, "Tensor.baddbmm": {"batch1", "batch2", "out_dtype"},
-    "Tensor.addmm": {"mat1", "mat2", "out_dtype"}, "Tensor.addmv": {"mat", "vec"}, "Tensor.addr": {"vec1", "vec2"},
-    "Tensor.dot": {"tensor"}, "cholesky_inverse": {"input"}, "cholesky_solve": {"input", "input2"},
+    "cholesky_inverse": {"input"}, "cholesky_solve": {"input", "input2"},
     "Tensor.cholesky_solve": {"input2"}, "lu_solve": {"input"}, "matrix_exp": {"input"},
     "triangular_solve": {"input"},
     # nn.functional: elu_'s schema has the fused-ELU scale arguments torch's Python form does
