@@ -54,11 +54,8 @@ class Program:
         return [env[s] for s in self.output_slots], {k: env[s] for k, s in self.update_slots}
 
     def result_array(self, slot, shape, dtype):
-        """The planned buffer of ``slot``, else a new array for a value the program hands out,
-        or the one handed out for it by the last call once nothing holds that one any more."""
-        out = self.planned.get(slot)
-        if out is not None:
-            return out
+        """A new array for a value the program hands out (not a planned one), or the one handed
+        out for it by the last call once nothing holds that one any more."""
         last = self.results.get(slot)
         # three references: self.results, ``last`` and getrefcount's argument
         if last is not None and sys.getrefcount(last) == 3:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dynograph.runtime import dtypes as D
-from .scalar import COMPARISONS, MATH_FUNCTIONS, Composite, Unsupported  # noqa: F401
+from .scalar import COMPARISONS, MATH_FUNCTIONS, Unsupported
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,8 @@ class _KernelStep:
             outs.append(out)
         if into:
             plan = plan.writing_into(tuple(into))
-        plan([a.ctypes.data for a in arrays] + [o.ctypes.data for o in outs])
+        address = self.backend.address
+        plan([address(a) for a in arrays] + [address(o) for o in outs])
         for s, o in zip(self.outs, outs):
             env[s] = o
 
