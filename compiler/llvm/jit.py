@@ -114,15 +114,22 @@ def emit_object(module_text, name, describe=""):
 
 def load(obj, name, argtypes):
     """The ctypes function ``name`` of object code ``obj``, loaded into this process."""
+    return ctypes.CFUNCTYPE(None, *argtypes)(load_all(obj, [name])[name])
+
+
+def load_all(obj, names):
+    """{name: address} of the functions ``names`` of object code ``obj``, loaded into this
+    process."""
     with _lock:
         state = _init()
-        # one engine per kernel (it owns the machine it is given); kept for the process' life
+        # one engine per object (it owns the machine it is given); kept for the process' life
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), state["machine"]())
         objfile = llvm.ObjectFileRef.from_data(obj)
         engine.add_object_file(objfile)
         state["objects"].append((engine, obj, objfile))
         engine.finalize_object()
-        address = engine.get_function_address(name)
-        if not address:
-            raise RuntimeError(f"dynograph: kernel {name} missing from its object code")
-        return ctypes.CFUNCTYPE(None, *argtypes)(address)
+        addresses = {name: engine.get_function_address(name) for name in names}
+    missing = [name for name, address in addresses.items() if not address]
+    if missing:
+        raise RuntimeError(f"dynograph: {', '.join(missing)} missing from its object code")
+    return addresses
