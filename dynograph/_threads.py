@@ -6,18 +6,15 @@ The BLAS limit is applied through threadpoolctl when it is installed; without it
 its own thread count.
 """
 import builtins
-import os
 
 from dynograph.runtime import threads
 
 __all__ = ["get_num_threads", "set_num_threads"]
 
-_COUNT = [os.cpu_count() or 1]        # the kernel runner's default: one thread per core
-
 
 def get_num_threads():
     """The number of threads used for parallel work on the CPU."""
-    return _COUNT[0]
+    return threads.count()
 
 
 def set_num_threads(num_threads):
@@ -26,7 +23,6 @@ def set_num_threads(num_threads):
         raise RuntimeError(f"set_num_threads expects an int, but got {type(num_threads).__name__}")
     if num_threads <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
-    _COUNT[0] = num_threads
     threads.set_threads(num_threads)
     try:
         from threadpoolctl import threadpool_limits

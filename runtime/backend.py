@@ -12,12 +12,15 @@ compiler/lowering/schedule.py) to its own code and runs them:
 * ``launch(fn, kernel, addresses)``   run the whole kernel (split over threads, or a grid);
 * ``allocate(shape, dtype)``          a new array for a result (host or device memory);
 * ``address(array)``                  what ``fn`` takes for a buffer;
+* ``matmul(a, b, out, ...)``          optional: a matrix product by the backend's own means;
+* ``running()``                       optional: a context held while a program runs;
 * ``disk``                            a runtime.cache.DiskCache for its object code, or None.
 
 ``kernel_function(backend, kernel)`` caches loaded kernels in memory and compiled ones on disk
 for every backend, by the description's hash.
 """
 import abc
+import contextlib
 import os
 import threading
 
@@ -62,6 +65,17 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def address(self, array):
         """The address ``fn`` takes for ``array``'s buffer."""
+
+    def running(self):
+        """A context manager held while a program runs on this backend (settings that hold
+        for the whole run)."""
+        return contextlib.nullcontext()
+
+    def matmul(self, a, b, out, bias=None, alpha=1, beta=1):
+        """``out = a @ b`` of 2-D arrays (with ``bias``: ``beta * bias + alpha * (a @ b)``) by
+        the backend's own means; returns ``out``, or None where it has none for these operands
+        (the caller then uses numpy)."""
+        return None
 
 
 def kernel_function(backend, kernel):

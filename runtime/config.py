@@ -49,6 +49,10 @@ VARIABLES = (
     Variable("DIST_TIMEOUT", "number", None,
              "Seconds a distributed collective waits for the other ranks before it fails "
              "(default 1800; `dynograph-run --timeout` sets it)."),
+    Variable("SPIN_US", "number", 2000,
+             "Microseconds a kernel worker thread waits for the next kernel by spinning before "
+             "it sleeps (a sleeping thread takes tens of microseconds or more to wake; 0: sleep "
+             "at once)."),
     Variable("CHECK_META", "flag", False,
              "1: check every eager op's meta rule against the result it computed (on in the "
              "tests; read at import)."),

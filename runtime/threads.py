@@ -1,43 +1,29 @@
-"""The worker threads host code runs kernels on, shared by every backend.
+"""How many threads host code splits work over, shared by every backend.
 
-One pool per process, of ``set_threads(n)`` threads (default: one per core); a call split into
-ranges runs them on the pool while the calling thread waits (the compiled CPU kernels release
-the GIL, so the ranges run in parallel).  A forked child (a DataLoader worker) inherits the pool
-without its threads: it makes its own on first use.
+``set_threads(n)`` (dynograph.set_num_threads) sets it; the default is one per core this
+process may run on (its CPU affinity: a process pinned to one core gets one thread).  The
+threads themselves belong to the backend that runs kernels on them (compiler/llvm/pool.py
+keeps its pool at this count).
 """
 import os
-from concurrent.futures import ThreadPoolExecutor
 
-_pool = []
-os.register_at_fork(after_in_child=_pool.clear)
+_count = []
 
 
 def set_threads(n):
-    """Split work over ``n`` threads from now on (dynograph.set_num_threads)."""
-    if _pool and _pool[0][1] is not None:
-        _pool[0][1].shutdown(wait=False)
-    _pool[:] = [(n, _make(n))]
+    """Split work over ``n`` threads from now on."""
+    _count[:] = [n]
 
 
-def _make(n):
-    return ThreadPoolExecutor(n, thread_name_prefix="dynograph-kernel") if n > 1 else None
+def count():
+    """The number of threads work is split over (the calling one included)."""
+    if not _count:
+        _count.append(usable_cores())
+    return _count[0]
 
 
-def threads():
-    """(thread count, executor or None for one thread)."""
-    if not _pool:
-        n = os.cpu_count() or 1
-        _pool.append((n, _make(n)))
-    return _pool[0]
-
-
-def run_split(fn, args, extent, parts):
-    """``fn(*args, lo, hi)`` over ``parts`` contiguous ranges of ``[0, extent)``, in parallel."""
-    _, pool = threads()
-    if parts <= 1 or pool is None:
-        fn(*args, 0, extent)
-        return
-    bounds = [extent * i // parts for i in range(parts + 1)]
-    futures = [pool.submit(fn, *args, lo, hi) for lo, hi in zip(bounds, bounds[1:])]
-    for f in futures:
-        f.result()
+def usable_cores():
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1

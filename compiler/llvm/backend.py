@@ -1,24 +1,26 @@
 """The ``llvm`` backend: kernel descriptions rendered as LLVM IR (render.py), compiled and
 loaded by the JIT (jit.py), launched on the host's cores.
 
-A launch splits the outermost kept axis of a kernel into one range per thread of the runtime's
-pool when the kernel has at least ``PARALLEL_MIN`` domain elements (the compiled functions take
-the range ``[begin, end)`` and release the GIL while they run).
+A launch splits the outermost kept axis of a kernel into pieces run by the worker pool
+(pool.py) when the kernel has at least ``PIECE_MIN`` domain elements per piece (reduce axes
+included: they are work too); smaller kernels run whole on the calling thread.  The compiled
+functions take the range ``[begin, end)`` and run without the GIL.
 """
+import contextlib
 import ctypes
 import math
 
 import numpy as np
 
-from dynograph.runtime import threads
 from dynograph.runtime.backend import Backend
 from ..lowering.program import run as run_program
 from ..lowering.schedule import schedule
-from . import jit
+from . import blas, jit, pool
 from .render import render
 
-# kernels with at least this many domain elements are split across the CPU cores
-PARALLEL_MIN = 1 << 21
+# the fewest domain elements worth a piece of its own (a launch on the pool costs a few µs)
+PIECE_MIN = 1 << 15
+PIECES_PER_THREAD = 4       # more pieces than threads: a worker that starts late takes fewer
 
 
 class LLVMBackend(Backend):
@@ -34,13 +36,31 @@ class LLVMBackend(Backend):
 
     def load(self, obj, name, kernel):
         pointers = len(kernel.buffers) + kernel.divides_integers
-        return jit.load(obj, name, [ctypes.c_void_p] * pointers + [ctypes.c_int64] * 2)
+        address = jit.load_all(obj, [name])[name]
+        fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * pointers + [ctypes.c_int64] * 2)(address)
+        fn.address = address            # what the pool calls
+        return fn
 
     def launch(self, fn, kernel, addresses):
         extent = schedule(kernel).extent
-        n, _ = threads.threads()
-        parts = min(n, extent) if math.prod(kernel.domain) >= PARALLEL_MIN else 1
-        threads.run_split(fn, addresses, extent, parts)
+        workers = pool.pool()
+        if workers is not None and len(addresses) <= pool.MAX_POINTERS:
+            pieces = min(extent, workers.threads * PIECES_PER_THREAD,
+                         math.prod(kernel.domain) // PIECE_MIN)
+            if pieces > 1:
+                workers.run_kernel(fn.address, addresses, extent, pieces)
+                return
+        fn(*addresses, 0, extent)
+
+    def running(self):
+        # with a pool of several threads, numpy's BLAS runs on one: products split over the pool
+        return blas.single_threaded() if pool.pool() is not None else contextlib.nullcontext()
+
+    def matmul(self, a, b, out, bias=None, alpha=1, beta=1):
+        workers = pool.pool()
+        if workers is None:         # one thread: numpy's BLAS at its own thread count
+            return None
+        return blas.gemm(workers, a, b, out, bias, alpha, beta)
 
     def allocate(self, shape, dtype):
         return np.empty(shape, dtype)

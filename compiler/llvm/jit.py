@@ -83,6 +83,8 @@ def _header():
 
 # object code on disk (runtime/cache.py): entries start with this backend's header
 DISK = DiskCache("kernels", ".o", _header)
+# the same for the backend's own runtime code (the worker pool, the BLAS tasks)
+RUNTIME = DiskCache("runtime", ".o", _header)
 
 
 def optimize(module_text):

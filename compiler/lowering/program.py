@@ -41,8 +41,9 @@ def run(graph, inputs, batch=None, writable=(), *, backend):
     caller writes those updates back into the same tensors anyway)."""
     writable = writable if isinstance(writable, frozenset) else frozenset(writable)
     programs = graph.__dict__.setdefault("_programs", {})
-    return executor.run_cached(programs, (backend.name, batch, writable),
-                               lambda: build(graph, batch, writable, backend), inputs)
+    with backend.running():
+        return executor.run_cached(programs, (backend.name, batch, writable),
+                                   lambda: build(graph, batch, writable, backend), inputs)
 
 
 class Plan:
@@ -145,6 +146,7 @@ class _ExternStep:
     def __init__(self, node, slot, batch, backend):
         self.node, self.batch, self.backend = node, batch, backend
         self.op = REGISTRY.get(node.op)
+        self.host = _Host(backend)
         self.outs = [slot(v) for v in node.outs]
         self.args = _template(node.args, slot, batch)
         self.attrs = {k: _template(v, slot, batch) for k, v in node.attrs.items()}
@@ -160,7 +162,7 @@ class _ExternStep:
             result = None
             if op.kernel is not None:
                 result = op.kernel(self.node, args, attrs, program.planned.get(self.outs[0]),
-                                   self._compile)
+                                   self.host)
             if result is None:
                 result = evaluate(op, args, attrs)
                 result = [result] if len(self.outs) == 1 else list(result)
@@ -172,7 +174,17 @@ class _ExternStep:
         for s, r in zip(self.outs, result):
             env[s] = r
 
-    def _compile(self, kernel):
+
+class _Host:
+    """What a direct rule (direct.py) gets of the backend: ``host(kernel)`` compiles a kernel
+    description to a Plan, ``host.matmul`` is the backend's matrix product."""
+    __slots__ = ("backend", "matmul")
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.matmul = backend.matmul
+
+    def __call__(self, kernel):
         return Plan(self.backend, kernel)
 
 

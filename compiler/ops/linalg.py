@@ -20,7 +20,7 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from . import eager
-from ..lowering.direct import matmul_into
+from ..lowering.direct import addmm_into, matmul_into
 from .core import TensorSpec, broadcast_shapes, check_broadcast, define, type_name, wrap_dim
 from .movement import expand_shape, prod
 
@@ -294,7 +294,7 @@ def _addmm_vjp(ctx, g):
 
 
 addmm = define("addmm", "linalg", _addmm, meta=_addmm_meta, vjp=_addmm_vjp,
-               doc="beta * input + alpha * (mat1 @ mat2): nn.Linear's kernel.")
+               doc="beta * input + alpha * (mat1 @ mat2): nn.Linear's kernel.", kernel=addmm_into)
 
 
 # ---------------------------------------------------------------- bmm, baddbmm, addbmm

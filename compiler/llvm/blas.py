@@ -1,0 +1,262 @@
+"""Matrix products on the worker pool: numpy's BLAS called from every thread, one block each.
+
+A BLAS library keeps threads of its own, and OpenBLAS's spin for a while after each call:
+running its threads next to the pool's (pool.py) makes the two compete for the cores, and
+kernels and products run slower on two cores than on one.  So, while the pool has more than
+one thread, a product ``out = a @ b`` (and nn.Linear's ``addmm``) is cut into blocks of rows
+(or of columns, when there are few rows), and each block is one single-threaded BLAS call made
+by a pool thread (``dg_gemm_f32/f64``, tasks compiled here); the BLAS library's own thread count
+is 1 while a compiled program runs (``single_threaded``: any other numpy product in it runs on
+the calling thread, next to the pool, not against it).
+
+The BLAS functions are those numpy itself uses, found through threadpoolctl (the library's
+path) and by name (``cblas_sgemm``, possibly with OpenBLAS's ``scipy_`` prefix and ``64_``
+suffix).  Integer arguments are passed as 64-bit values, which both the 32- and the 64-bit
+integer interfaces read correctly on the little-endian 64-bit targets this is used on.  Where
+no BLAS is found (another numpy build), ``gemm`` returns None and the caller uses numpy.
+
+``addmm``'s ``beta * input + alpha * (a @ b)`` is finished by the task, row by row, in the
+order numpy computes it eagerly (the product scaled by alpha, then ``input`` or ``input *
+beta`` added; ``input`` ignored when beta is 0), so the compiled step matches the eager one.
+"""
+import contextlib
+import ctypes
+import hashlib
+import struct
+import threading
+
+import numpy as np
+from llvmlite import ir
+
+from . import jit
+
+I64, F32, F64 = ir.IntType(64), ir.FloatType(), ir.DoubleType()
+PTR = ir.PointerType()
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+
+# the task's argument block, in 64-bit words
+(GEMM, TRANS_A, TRANS_B, M, N, K, A, LDA, A_STEP, B, LDB, B_STEP, C, LDC, ALPHA, BETA, BIAS,
+ BIAS_ROW, BIAS_COL, BY_COLUMNS) = range(20)
+WORDS = 20
+MIN_FLOPS = 1 << 20          # a block of a product does at least this many multiply-adds
+
+
+def _task(mod, name, real, gemm_type):
+    """task(args, lo, hi): the rows (or columns) [lo, hi) of the product, then the epilogue."""
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name)
+    fn.attributes.add("nounwind")
+    args, lo, hi = fn.args
+    size = 4 if real is F32 else 8
+    blocks = {n: fn.append_basic_block(n) for n in
+              ("entry", "row", "col", "body", "next", "done")}
+    b = ir.IRBuilder(blocks["entry"])
+
+    def word(i, ty=I64):
+        value = b.load(b.gep(args, [I64(i)], source_etype=I64), typ=I64)
+        if ty is PTR:
+            return b.inttoptr(value, PTR)
+        if ty is F64:
+            return b.bitcast(value, F64)
+        return value
+
+    m, n = word(M), word(N)
+    by_columns = b.icmp_unsigned("!=", word(BY_COLUMNS), I64(0))
+    # the block: rows [r0, r1) and columns [c0, c1) of the product
+    r0 = b.select(by_columns, I64(0), lo)
+    r1 = b.select(by_columns, m, hi)
+    c0 = b.select(by_columns, lo, I64(0))
+    c1 = b.select(by_columns, hi, n)
+    a = b.gep(word(A, PTR), [b.mul(r0, word(A_STEP))], source_etype=ir.IntType(8))
+    bb = b.gep(word(B, PTR), [b.mul(c0, word(B_STEP))], source_etype=ir.IntType(8))
+    ldc = word(LDC)
+    c = b.gep(word(C, PTR), [b.add(b.mul(r0, ldc), c0)], source_etype=real)
+    one, zero = ir.Constant(real, 1.0), ir.Constant(real, 0.0)
+    callee = _Callee(word(GEMM, PTR), gemm_type)
+    b.call(callee, [I64(ROW_MAJOR), word(TRANS_A), word(TRANS_B), b.sub(r1, r0), b.sub(c1, c0),
+                    word(K), one, a, word(LDA), bb, word(LDB), zero, c, ldc])
+    # the epilogue: c = c * alpha (alpha != 1), then + bias (beta == 1) or + bias * beta (beta != 0)
+    alpha = word(ALPHA, F64)
+    beta = word(BETA, F64)
+    scale = b.fcmp_ordered("!=", alpha, F64(1.0))
+    add = b.and_(b.fcmp_unordered("!=", beta, F64(0.0)),
+                 b.icmp_unsigned("!=", word(BIAS), I64(0)))
+    alpha_r = b.fptrunc(alpha, real) if real is F32 else alpha
+    beta_r = b.fptrunc(beta, real) if real is F32 else beta
+    beta_one = b.fcmp_ordered("==", beta, F64(1.0))
+    bias, bias_row, bias_col = word(BIAS, PTR), word(BIAS_ROW), word(BIAS_COL)
+    out = word(C, PTR)
+    b.cbranch(b.and_(b.or_(scale, add), b.icmp_signed("<", r0, r1)), blocks["row"],
+              blocks["done"])
+
+    b.position_at_end(blocks["row"])
+    row = b.phi(I64)
+    row.add_incoming(r0, blocks["entry"])
+    b.branch(blocks["col"])
+    b.position_at_end(blocks["col"])
+    col = b.phi(I64)
+    col.add_incoming(c0, blocks["row"])
+    b.cbranch(b.icmp_signed("<", col, c1), blocks["body"], blocks["next"])
+    b.position_at_end(blocks["body"])
+    at = b.gep(out, [b.add(b.mul(row, ldc), col)], source_etype=real)
+    value = b.load(at, typ=real)
+    value = b.select(scale, b.fmul(value, alpha_r), value)
+    term = b.load(b.gep(bias, [b.add(b.mul(row, bias_row), b.mul(col, bias_col))],
+                        source_etype=real), typ=real)
+    term = b.select(beta_one, term, b.fmul(term, beta_r))
+    value = b.select(add, b.fadd(value, term), value)
+    b.store(value, at)
+    col.add_incoming(b.add(col, I64(1)), blocks["body"])
+    b.branch(blocks["col"])
+    b.position_at_end(blocks["next"])
+    following = b.add(row, I64(1))
+    row.add_incoming(following, blocks["next"])
+    b.cbranch(b.icmp_signed("<", following, r1), blocks["row"], blocks["done"])
+    b.position_at_end(blocks["done"])
+    b.ret_void()
+
+
+class _Callee:
+    """A function pointer called as a function of type ``function_type``."""
+
+    def __init__(self, value, function_type):
+        self.value, self.function_type = value, function_type
+
+    def __getattr__(self, name):
+        return getattr(self.value, name)
+
+
+def _module():
+    mod = ir.Module(name="dg_gemm")
+    mod.triple = jit.triple()
+    for real, suffix in ((F32, "f32"), (F64, "f64")):
+        gemm = ir.FunctionType(ir.VoidType(), [I64] * 6 + [real, PTR, I64, PTR, I64, real, PTR, I64])
+        _task(mod, f"dg_gemm_{suffix}", real, gemm)
+    return str(mod)
+
+
+class _Library:
+    """numpy's BLAS: its gemm functions and thread count, and the tasks calling them (compiled
+    on the first product)."""
+
+    def __init__(self, functions, set_threads, get_threads):
+        self.functions = functions          # dtype -> the BLAS gemm's address
+        self.set_threads, self.get_threads = set_threads, get_threads
+        self._tasks = None
+
+    @property
+    def tasks(self):
+        """dtype -> the address of the task computing its products."""
+        if self._tasks is None:
+            source = _module()
+            key = "gemm-" + hashlib.sha256(source.encode()).hexdigest()[:32]
+            obj = jit.RUNTIME.read(key)
+            if obj is None:
+                obj = jit.emit_object(source, "dg_gemm")
+                jit.RUNTIME.write(key, obj)
+            tasks = jit.load_all(obj, ["dg_gemm_f32", "dg_gemm_f64"])
+            self._tasks = {np.dtype(np.float32): tasks["dg_gemm_f32"],
+                           np.dtype(np.float64): tasks["dg_gemm_f64"]}
+        return self._tasks
+
+
+_found = []
+_lock = threading.Lock()
+
+
+def _blas():
+    """The _Library of numpy's BLAS, or None where it cannot be used."""
+    if not _found:
+        with _lock:
+            if not _found:
+                _found.append(_find())
+    return _found[0]
+
+
+def _find():
+    if struct.calcsize("P") != 8 or np.little_endian is False:
+        return None
+    try:
+        from threadpoolctl import ThreadpoolController
+        controllers = ThreadpoolController().select(user_api="blas").lib_controllers
+    except Exception:       # noqa: BLE001  (no threadpoolctl, or it cannot inspect this process)
+        return None
+    for lib in controllers:
+        if lib.internal_api != "openblas":
+            continue        # only OpenBLAS is known to take a thread count per call this way
+        library = ctypes.CDLL(lib.filepath)
+        functions = {}
+        for dtype, letter in ((np.float32, "s"), (np.float64, "d")):
+            for name in (f"scipy_cblas_{letter}gemm64_", f"cblas_{letter}gemm64_",
+                         f"cblas_{letter}gemm"):
+                if hasattr(library, name):
+                    functions[np.dtype(dtype)] = ctypes.cast(getattr(library, name),
+                                                             ctypes.c_void_p).value
+                    break
+        if len(functions) == 2:
+            return _Library(functions, lib.set_num_threads, lib.get_num_threads)
+    return None
+
+
+def _operand(x, size):
+    """(transposed flag, leading dimension) of a 2-D operand BLAS reads in place, or None."""
+    rows, cols = x.strides
+    if cols == size and rows >= max(1, x.shape[1]) * size and rows % size == 0:
+        return NO_TRANS, rows // size
+    if rows == size and cols >= max(1, x.shape[0]) * size and cols % size == 0:
+        return TRANS, cols // size
+    return None
+
+
+def gemm(workers, a, b, out, bias=None, alpha=1.0, beta=1.0):
+    """``out = a @ b`` (with ``bias``: ``beta * bias + alpha * (a @ b)``, addmm) on the pool
+    ``workers``; returns ``out``, or None where this path does not apply."""
+    library = _blas()
+    dtype = out.dtype
+    if library is None or dtype not in library.functions or not out.flags.c_contiguous:
+        return None
+    size = dtype.itemsize
+    m, k = a.shape
+    n = b.shape[1]
+    if m == 0 or n == 0 or k == 0:
+        return None
+    layouts = [_operand(x, size) for x in (a, b)]
+    if None in layouts:
+        return None
+    block = np.zeros(WORDS, np.int64)
+    (ta, lda), (tb, ldb) = layouts
+    by_columns = n > m
+    pieces = min(n if by_columns else m, workers.threads, m * n * k // MIN_FLOPS)
+    block[[GEMM, TRANS_A, TRANS_B, M, N, K, LDA, LDB, LDC, BY_COLUMNS]] = \
+        [library.functions[dtype], ta, tb, m, n, k, lda, ldb, n, by_columns]
+    block[A], block[B], block[C] = a.ctypes.data, b.ctypes.data, out.ctypes.data
+    block[A_STEP] = (lda if ta == NO_TRANS else 1) * size          # bytes per row of a @ b
+    block[B_STEP] = (1 if tb == NO_TRANS else ldb) * size          # bytes per column
+    block[ALPHA:BETA + 1] = np.array([alpha, beta], np.float64).view(np.int64)
+    if bias is not None:
+        if bias.dtype != dtype or any(s % size for s in bias.strides):
+            return None
+        view = np.broadcast_to(bias, out.shape)
+        block[BIAS] = view.ctypes.data
+        block[BIAS_ROW], block[BIAS_COL] = (s // size for s in view.strides)
+    with single_threaded():
+        workers.run(library.tasks[dtype], block.ctypes.data, n if by_columns else m, pieces)
+    return out
+
+
+@contextlib.contextmanager
+def single_threaded():
+    """numpy's BLAS on one thread (its thread count restored after)."""
+    library = _blas()
+    threads = 1 if library is None else library.get_threads()
+    if threads != 1:
+        library.set_threads(1)
+    try:
+        yield
+    finally:
+        if threads != 1:
+            library.set_threads(threads)
+
+
+def usable():
+    """Whether products run on the pool here (numpy's BLAS was found)."""
+    return _blas() is not None

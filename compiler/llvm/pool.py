@@ -1,0 +1,404 @@
+"""The host's worker pool: native threads that run the ranges of a kernel launch.
+
+Kernels of a training step last 10 µs to 2 ms.  Handing them to threads that sleep on a
+condition variable costs a wake-up each time (tens of µs on bare metal, up to a millisecond on
+a virtual machine whose idle core was halted), which is why splitting such kernels gained
+nothing.  So, as OpenMP runtimes and BLAS libraries do, the workers here are native code (LLVM IR
+compiled by the JIT, run by Python threads inside one ctypes call each, without the GIL) that
+spin on a shared word between launches, and only after ``spin_us`` microseconds of idleness
+sleep (a futex on Linux, a short sleep elsewhere).
+
+A launch (``Pool.run``) posts a job: a task ``void task(void **args, i64 begin, i64 end)``, its
+argument block and the range ``[0, extent)`` cut into ``parts`` pieces.  The calling thread
+claims pieces too, and everyone claims the next piece from one atomic ticket, so a worker that
+wakes late simply gets fewer pieces; the call returns when every piece is done.  The ticket
+packs the job number, the piece count and the next piece into one word: a worker claims a piece
+of the job it saw, or nothing, never a piece of the next job with the last job's arguments.
+
+Kernels of any signature run as tasks through trampolines: ``dg_trampoline_N(args, b, e)``
+calls ``args[0]`` with the N pointers ``args[1..N]`` and ``(b, e)``.
+
+One pool per process, of ``threads.count()`` threads including the caller (runtime/threads.py);
+it is rebuilt when the count changes, dropped in a forked child (which makes its own on first
+use) and stopped at exit.
+"""
+import atexit
+import ctypes
+import hashlib
+import os
+import threading
+import time
+
+import numpy as np
+from llvmlite import ir
+
+from dynograph.runtime import config, threads
+from . import jit
+
+MAX_POINTERS = 64                   # trampolines exist for kernels of up to this many buffers
+I32, I64 = ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+TASK = ir.FunctionType(VOID, [PTR, I64, I64])
+
+# the shared state: i64 words, the ones written by different threads a cache line apart
+TICKET, DONE, TASK_FN, ARGS, EXTENT, STOP, SLEEPERS, SEQ, SPIN = 0, 8, 16, 17, 18, 24, 32, 40, 48
+HELPED = 56                         # pieces run by the workers (not the caller), for the tests
+STATE_WORDS = 64
+FUTEX_WAIT, FUTEX_WAKE = 128, 129   # the private (one process) futex operations
+SYS_FUTEX = {"x86_64": 202, "aarch64": 98}
+
+
+def _word(b, state, index, ty=I64):
+    return b.gep(state, [I64(index)], source_etype=I64) if ty is I64 else \
+        b.gep(state, [I64(index * 2)], source_etype=I32)
+
+
+class _Callee:
+    """A function pointer loaded from memory, called as a function of type ``function_type``
+    (llvmlite's call reads the callee's type from it)."""
+
+    def __init__(self, value, function_type):
+        self.value, self.function_type = value, function_type
+
+    def __getattr__(self, name):
+        return getattr(self.value, name)
+
+
+class _Builder:
+    """The pool's LLVM module: worker loop, launch, wake-up, trampolines."""
+
+    def __init__(self, triple):
+        self.mod = ir.Module(name="dg_pool")
+        self.mod.triple = triple
+        arch = triple.split("-")[0]
+        self.futex = SYS_FUTEX.get(arch) if "linux" in triple else None
+        if arch in ("x86_64", "i686", "i386"):
+            self.pause_fn = ir.Function(self.mod, ir.FunctionType(VOID, []), "llvm.x86.sse2.pause")
+        elif arch == "aarch64":
+            self.pause_fn = ir.Function(self.mod, ir.FunctionType(VOID, [I32]), "llvm.aarch64.hint")
+        else:
+            self.pause_fn = None
+        if self.futex is not None:
+            self.syscall = ir.Function(self.mod, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
+        else:
+            self.usleep = ir.Function(self.mod, ir.FunctionType(I32, [I32]), "usleep")
+        self.work = self._work()
+        self.wake = self._wake()
+        self._worker()
+        self._run()
+        self._spin()
+        for n in range(1, MAX_POINTERS + 1):
+            self._trampoline(n)
+
+    def function(self, name, ret, args, internal=False):
+        fn = ir.Function(self.mod, ir.FunctionType(ret, args), name)
+        fn.attributes.add("nounwind")
+        if internal:
+            fn.linkage = "internal"
+        return fn
+
+    def pause(self, b):
+        if self.pause_fn is not None:
+            b.call(self.pause_fn, [] if not self.pause_fn.args else [I32(1)])   # 1: "yield"
+
+    def _work(self):
+        """work(state, job): claim and run pieces of ``job`` until none is left; returns how
+        many it ran."""
+        fn = self.function("dg_pool_work", I64, [PTR, I64], internal=True)
+        state, job = fn.args
+        entry, loop, claim, run, done = (fn.append_basic_block(n) for n in
+                                         ("entry", "loop", "claim", "run", "done"))
+        b = ir.IRBuilder(entry)
+        b.branch(loop)
+        b.position_at_end(loop)
+        ran = b.phi(I64)
+        ran.add_incoming(I64(0), entry)
+        ticket = b.load_atomic(_word(b, state, TICKET), "acquire", 8, typ=I64)
+        same = b.icmp_unsigned("==", b.lshr(ticket, I64(32)), job)
+        parts = b.and_(b.lshr(ticket, I64(16)), I64(0xFFFF))
+        piece = b.and_(ticket, I64(0xFFFF))
+        b.cbranch(b.and_(same, b.icmp_unsigned("<", piece, parts)), claim, done)
+        b.position_at_end(claim)
+        swap = b.cmpxchg(_word(b, state, TICKET), ticket, b.add(ticket, I64(1)), "acq_rel",
+                         "acquire")
+        ran.add_incoming(ran, claim)
+        b.cbranch(b.extract_value(swap, 1), run, loop)
+        b.position_at_end(run)
+        # the job's arguments stay as posted until every piece is done (this one included)
+        task = _Callee(b.load(_word(b, state, TASK_FN), typ=PTR), TASK)
+        args = b.load(_word(b, state, ARGS), typ=PTR)
+        extent = b.load(_word(b, state, EXTENT), typ=I64)
+        begin = b.udiv(b.mul(extent, piece), parts)
+        end = b.udiv(b.mul(extent, b.add(piece, I64(1))), parts)
+        b.call(task, [args, begin, end])
+        b.atomic_rmw("add", _word(b, state, DONE), I64(1), "release")
+        ran.add_incoming(b.add(ran, I64(1)), run)
+        b.branch(loop)
+        b.position_at_end(done)
+        b.ret(ran)
+        return fn
+
+    def _wake(self):
+        """wake(state): wake the sleeping workers (a new job, or stop)."""
+        fn = self.function("dg_pool_wake", VOID, [PTR])
+        b = ir.IRBuilder(fn.append_basic_block())
+        seq = _word(b, fn.args[0], SEQ, I32)
+        b.atomic_rmw("add", seq, I32(1), "seq_cst")
+        if self.futex is not None:
+            b.call(self.syscall, [I64(self.futex), seq, I32(FUTEX_WAKE), I32(2 ** 31 - 1)])
+        b.ret_void()
+        return fn
+
+    def _worker(self):
+        """worker(state): run jobs until STOP; between jobs spin ``SPIN`` pauses, then sleep."""
+        fn = self.function("dg_pool_worker", VOID, [PTR])
+        state = fn.args[0]
+        names = ("entry", "wait", "spin", "check", "more", "pause", "sleep", "block", "woke",
+                 "work", "exit")
+        entry, wait, spin, check, more, pause, sleep, block, woke, work, exit_ = \
+            (fn.append_basic_block(n) for n in names)
+        b = ir.IRBuilder(entry)
+        b.branch(wait)
+
+        b.position_at_end(wait)                 # job: the last job seen (none: 0)
+        job = b.phi(I64)
+        job.add_incoming(I64(0), entry)
+        b.branch(spin)
+
+        b.position_at_end(spin)
+        count = b.phi(I64)
+        count.add_incoming(I64(0), wait)
+        new = b.lshr(b.load_atomic(_word(b, state, TICKET), "acquire", 8, typ=I64), I64(32))
+        b.cbranch(b.icmp_unsigned("!=", new, job), work, check)
+
+        b.position_at_end(check)
+        stop = b.load_atomic(_word(b, state, STOP), "monotonic", 8, typ=I64)
+        b.cbranch(b.icmp_unsigned("!=", stop, I64(0)), exit_, more)
+
+        b.position_at_end(more)
+        budget = b.load(_word(b, state, SPIN), typ=I64)
+        b.cbranch(b.icmp_unsigned("<", count, budget), pause, sleep)
+
+        b.position_at_end(pause)
+        self.pause(b)
+        count.add_incoming(b.add(count, I64(1)), pause)
+        b.branch(spin)
+
+        # sleep: announce it, then look once more (a launch posted since then sees the
+        # announcement and wakes us, or we see its job: both are seq_cst)
+        b.position_at_end(sleep)
+        seq = b.load_atomic(_word(b, state, SEQ, I32), "seq_cst", 4, typ=I32)
+        b.atomic_rmw("add", _word(b, state, SLEEPERS), I64(1), "seq_cst")
+        ticket = b.load_atomic(_word(b, state, TICKET), "seq_cst", 8, typ=I64)
+        stop = b.load_atomic(_word(b, state, STOP), "seq_cst", 8, typ=I64)
+        idle = b.and_(b.icmp_unsigned("==", b.lshr(ticket, I64(32)), job),
+                      b.icmp_unsigned("==", stop, I64(0)))
+        b.cbranch(idle, block, woke)
+
+        b.position_at_end(block)
+        if self.futex is not None:          # returns at once if SEQ moved on since we read it
+            b.call(self.syscall, [I64(self.futex), _word(b, state, SEQ, I32), I32(FUTEX_WAIT),
+                                  seq, ir.Constant(PTR, None)])
+        else:
+            b.call(self.usleep, [I32(100)])
+        b.branch(woke)
+
+        b.position_at_end(woke)
+        b.atomic_rmw("sub", _word(b, state, SLEEPERS), I64(1), "seq_cst")
+        count.add_incoming(I64(0), woke)
+        b.branch(spin)
+
+        b.position_at_end(work)
+        pieces = b.call(self.work, [state, new])
+        b.atomic_rmw("add", _word(b, state, HELPED), pieces, "monotonic")
+        job.add_incoming(new, work)
+        b.branch(wait)
+
+        b.position_at_end(exit_)
+        b.ret_void()
+
+    def _run(self):
+        """run(state, task, args, extent, parts): post a job, work on it, wait for the rest."""
+        fn = self.function("dg_pool_run", VOID, [PTR, PTR, PTR, I64, I64])
+        state, task, args, extent, parts = fn.args
+        entry, wake, own, wait, pause, done = (fn.append_basic_block(n) for n in
+                                               ("entry", "wake", "own", "wait", "pause", "done"))
+        b = ir.IRBuilder(entry)
+        b.store(task, _word(b, state, TASK_FN))
+        b.store(args, _word(b, state, ARGS))
+        b.store(extent, _word(b, state, EXTENT))
+        # (llvmlite's store_atomic predates opaque pointers: atomic stores are exchanges)
+        b.atomic_rmw("xchg", _word(b, state, DONE), I64(0), "monotonic")
+        job = b.add(b.lshr(b.load(_word(b, state, TICKET), typ=I64), I64(32)), I64(1))
+        job = b.and_(job, I64(0xFFFFFFFF))
+        b.atomic_rmw("xchg", _word(b, state, TICKET), b.or_(b.shl(job, I64(32)),
+                                                             b.shl(parts, I64(16))), "seq_cst")
+        sleepers = b.load_atomic(_word(b, state, SLEEPERS), "seq_cst", 8, typ=I64)
+        b.cbranch(b.icmp_unsigned("!=", sleepers, I64(0)), wake, own)
+        b.position_at_end(wake)
+        b.call(self.wake, [state])
+        b.branch(own)
+        b.position_at_end(own)
+        b.call(self.work, [state, job])
+        b.branch(wait)
+        b.position_at_end(wait)
+        finished = b.load_atomic(_word(b, state, DONE), "acquire", 8, typ=I64)
+        b.cbranch(b.icmp_unsigned("<", finished, parts), pause, done)
+        b.position_at_end(pause)
+        self.pause(b)
+        b.branch(wait)
+        b.position_at_end(done)
+        b.ret_void()
+
+    def _spin(self):
+        """spin(n): n pauses (calibrates the spin budget)."""
+        fn = self.function("dg_pool_spin", VOID, [I64])
+        entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "loop", "done"))
+        b = ir.IRBuilder(entry)
+        b.branch(loop)
+        b.position_at_end(loop)
+        i = b.phi(I64)
+        i.add_incoming(I64(0), entry)
+        self.pause(b)
+        nxt = b.add(i, I64(1))
+        i.add_incoming(nxt, loop)
+        b.cbranch(b.icmp_unsigned("<", nxt, fn.args[0]), loop, done)
+        b.position_at_end(done)
+        b.ret_void()
+
+    def _trampoline(self, n):
+        fn = self.function(f"dg_trampoline_{n}", VOID, [PTR, I64, I64])
+        args, begin, end = fn.args
+        b = ir.IRBuilder(fn.append_basic_block())
+        values = [b.load(b.gep(args, [I64(i)], source_etype=PTR), typ=PTR) for i in range(n + 1)]
+        kernel = _Callee(values[0], ir.FunctionType(VOID, [PTR] * n + [I64, I64]))
+        b.call(kernel, values[1:] + [begin, end])
+        b.ret_void()
+
+
+class _Library:
+    """The pool module's functions, compiled once per process (object code cached on disk)."""
+
+    def __init__(self):
+        source = str(_Builder(jit.triple()).mod)
+        key = "pool-" + hashlib.sha256(source.encode()).hexdigest()[:32]
+        obj = jit.RUNTIME.read(key)
+        if obj is None:
+            obj = jit.emit_object(source, "dg_pool")
+            jit.RUNTIME.write(key, obj)
+        fns = jit.load_all(obj, ["dg_pool_worker", "dg_pool_run", "dg_pool_wake", "dg_pool_spin"] +
+                           [f"dg_trampoline_{n}" for n in range(1, MAX_POINTERS + 1)])
+        self.worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(fns["dg_pool_worker"])
+        self.run = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2)(
+            fns["dg_pool_run"])
+        self.wake = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(fns["dg_pool_wake"])
+        self.spin = ctypes.CFUNCTYPE(None, ctypes.c_int64)(fns["dg_pool_spin"])
+        self.trampolines = [None] + [fns[f"dg_trampoline_{n}"] for n in range(1, MAX_POINTERS + 1)]
+        self.pauses_per_us = _calibrate(self.spin)
+        self.callers = {}
+
+    def call(self, task, args, begin, end):
+        """``task(args, begin, end)`` on this thread."""
+        caller = self.callers.get(task)
+        if caller is None:
+            caller = self.callers[task] = _TASK(task)
+        caller(args, begin, end)
+
+
+_TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
+def _calibrate(spin):
+    """Pauses per microsecond on this machine (a pause lasts 1-150 cycles by CPU)."""
+    n, elapsed = 1000, 0.0
+    while elapsed < 2e-3 and n < 1 << 30:
+        n *= 4
+        start = time.perf_counter()
+        spin(n)
+        elapsed = time.perf_counter() - start
+    return max(1.0, n / (elapsed * 1e6))
+
+
+class Pool:
+    """``threads`` threads: the caller of ``run`` and ``threads - 1`` native workers."""
+
+    def __init__(self, library, threads):
+        self.lib = library
+        self.threads = threads
+        self._words = np.zeros(STATE_WORDS + 8, np.int64)
+        start = (-self._words.ctypes.data % 64) // 8        # the state at a cache line
+        self.state = self._words[start:start + STATE_WORDS]
+        self.state[SPIN] = int(config.get("SPIN_US") * library.pauses_per_us)
+        self.address = self.state.ctypes.data
+        self.lock = threading.Lock()
+        self.workers = [threading.Thread(target=library.worker, args=(self.address,), daemon=True,
+                                         name=f"dynograph-kernel-{i}") for i in range(threads - 1)]
+        for t in self.workers:
+            t.start()
+
+    def run(self, task, args, extent, parts):
+        """``task(args, begin, end)`` over ``[0, extent)`` in ``parts`` pieces, on every thread
+        (``args``: the address of the argument block)."""
+        if parts <= 1 or not self.lock.acquire(blocking=False):
+            # one piece, or another Python thread is launching on the pool: all of it, here
+            self.lib.call(task, args, 0, extent)
+            return
+        try:
+            self.lib.run(self.address, task, args, extent, min(parts, 0xFFFF))
+        finally:
+            self.lock.release()
+
+    def run_kernel(self, address, pointers, extent, parts):
+        """The kernel at ``address`` (taking ``len(pointers)`` buffers, then a range) over
+        ``[0, extent)`` in ``parts`` pieces."""
+        block = (ctypes.c_void_p * (len(pointers) + 1))(address, *pointers)
+        self.run(self.lib.trampolines[len(pointers)], ctypes.addressof(block), extent, parts)
+
+    def close(self):
+        self.state[STOP] = 1
+        self.lib.wake(self.address)
+        for t in self.workers:
+            t.join(timeout=1.0)
+
+
+_lock = threading.Lock()
+_current = []          # [Pool] of this process
+_library = []
+
+
+def _forget():
+    """In a forked child: the parent's workers do not exist here."""
+    global _lock
+    _lock = threading.Lock()
+    _current.clear()
+
+
+os.register_at_fork(after_in_child=_forget)
+
+
+def pool():
+    """The process' pool, of ``threads.count()`` threads (None for one thread)."""
+    n = threads.count()
+    current = _current[0] if _current else None
+    if current is not None and current.threads == n:
+        return current
+    with _lock:
+        if _current and _current[0].threads == n:
+            return _current[0]
+        if _current:
+            _current.pop().close()
+        if n <= 1:
+            return None
+        if not _library:
+            _library.append(_Library())
+        _current.append(Pool(_library[0], n))
+        return _current[0]
+
+
+def _shutdown():
+    if _current:
+        _current.pop().close()
+
+
+atexit.register(_shutdown)

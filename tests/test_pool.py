@@ -1,0 +1,213 @@
+"""The llvm backend's worker pool (compiler/llvm/pool.py) and its matrix products on numpy's
+BLAS (compiler/llvm/blas.py): every piece of a launch runs exactly once, whatever the thread
+count, the piece count, a fork or a second launching thread; products equal numpy's."""
+import os
+import threading
+
+import numpy as np
+import pytest
+from llvmlite import ir
+
+import dynograph as dg
+from dynograph.compiler.llvm import blas, jit, pool
+from dynograph.runtime import threads
+
+I64, PTR = ir.IntType(64), ir.PointerType()
+
+
+@pytest.fixture
+def three_threads(monkeypatch):
+    monkeypatch.setattr(threads, "_count", [3])
+    yield pool.pool()
+
+
+def _count_kernel():
+    """kernel(out, begin, end): out[i] += 1 for i in [begin, end), with some work per element
+    (so that pieces overlap in time)."""
+    mod = ir.Module("count")
+    mod.triple = jit.triple()
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), "count")
+    entry, loop, spin, step, done = (fn.append_basic_block(n) for n in
+                                     ("entry", "loop", "spin", "step", "done"))
+    b = ir.IRBuilder(entry)
+    out, begin, end = fn.args
+    b.cbranch(b.icmp_signed("<", begin, end), loop, done)
+    b.position_at_end(loop)
+    i = b.phi(I64)
+    i.add_incoming(begin, entry)
+    b.branch(spin)
+    b.position_at_end(spin)
+    j = b.phi(I64)
+    j.add_incoming(I64(0), loop)
+    nxt = b.add(j, I64(1))
+    j.add_incoming(nxt, spin)
+    at = b.gep(out, [i], source_etype=I64)
+    b.store(b.add(b.load(at, typ=I64), I64(0)), at)     # a volatile-free busy loop on memory
+    b.cbranch(b.icmp_signed("<", nxt, I64(200)), spin, step)
+    b.position_at_end(step)
+    b.store(b.add(b.load(at, typ=I64), I64(1)), at)
+    following = b.add(i, I64(1))
+    i.add_incoming(following, step)
+    b.cbranch(b.icmp_signed("<", following, end), loop, done)
+    b.position_at_end(done)
+    b.ret_void()
+    return jit.load_all(jit.emit_object(str(mod), "count"), ["count"])["count"]
+
+
+COUNT = []
+
+
+def _launch(workers, extent, parts):
+    if not COUNT:
+        COUNT.append(_count_kernel())
+    out = np.zeros(max(extent, 1), np.int64)
+    workers.run_kernel(COUNT[0], [out.ctypes.data], extent, parts)
+    return out[:extent]
+
+
+def test_every_piece_runs_once_and_the_workers_take_some(three_threads):
+    rng = np.random.default_rng(0)
+    before = three_threads.state[pool.HELPED]
+    for _ in range(300):
+        extent = int(rng.integers(0, 3000))
+        parts = int(rng.integers(1, 80))
+        assert (_launch(three_threads, extent, parts) == 1).all(), (extent, parts)
+    assert three_threads.state[pool.HELPED] > before       # the workers ran pieces too
+
+
+def test_the_pool_follows_the_thread_count(monkeypatch):
+    monkeypatch.setattr(threads, "_count", [1])
+    assert pool.pool() is None
+    dg.set_num_threads(3)
+    try:
+        first = pool.pool()
+        assert first.threads == 3 and len(first.workers) == 2 and pool.pool() is first
+        dg.set_num_threads(2)
+        second = pool.pool()
+        assert second.threads == 2 and not any(t.is_alive() for t in first.workers)
+        assert (_launch(second, 1000, 8) == 1).all()
+    finally:
+        dg.set_num_threads(1)
+    assert pool.pool() is None
+
+
+def test_two_python_threads_launch_at_once(three_threads):
+    results, errors = [], []
+
+    def launch():
+        try:
+            for _ in range(50):
+                results.append(bool((_launch(three_threads, 2000, 6) == 1).all()))
+        except Exception as e:     # noqa: BLE001
+            errors.append(e)
+    others = [threading.Thread(target=launch) for _ in range(2)]
+    for t in others:
+        t.start()
+    launch()
+    for t in others:
+        t.join()
+    assert not errors and len(results) == 150 and all(results)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_makes_its_own_pool(three_threads):
+    assert (_launch(three_threads, 500, 4) == 1).all()
+    child = os.fork()
+    if child == 0:      # the child has no workers of the parent's: it must not wait for them
+        ok = pool.pool() is not three_threads and (_launch(pool.pool(), 500, 4) == 1).all()
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.WEXITSTATUS(status) == 0
+
+
+def test_a_kernel_of_the_compiler_split_into_pieces_matches_numpy(three_threads, monkeypatch):
+    from dynograph.compiler.llvm import backend
+    monkeypatch.setattr(backend, "PIECE_MIN", 1 << 10)
+    x = np.random.default_rng(1).standard_normal((300, 257)).astype(np.float32)
+
+    @dg.compile(backend="llvm", fullgraph=True)
+    def f(t):
+        return (t.exp() * 2 - 1).sum(1)
+    assert np.allclose(f(dg.from_numpy(x)).numpy(), (np.exp(x) * 2 - 1).sum(1), rtol=1e-4)
+
+
+# ---------------------------------------------------------------- products
+
+needs_blas = pytest.mark.skipif(not blas.usable(), reason="numpy's BLAS is not OpenBLAS here")
+
+
+def _operand(rng, shape, dtype, layout):
+    if layout == "T":
+        return np.ascontiguousarray(rng.standard_normal(shape[::-1]).astype(dtype)).T
+    if layout == "padded":      # rows longer than the matrix (a slice of a wider one)
+        return rng.standard_normal((shape[0], shape[1] + 3)).astype(dtype)[:, :shape[1]]
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@needs_blas
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, k, n", [(1, 1, 1), (7, 300, 2), (200, 64, 33), (5, 40, 900)])
+@pytest.mark.parametrize("la, lb", [("C", "C"), ("T", "C"), ("C", "T"), ("padded", "T")])
+def test_products_equal_numpy(three_threads, dtype, m, k, n, la, lb):
+    rng = np.random.default_rng(m * n + k)
+    a, b = _operand(rng, (m, k), dtype, la), _operand(rng, (k, n), dtype, lb)
+    out = np.full((m, n), np.nan, dtype)
+    assert blas.gemm(three_threads, a, b, out) is out
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out, a @ b, rtol=tol, atol=tol * k)
+
+
+@needs_blas
+@pytest.mark.parametrize("bias_shape", [(33,), (1, 33), (200, 33), (200, 1), ()])
+@pytest.mark.parametrize("alpha, beta", [(1, 1), (0.5, 1), (1, -2.0), (3, 0)])
+def test_addmm_products_finish_like_numpy(three_threads, bias_shape, alpha, beta):
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((200, 64)).astype(np.float32), \
+        rng.standard_normal((64, 33)).astype(np.float32)
+    bias = rng.standard_normal(bias_shape).astype(np.float32)
+    if beta == 0:
+        bias[...] = np.nan          # ignored, as torch ignores input when beta is 0
+    out = np.empty((200, 33), np.float32)
+    assert blas.gemm(three_threads, a, b, out, bias, alpha, beta) is out
+    expect = a @ b
+    if alpha != 1:
+        expect *= alpha
+    if beta != 0:
+        expect += bias if beta == 1 else bias * beta
+    np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-4)
+
+
+@needs_blas
+def test_layouts_blas_cannot_read_are_left_to_numpy(three_threads):
+    a = np.ones((8, 16), np.float32)[:, ::2]        # no unit stride
+    b = np.ones((8, 4), np.float32)
+    assert blas.gemm(three_threads, a, b, np.empty((8, 4), np.float32)) is None
+    assert blas.gemm(three_threads, b.T, a, np.empty((4, 8), np.float64)) is None   # dtype
+
+
+@needs_blas
+def test_blas_runs_on_one_thread_inside_and_is_restored_after():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def count():
+        return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+    before = count()
+    with blas.single_threaded():
+        assert set(count()) == {1}
+    assert count() == before
+
+
+def test_compiled_linear_layers_on_the_pool_match_eager(three_threads, monkeypatch):
+    calls = []
+    real = blas.gemm
+    monkeypatch.setattr(blas, "gemm", lambda *a: calls.append(a[1].shape) or real(*a))
+    dg.manual_seed(0)
+    model = dg.nn.Sequential(dg.nn.Linear(300, 200), dg.nn.ReLU(), dg.nn.Linear(200, 10))
+    x = dg.randn(64, 300)
+
+    def loss(inp):
+        return model(inp).square().mean()
+    compiled = dg.compile(loss, backend="llvm", fullgraph=True)
+    for _ in range(2):
+        np.testing.assert_allclose(compiled(x).item(), loss(x).item(), rtol=1e-5)
+    assert (64, 300) in calls       # the first layer's addmm ran on the pool
