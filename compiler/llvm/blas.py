@@ -29,6 +29,7 @@ import numpy as np
 from llvmlite import ir
 
 from . import jit
+from .pool import call_pointer
 
 I64, F32, F64 = ir.IntType(64), ir.FloatType(), ir.DoubleType()
 PTR = ir.PointerType()
@@ -46,7 +47,6 @@ def _task(mod, name, real, gemm_type):
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name)
     fn.attributes.add("nounwind")
     args, lo, hi = fn.args
-    size = 4 if real is F32 else 8
     blocks = {n: fn.append_basic_block(n) for n in
               ("entry", "row", "col", "body", "next", "done")}
     b = ir.IRBuilder(blocks["entry"])
@@ -71,9 +71,9 @@ def _task(mod, name, real, gemm_type):
     ldc = word(LDC)
     c = b.gep(word(C, PTR), [b.add(b.mul(r0, ldc), c0)], source_etype=real)
     one, zero = ir.Constant(real, 1.0), ir.Constant(real, 0.0)
-    callee = _Callee(word(GEMM, PTR), gemm_type)
-    b.call(callee, [I64(ROW_MAJOR), word(TRANS_A), word(TRANS_B), b.sub(r1, r0), b.sub(c1, c0),
-                    word(K), one, a, word(LDA), bb, word(LDB), zero, c, ldc])
+    call_pointer(b, word(GEMM, PTR), gemm_type,
+                 [I64(ROW_MAJOR), word(TRANS_A), word(TRANS_B), b.sub(r1, r0), b.sub(c1, c0),
+                  word(K), one, a, word(LDA), bb, word(LDB), zero, c, ldc])
     # the epilogue: c = c * alpha (alpha != 1), then + bias (beta == 1) or + bias * beta (beta != 0)
     alpha = word(ALPHA, F64)
     beta = word(BETA, F64)
@@ -113,16 +113,6 @@ def _task(mod, name, real, gemm_type):
     b.cbranch(b.icmp_signed("<", following, r1), blocks["row"], blocks["done"])
     b.position_at_end(blocks["done"])
     b.ret_void()
-
-
-class _Callee:
-    """A function pointer called as a function of type ``function_type``."""
-
-    def __init__(self, value, function_type):
-        self.value, self.function_type = value, function_type
-
-    def __getattr__(self, name):
-        return getattr(self.value, name)
 
 
 def _module():

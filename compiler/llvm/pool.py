@@ -65,6 +65,11 @@ class _Callee:
         return getattr(self.value, name)
 
 
+def call_pointer(b, pointer, function_type, args):
+    """Call the function at ``pointer`` (a value) as one of ``function_type``."""
+    return b.call(_Callee(pointer, function_type), args)
+
+
 class _Builder:
     """The pool's LLVM module: worker loop, launch, wake-up, trampolines."""
 
@@ -126,12 +131,12 @@ class _Builder:
         b.cbranch(b.extract_value(swap, 1), run, loop)
         b.position_at_end(run)
         # the job's arguments stay as posted until every piece is done (this one included)
-        task = _Callee(b.load(_word(b, state, TASK_FN), typ=PTR), TASK)
+        task = b.load(_word(b, state, TASK_FN), typ=PTR)
         args = b.load(_word(b, state, ARGS), typ=PTR)
         extent = b.load(_word(b, state, EXTENT), typ=I64)
         begin = b.udiv(b.mul(extent, piece), parts)
         end = b.udiv(b.mul(extent, b.add(piece, I64(1))), parts)
-        b.call(task, [args, begin, end])
+        call_pointer(b, task, TASK, [args, begin, end])
         b.atomic_rmw("add", _word(b, state, DONE), I64(1), "release")
         ran.add_incoming(b.add(ran, I64(1)), run)
         b.branch(loop)
@@ -272,8 +277,8 @@ class _Builder:
         args, begin, end = fn.args
         b = ir.IRBuilder(fn.append_basic_block())
         values = [b.load(b.gep(args, [I64(i)], source_etype=PTR), typ=PTR) for i in range(n + 1)]
-        kernel = _Callee(values[0], ir.FunctionType(VOID, [PTR] * n + [I64, I64]))
-        b.call(kernel, values[1:] + [begin, end])
+        call_pointer(b, values[0], ir.FunctionType(VOID, [PTR] * n + [I64, I64]),
+                     values[1:] + [begin, end])
         b.ret_void()
 
 
