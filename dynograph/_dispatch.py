@@ -11,6 +11,7 @@ import numpy as np
 from dynograph.compiler.ops.core import TensorSpec
 from dynograph.compiler.ops.evaluate import elementwise, quiet as _np_quiet, restore as _np_restore
 from dynograph.runtime import config, dtypes as D
+from ._direct_kernels import run as _direct
 from ._tensor import Tensor
 from ._trace_hook import TRACE, SizeInt, plain
 from .autograd.grad_mode import STATE
@@ -51,6 +52,10 @@ def call(op, *args, **attrs):
             for a in args:
                 values.append(a._data if type(a) is Tensor or isinstance(a, Tensor) else a)
         result = elementwise(op, args, values, attrs)
+    elif op.kernel is not None:         # the compiled direct kernel where it pays, else numpy
+        result = _direct(op, args, attrs)
+        if result is None:
+            result = _run(op, args, attrs)
     else:
         result = _run(op, args, attrs)
     if CHECK_META:
