@@ -24,7 +24,6 @@ from ..lowering.direct import matmul_into
 from .core import TensorSpec, broadcast_shapes, check_broadcast, define, type_name, wrap_dim
 from .movement import expand_shape, prod
 
-_LOW = (np.dtype(np.float16), D.bfloat16.np)
 LAPACK = (np.dtype(np.float32), np.dtype(np.float64),      # complex: solve and inv only
            np.dtype(np.complex64), np.dtype(np.complex128))    # (compiler/ops/complex_numbers.py)
 _BOOL = np.dtype(np.bool_)
@@ -53,7 +52,7 @@ def _not_bool(dt, kernel):
 def _lowp(fn, *xs):
     """``fn(*xs)``, computed in float32 for float16/bfloat16 inputs and rounded back."""
     dt = xs[0].dtype
-    if dt in _LOW:
+    if D.is_half(dt):
         return np.asarray(fn(*[x.astype(np.float32) for x in xs])).astype(dt)
     return fn(*xs)
 
@@ -80,7 +79,7 @@ def _add_scaled(prod, inp, beta, alpha):
 def _fused(fn, inp, *mats, beta=1, alpha=1):
     """An ``add*`` product: ``beta * inp + alpha * fn(*mats)``, low precision in float32."""
     dt = mats[0].dtype
-    if dt in _LOW:
+    if D.is_half(dt):
         mats = [m.astype(np.float32) for m in mats]
         inp = inp.astype(np.float32)
         return _add_scaled(np.asarray(fn(*mats)), inp, beta, alpha).astype(dt)
