@@ -148,7 +148,7 @@ def _record(op, args, attrs, result):
         outs = []
         for i, r in enumerate(result):
             t = _wrap(r)
-            if r.dtype.kind in "fc" or r.dtype == D.bfloat16.np:     # floating or complex
+            if r.dtype.kind in "fc" or D.is_bfloat16(r.dtype):    # floating or complex
                 t._rg = True
                 t.grad_fn = node
                 t._output_nr = i
@@ -159,7 +159,7 @@ def _record(op, args, attrs, result):
         node._saved_out = tuple((t._version_box(), t._version) for t in outs)
         return tuple(outs)
     out = _wrap(result)
-    if result.dtype.kind in "fc" or result.dtype == D.bfloat16.np:
+    if result.dtype.kind in "fc" or D.is_bfloat16(result.dtype):
         out._rg = True
         out.grad_fn = node
     if op.view:
