@@ -250,7 +250,17 @@ def _mm(a, b):
 
 def _mm_vjp(ctx, g):
     a, b = ctx.inputs
-    return (ctx.needs(0) and g.mm(b.t()), ctx.needs(1) and a.t().mm(g))
+    return (ctx.needs(0) and g.mm(b.t()), ctx.needs(1) and mat2_grad(a, b, g))
+
+
+def mat2_grad(a, b, g):
+    """The gradient of ``b`` in ``a @ b``: ``a.t() @ g``, laid out as ``b`` when ``b`` is
+    column-major (nn.Linear's transposed weight), as PyTorch's mm_mat2_backward computes it,
+    so that the weight's own gradient (through the transpose) is contiguous."""
+    n, m = b.shape
+    if b.stride() == (1, n) and n > 1 and m > 1:
+        return g.t().mm(a).t()
+    return a.t().mm(g)
 
 
 mm = define("mm", "linalg", _mm, meta=_mm_meta, vjp=_mm_vjp, doc="Matrix @ matrix.",
@@ -289,7 +299,7 @@ def _addmm_vjp(ctx, g):
     beta, alpha = ctx.attrs.get("beta", 1), ctx.attrs.get("alpha", 1)
     return (ctx.needs(0) and _scaled(g, beta),
             ctx.needs(1) and _scaled(g.mm(b.t()), alpha),
-            ctx.needs(2) and _scaled(a.t().mm(g), alpha))
+            ctx.needs(2) and _scaled(mat2_grad(a, b, g), alpha))
 
 
 addmm = define("addmm", "linalg", _addmm, meta=_addmm_meta, vjp=_addmm_vjp,

@@ -110,7 +110,7 @@ def _run(roots, grads, retain_graph, create_graph, capture):
                     ready.append(nxt)
                 else:
                     _skip(nxt, deps, ready, buffers)
-        in_grads = g = None     # the buffers hold them now (see accumulate_grad)
+        in_grads = g = node_grads = None     # the buffers hold what is still needed (see accumulate_grad)
     return results
 
 
@@ -218,10 +218,15 @@ def _post_accumulate_hooks(leaf):
 
 
 def _holders(g):
-    """``sys.getrefcount`` of gradient ``g``, of its array and of the array's base (0 without)."""
+    """``sys.getrefcount`` of gradient ``g``, of its array, of the array's base (0 without; not
+    counting the base tensor a view's ``_base`` links to) and of that base tensor (0 without)."""
     a = g._data
     base = a.base
-    return sys.getrefcount(g), sys.getrefcount(a), 0 if base is None else sys.getrefcount(base)
+    base_tensor = g._base
+    own = base_tensor is not None and base_tensor._data is base
+    return (sys.getrefcount(g), sys.getrefcount(a),
+            0 if base is None else sys.getrefcount(base) - own,
+            0 if base_tensor is None else sys.getrefcount(base_tensor))
 
 
 def _sole_owner(g, sole=None):
@@ -238,20 +243,24 @@ def _sole_owner(g, sole=None):
         return counts
     if counts[0] > sole[0] or counts[1] > sole[1]:
         return False
-    base = a.base
-    # a reshaped result (a sum's) is a view of a whole buffer only it holds
+    base, base_tensor = a.base, g._base
+    if base_tensor is not None and (base_tensor._data is not base or counts[3] > sole[3]):
+        return False
+    # a reshaped or transposed-back result is a view of a whole buffer only it holds
     return base is None or (type(base) is np.ndarray and base.base is None
                             and base.nbytes == a.nbytes and counts[2] <= sole[2])
 
 
 def _calibrate():
     """The holders of a gradient only its caller's variable holds, counted through the same
-    calls as in the engine (_run -> accumulate_grad -> _sole_owner), whose array is a reshape
-    of a buffer nothing else holds."""
+    calls as in the engine (_run -> accumulate_grad -> _sole_owner): a view (through its
+    ``_base``) of a tensor nothing else holds."""
     def accumulate(g):
         return _sole_owner(g)
 
-    g = Tensor._wrap(np.empty((1, 1)).reshape(1))
+    g = Tensor._wrap(np.empty((1, 1)))
+    g = Tensor._wrap(g._data.reshape(1))
+    g._base = Tensor._wrap(g._data.base)
     return accumulate(g)
 
 
