@@ -50,3 +50,15 @@ def test_fresh_gradients_are_taken_and_contiguous():
     y = w * 2
     y.backward(dynograph.ones(4, 3))        # the product's buffer is the leaf's second gradient
     np.testing.assert_array_equal(w.grad.numpy(), np.full((4, 3), 7, np.float32))
+
+
+def test_linear_gradients_match_torch_and_are_contiguous(torch):
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((6, 5), (4, 5), (4,)))
+    ours = [dynograph.tensor(a, requires_grad=True) for a in (x, w, b)]
+    theirs = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    dynograph.nn.functional.linear(*ours).square().sum().backward()
+    torch.nn.functional.linear(*theirs).square().sum().backward()
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-5)
+        assert o.grad.is_contiguous() and o.grad.stride() == t.grad.stride()
