@@ -1,11 +1,23 @@
 """Running a compiled entry on a backend, then applying its effects to the user's objects."""
 import numpy as np
 
+from dynograph.runtime import host_kernels
 from . import interpreter
 from .binding import assign_binding, write_binding
 
 BACKENDS = ("interpreter", "llvm")
 DEFAULT_BACKEND = "llvm"        # tensors live on the CPU: native kernels from LLVM
+
+
+def llvm_kernels():
+    """The llvm backend's compiled direct kernels, lent to eager ops (runtime/host_kernels.py);
+    imported when the first eager op asks."""
+    from .llvm.backend import LLVM
+    from .lowering.program import Plan
+    return lambda kernel: Plan(LLVM, kernel)
+
+
+host_kernels.install(llvm_kernels)
 
 
 def get_runner(backend):

@@ -24,6 +24,7 @@ from .guards import Guards
 from .aot import make_function, split, trace_backward
 from .symbolic import generalize, holds_at_other_sizes, size_guards
 from .tracer import GraphBreak, Tracer, storage_root
+from .undo import Undo
 from .watch import Watcher
 
 DEFAULT_CACHE_LIMIT = 8
@@ -93,6 +94,7 @@ class Entry:
         self.stats = stats
         self.calls = 0
         self.aliases = []                   # per flat output: how it aliases the caller's tensors
+        self.params = []                    # the parameters the trace met (their .grad is state)
         self.aot = None                     # AotPlan when the outputs need gradients
         self.aot_saved = 0
         self.backward_graph = None
@@ -321,10 +323,45 @@ class CompiledFunction:
             self._event("recompile", f"guard failed: {name}: expected {expected!r}, got {actual!r}")
             logs.log("recompiles", f"{self.__name__}: recompiling because {name} changed "
                                    f"(expected {expected!r}, got {actual!r})")
+        n = len(self.entries)
         result = self._trace(args, kwargs, flat, spec)
         if self.dynamic is not False and len(self.entries) > 1 and self.eager_reason is None:
             self._try_dynamic()
+        if len(self.entries) > n and self.eager_reason is None:
+            self._look_ahead(args, kwargs, flat, spec)
         return result
+
+    def _look_ahead(self, args, kwargs, flat, spec):
+        """The call just traced may have changed state its graph is specialized on (a training
+        step's first call creates the .grad and the optimizer state): then trace the function
+        again now, on the state the call left, and undo everything that second run changed
+        (compiler/undo.py), so that the next call replays instead of tracing."""
+        entry = self.entries[-1]
+        failed = entry.guards.check(flat, spec)
+        if failed is None or len(self.entries) >= self.cache_limit:
+            return
+        n = len(self.entries)
+        undo = Undo(entry.params)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")     # the user saw this call's warnings once
+                self._trace(args, kwargs, flat, spec, undo=undo)
+        except Exception as e:          # the next call traces and meets it for real
+            self._event("look-ahead", f"tracing ahead raised {type(e).__name__}: "
+                                      f"{str(e).splitlines()[0] if str(e) else ''}")
+        finally:
+            undo.rollback()
+        if len(self.entries) == n:
+            return
+        missed = self.entries[-1].guards.check(flat, spec)
+        if missed is not None:          # the state put back is not the one traced: not usable
+            del self.entries[n:]
+            self._event("look-ahead", f"graph {n} traced ahead was dropped: its guard "
+                                      f"{missed[0]} does not hold on the state the call left")
+            return
+        name, expected, actual = failed
+        self._event("look-ahead", f"graph {n} traced ahead for the next call, because this call "
+                                  f"changed {name} (was {expected!r}, now {actual!r})")
 
     def _try_dynamic(self):
         """A second batch size: merge the new entry with the matching one into a general graph."""
@@ -435,10 +472,14 @@ class CompiledFunction:
 
     # ------------------------------------------------------------ tracing
 
-    def _trace(self, args, kwargs, flat, spec):
+    def _trace(self, args, kwargs, flat, spec, undo=None):
+        """Trace a call (it runs eagerly) into a new entry.  With ``undo`` (a look-ahead
+        trace, undone by the caller) a graph break leaves no entry and no fallback: the next
+        call traces again and meets it."""
         from dynograph._tensor import Tensor
         from .pipeline import optimize
-        tracer = Tracer(fullgraph=self.fullgraph)
+        tracer = Tracer(fullgraph=self.fullgraph and undo is None)
+        tracer.undo = undo
         for i, x in enumerate(flat):
             if isinstance(x, Tensor):
                 tracer.bind_argument(x, i, _arg_name(self.fn, i))
@@ -480,6 +521,9 @@ class CompiledFunction:
         finally:
             TRACE.tracer = None
         if tracer.breaks:
+            if undo is not None:
+                self._event("look-ahead", f"tracing ahead met a graph break: {tracer.breaks[0][0]}")
+                return result
             return self._fall_back(tracer, result)
         guards.capture_world(tracer)
         guards.size_uses = tracer.size_uses
@@ -519,6 +563,7 @@ class CompiledFunction:
         entry = Entry(graph, captured, bindings, effect_map, clears, guards, out_spec, out_kinds,
                       stats)
         entry.captured_bindings = tracer.bindings
+        entry.params = [p for p, _, _ in tracer.params.values()]
         entry.aliases = aliases
         if plan is not None:
             entry.aot, entry.aot_saved, entry.backward_graph = plan, n_saved, backward

@@ -11,6 +11,7 @@ class ExplainOutput:
     guards: list = field(default_factory=list)          # one text block per graph
     op_counts: list = field(default_factory=list)       # (captured nodes, optimized nodes, kernels)
     dynamic: list = field(default_factory=list)         # batch dimensions made symbolic
+    look_ahead: list = field(default_factory=list)      # graphs traced ahead for the next call
     hits: int = 0
     misses: int = 0
     fallback: str = None
@@ -28,6 +29,8 @@ class ExplainOutput:
             lines.append(f"recompile: {r}")
         for d in self.dynamic:
             lines.append(f"dynamic shapes: {d}")
+        for a in self.look_ahead:
+            lines.append(f"look-ahead: {a}")
         if self.fallback:
             lines.append(f"runs eagerly: {self.fallback}")
         for i, g in enumerate(self.guards):
@@ -50,4 +53,6 @@ def explain_compiled(compiled):
             out.recompiles.append(text)
         elif kind == "dynamic":
             out.dynamic.append(text)
+        elif kind == "look-ahead":
+            out.look_ahead.append(text)
     return out

@@ -129,6 +129,7 @@ class Tracer(TraceHook):
         self.watcher = None         # the watch.Watcher of this trace, when there is one
         self.size_uses = []         # (size, kind, detail, "file:line") by the user's code
         self.ran_backward = False   # a backward pass ran during the call (the engine says so)
+        self.undo = None            # an undo.Undo when the call's changes are to be put back
 
     # ------------------------------------------------------------ sizes
 
@@ -173,6 +174,8 @@ class Tracer(TraceHook):
         self.arg_tensors[index] = tensor
         self.keep.extend((tensor, a))
         if tensor.requires_grad:
+            if self.undo is not None:
+                self.undo.grad(tensor)
             # backward() accumulates into (or creates) the argument's .grad: state of the call
             self.arg_grads[index] = (tensor, f"{name}.grad", tensor._grad)
             if tensor._grad is not None:
@@ -218,6 +221,8 @@ class Tracer(TraceHook):
         if slot is None:
             from dynograph.nn import Parameter
             kind = "param" if isinstance(tensor, Parameter) else "const"
+            if self.undo is not None and tensor.requires_grad:
+                self.undo.grad(tensor)      # backward() may give it a .grad
             name = f"{kind}{self.n_const}"
             self.n_const += 1
             ref = tensor
@@ -256,6 +261,8 @@ class Tracer(TraceHook):
         self.modules.append(module)
         for name, sub in module.named_modules(prefix=prefix.rstrip(".")):
             self.fact(f"{name or type(module).__name__}.training", lambda s=sub: s.training)
+            if self.undo is not None:
+                self.undo.module(sub)
         for name, p in module.named_parameters(prefix=prefix.rstrip("."), remove_duplicate=True):
             if id(p) in self.params and self.params[id(p)][1].startswith("opt"):
                 # named by an optimizer first (zero_grad before forward): the module's name
@@ -291,6 +298,8 @@ class Tracer(TraceHook):
         self._register_param(p, name, p._grad)
 
     def _register_param(self, p, name, grad_before):
+        if self.undo is not None and id(p) not in self.params:
+            self.undo.grad(p)
         self.params[id(p)] = (p, name, grad_before)
         self.param_slots.update((name, f"{name}.grad"))     # announce_param's fact guards them
         self.keep.append(p)
@@ -303,6 +312,8 @@ class Tracer(TraceHook):
         if any(o is opt for o in self.optimizers):
             return
         self.optimizers.append(opt)
+        if self.undo is not None:
+            self.undo.optimizer(opt)
         oname = "opt" if len(self.optimizers) == 1 else f"opt{len(self.optimizers) - 1}"
         for group in opt.param_groups:
             for p in group["params"]:
@@ -448,7 +459,10 @@ class Tracer(TraceHook):
     # ------------------------------------------------------------ writes
 
     def write(self, dst, src):
-        """``dst``'s memory now holds ``src`` (broadcast and cast to dst): functionalize it."""
+        """``dst``'s memory now holds ``src`` (broadcast and cast to dst): functionalize it.
+        Called before the write happens."""
+        if self.undo is not None:
+            self.undo.before_write(dst)
         try:
             v = self._lift(src)
             a = dst._data

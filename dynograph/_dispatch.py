@@ -11,6 +11,7 @@ import numpy as np
 from dynograph.compiler.ops.core import TensorSpec
 from dynograph.compiler.ops.evaluate import elementwise, quiet as _np_quiet, restore as _np_restore
 from dynograph.runtime import config, dtypes as D
+from ._direct_kernels import run as _direct
 from ._tensor import Tensor
 from ._trace_hook import TRACE, SizeInt, plain
 from .autograd.grad_mode import STATE
@@ -51,6 +52,10 @@ def call(op, *args, **attrs):
             for a in args:
                 values.append(a._data if type(a) is Tensor or isinstance(a, Tensor) else a)
         result = elementwise(op, args, values, attrs)
+    elif op.kernel is not None:         # the compiled direct kernel where it pays, else numpy
+        result = _direct(op, args, attrs)
+        if result is None:
+            result = _run(op, args, attrs)
     else:
         result = _run(op, args, attrs)
     if CHECK_META:
@@ -143,7 +148,7 @@ def _record(op, args, attrs, result):
         outs = []
         for i, r in enumerate(result):
             t = _wrap(r)
-            if r.dtype.kind in "fc" or r.dtype == D.bfloat16.np:     # floating or complex
+            if r.dtype.kind in "fc" or D.is_bfloat16(r.dtype):    # floating or complex
                 t._rg = True
                 t.grad_fn = node
                 t._output_nr = i
@@ -154,7 +159,7 @@ def _record(op, args, attrs, result):
         node._saved_out = tuple((t._version_box(), t._version) for t in outs)
         return tuple(outs)
     out = _wrap(result)
-    if result.dtype.kind in "fc" or result.dtype == D.bfloat16.np:
+    if result.dtype.kind in "fc" or D.is_bfloat16(result.dtype):
         out._rg = True
         out.grad_fn = node
     if op.view:

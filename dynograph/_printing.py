@@ -26,8 +26,6 @@ from ._trace_hook import TRACE
 
 __all__ = ["set_printoptions", "get_printoptions"]
 
-_BF16 = D.bfloat16.np
-
 
 class _PrintOptions:
     """The current print options (PyTorch's ``PRINT_OPTS``)."""
@@ -99,7 +97,7 @@ def printoptions(**kwargs):
 
 def _float64(a):
     """``a`` as float64 (exact for every floating dtype; bfloat16 goes through float32)."""
-    if a.dtype == _BF16:
+    if D.is_bfloat16(a.dtype):
         a = a.astype(np.float32)
     return a.astype(np.float64)
 

@@ -225,8 +225,8 @@ class Tensor:
     def tolist(self):
         if TRACE.tracer is not None:
             TRACE.tracer.graph_break('Tensor.tolist() reads values into Python')
-        return self._data.tolist() if self._data.dtype != D.bfloat16.np else \
-            self._data.astype(np.float32).tolist()
+        return self._data.astype(np.float32).tolist() if D.is_bfloat16(self._data.dtype) else \
+            self._data.tolist()
 
     def item(self):
         if TRACE.tracer is not None:
@@ -234,8 +234,8 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        v = self._data.reshape(()).item() if self._data.dtype != D.bfloat16.np else \
-            float(self._data.reshape(()))
+        v = float(self._data.reshape(())) if D.is_bfloat16(self._data.dtype) else \
+            self._data.reshape(()).item()
         return v
 
     def _scalar_check(self, what):

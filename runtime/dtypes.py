@@ -5,9 +5,9 @@ A ``dtype`` is an immutable singleton (``dynograph.float32`` ...).  Every other
 layer asks this module, and only this module, how dtypes combine.
 """
 import builtins
+import sys
 
 import numpy as np
-import ml_dtypes  # bfloat16 as a numpy dtype; well kept, used by JAX
 
 __all__ = [
     "dtype", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
@@ -24,17 +24,24 @@ class dtype:
     __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize",
                  "category", "_rank", "tensor_type", "abbr")
 
-    def __init__(self, name, np_dtype, category, rank, tensor_type, abbr):
+    def __init__(self, name, np_dtype, category, rank, tensor_type, abbr, itemsize=None):
         self.name = name
-        self.np = np.dtype(np_dtype)
+        if np_dtype is not None:            # None: bfloat16, whose numpy type loads on first use
+            self.np = np.dtype(np_dtype)
         self.category = category            # 0 bool, 1 integer, 2 floating, 3 complex
         self.is_floating_point = category == 2
         self.is_complex = category == 3
         self.is_signed = name not in ("bool", "uint8")
-        self.itemsize = self.np.itemsize
+        self.itemsize = self.np.itemsize if itemsize is None else itemsize
         self._rank = rank                   # order inside the category
         self.tensor_type = tensor_type      # legacy name: "FloatTensor"
         self.abbr = abbr                    # short name: "f32"
+
+    def __getattr__(self, attr):
+        # reached only for an unset slot: bfloat16's numpy type before its first use
+        if attr == "np" and self.name == "bfloat16":
+            return _load_bfloat16()
+        raise AttributeError(f"'dtype' object has no attribute '{attr}'")
 
     def to_real(self):
         """The dtype of the real and imaginary parts (complex64 -> float32); real dtypes: self."""
@@ -88,7 +95,7 @@ int16 = dtype("int16", np.int16, 1, 1, "ShortTensor", "i16")
 int32 = dtype("int32", np.int32, 1, 2, "IntTensor", "i32")
 int64 = dtype("int64", np.int64, 1, 3, "LongTensor", "i64")
 float16 = dtype("float16", np.float16, 2, 0, "HalfTensor", "f16")
-bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2, 0, "BFloat16Tensor", "bf16")
+bfloat16 = dtype("bfloat16", None, 2, 0, "BFloat16Tensor", "bf16", itemsize=2)
 float32 = dtype("float32", np.float32, 2, 1, "FloatTensor", "f32")
 float64 = dtype("float64", np.float64, 2, 2, "DoubleTensor", "f64")
 
@@ -107,7 +114,49 @@ _TO_REAL = {complex64: float32, complex128: float64}
 _TO_COMPLEX = {float16: complex64, bfloat16: complex64, float32: complex64, float64: complex128,
                complex64: complex64, complex128: complex128}
 
-FROM_NUMPY = {d.np: d for d in EVERY_DTYPE}
+
+def _load_bfloat16():
+    """bfloat16's numpy type, set on the dtype and known to FROM_NUMPY from now on."""
+    # ml_dtypes (bfloat16 as a numpy type; well kept, used by JAX) takes a second to
+    # import: it loads when bfloat16 data is first made, not with dynograph
+    import ml_dtypes
+    bfloat16.np = np.dtype(ml_dtypes.bfloat16)
+    FROM_NUMPY[bfloat16.np] = bfloat16
+    return bfloat16.np
+
+
+class _ByNumpyType(dict):
+    """numpy type -> dtype.  bfloat16's entry appears when its numpy type is loaded; an array
+    of it can exist before that only if the user imported ml_dtypes, so a miss then loads it."""
+
+    def __missing__(self, np_dtype):
+        if "ml_dtypes" in sys.modules:
+            bfloat16.np                     # noqa: B018 - enters bfloat16 on its first use
+            if np_dtype in self:
+                return dict.__getitem__(self, np_dtype)
+        raise KeyError(np_dtype)
+
+
+FROM_NUMPY = _ByNumpyType({d.np: d for d in EVERY_DTYPE if d is not bfloat16})
+
+
+def is_bfloat16(np_dtype):
+    """Whether the numpy type ``np_dtype`` is bfloat16's, without loading ml_dtypes to answer
+    for other types (ml_dtypes' types have numpy kind 'V')."""
+    return np_dtype.kind == "V" and np_dtype == bfloat16.np
+
+
+def is_floating(np_dtype):
+    """Whether the numpy type ``np_dtype`` is a real floating type (bfloat16's kind is 'V')."""
+    return np_dtype.kind == "f" or is_bfloat16(np_dtype)
+
+
+_FLOAT16 = np.dtype(np.float16)
+
+
+def is_half(np_dtype):
+    """Whether the numpy type ``np_dtype`` is float16's or bfloat16's (both compute in float32)."""
+    return np_dtype == _FLOAT16 or is_bfloat16(np_dtype)
 
 
 def from_numpy_dtype(np_dtype):
@@ -176,6 +225,16 @@ def python_scalar_dtype(value):
     return _default[0]
 
 
+class _BFloat16Limits:
+    """numpy.finfo's fields for bfloat16, from its format (float32's 8-bit exponent, 8
+    significant bits): no numpy type needed, so torch.finfo(bfloat16) loads no ml_dtypes."""
+    eps = 2.0 ** -7
+    max = (2.0 - 2.0 ** -7) * 2.0 ** 127
+    min = -max
+    smallest_normal = 2.0 ** -126
+    precision = 2                           # numpy's int(-log10(eps))
+
+
 class finfo:
     """Machine limits of a floating dtype (torch.finfo)."""
 
@@ -184,7 +243,7 @@ class finfo:
         if not type.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo "
                             "to handle 'torch.finfo'")
-        info = ml_dtypes.finfo(type.np) if type is bfloat16 else np.finfo(type.np)
+        info = _BFloat16Limits if type is bfloat16 else np.finfo(type.np)
         self.bits = type.itemsize * 8
         self.eps = float(info.eps)
         self.max = float(info.max)

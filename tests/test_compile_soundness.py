@@ -984,7 +984,8 @@ def test_a_parameter_that_is_a_view_replays_without_retracing():
         opt.step()
     for _ in range(6):
         step(dynograph.ones(2, 3))
-    assert step.misses == 2 and step.hits == 4 and step.eager_reason is None, step.explain()
+    # the first call also traces the state it leaves (look-ahead): every later call replays
+    assert step.misses == 1 and step.hits == 5 and step.eager_reason is None, step.explain()
 
 
 # ---------------------------------------------------------------- every case above, on both backends

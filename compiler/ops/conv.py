@@ -41,7 +41,6 @@ from ..lowering.conv import run_convolution, run_weight_grad
 from .core import TensorSpec, define, type_name
 from .eager import call as _call
 
-_LOW = (np.dtype(np.float16), D.bfloat16.np)
 _as_strided = np.lib.stride_tricks.as_strided
 
 
@@ -49,7 +48,7 @@ _as_strided = np.lib.stride_tricks.as_strided
 
 def _compute(*arrays):
     """The arrays in their compute dtype: float16/bfloat16 run in float32."""
-    if arrays[0].dtype in _LOW:
+    if D.is_half(arrays[0].dtype):
         return [None if a is None else a.astype(np.float32) for a in arrays], arrays[0].dtype
     return list(arrays), None
 

@@ -39,7 +39,6 @@ LIMITS = {dt: _limits(dt) for dt in D.ALL_DTYPES}
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _NARROW_INTS = {np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.uint8)}
-_HALVES = {D.float16.np, D.bfloat16.np}
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -51,8 +50,8 @@ def cast(a, np_dtype, order="K"):
     and floats become narrow integers through int32 (as the CPU kernels convert).
     """
     src = a.dtype
-    to_half = np_dtype in _HALVES and src != _F32 and src not in _HALVES
-    from_float = src.kind == "f" or src in _HALVES
+    to_half = D.is_half(np_dtype) and src != _F32 and not D.is_half(src)
+    from_float = D.is_floating(src)
     if not to_half and not from_float:
         return a.astype(np_dtype, order=order)
     # out-of-range values convert as the C++ casts do, without numpy's warnings
@@ -268,7 +267,7 @@ def _spaced(start, end, steps, dtype):
     if dtype.is_floating_point:
         ct = _F64 if dtype is D.float64 else _F32
         s, e = ct.type(start), ct.type(end)
-        if dtype.np in _HALVES:          # c10::Half arithmetic rounds the endpoints first
+        if dtype in (D.float16, D.bfloat16):     # c10::Half arithmetic rounds the endpoints first
             s, e = ct.type(dtype.np.type(s)), ct.type(dtype.np.type(e))
     else:
         ct = _F64

@@ -6,14 +6,15 @@ composites in dynograph/_linalg_extra.py.  The derivative rules are PyTorch's; l
 ``ldl_factor`` and ``ldl_solve`` record a node that refuses to differentiate.
 """
 import numpy as np
-import scipy.linalg as sla
-from scipy.linalg import lapack
 
 from dynograph.runtime import dtypes as D
+from dynograph.runtime.lazy import LazyModule
 from . import eager
 from .core import TensorSpec, broadcast_shapes, define, type_name
 from .linalg import LAPACK, check_float, check_matrix, check_square, colmajor
 
+sla = LazyModule("scipy.linalg")
+lapack = LazyModule("scipy.linalg.lapack")
 NOT_IMPLEMENTED = "torch::autograd::NotImplemented"
 
 

@@ -19,11 +19,13 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from scipy import special as _special
 
 from dynograph.runtime import dtypes as D
+from dynograph.runtime.lazy import LazyModule
 from .core import define, result_type, to_float, type_name, TensorSpec, broadcast_shapes
 from ..lowering.scalar import Unsupported
+
+_special = LazyModule("scipy.special")
 
 # ---------------------------------------------------------------- dtype sets
 
@@ -589,11 +591,8 @@ def _lower_digamma(b, x):
 # ---------------------------------------------------------------- unary
 
 
-_BF16 = D.bfloat16.np
-
-
 def _is_float_array(x):
-    return x.dtype.kind == "f" or x.dtype == _BF16
+    return D.is_floating(x.dtype)
 
 
 def _unary(name, fn, rule, vjp, **kw):
@@ -683,20 +682,20 @@ acosh = _unary("acosh", np.arccosh, promote_float,
                lambda ctx, g: (g * (ctx.inputs[0] * ctx.inputs[0] - 1).rsqrt(),), lowering=_math("acosh"))
 atanh = _unary("atanh", np.arctanh, promote_float,
                lambda ctx, g: (g / (1 - ctx.inputs[0] * ctx.inputs[0]),), lowering=_math("atanh"))
-sigmoid = _unary("sigmoid", _special.expit, promote_float,
+sigmoid = _unary("sigmoid", _special.later("expit"), promote_float,
                  lambda ctx, g: (g * (1 - ctx.output) * ctx.output,), lowering=_lower_sigmoid)
-erf = _unary("erf", _special.erf, promote_float,
+erf = _unary("erf", _special.later("erf"), promote_float,
              lambda ctx, g: (g * TWO_OVER_SQRT_PI * (-ctx.inputs[0] * ctx.inputs[0]).exp(),),
              lowering=_math("erf"))
-erfc = _unary("erfc", _special.erfc, promote_float,
+erfc = _unary("erfc", _special.later("erfc"), promote_float,
               lambda ctx, g: (g * -TWO_OVER_SQRT_PI * (-ctx.inputs[0] * ctx.inputs[0]).exp(),),
               lowering=_math("erfc"))
-erfinv = _unary("erfinv", _special.erfinv, promote_float,
+erfinv = _unary("erfinv", _special.later("erfinv"), promote_float,
                 lambda ctx, g: (g * SQRT_PI_OVER_TWO * (ctx.output * ctx.output).exp(),),
                 lowering=_lower_erfinv)
 lgamma = _unary("lgamma", _lgamma, promote_float,
                 lambda ctx, g: (g * ctx.inputs[0].digamma(),), lowering=_math("lgamma"))
-digamma = _unary("digamma", _special.psi, promote_float,
+digamma = _unary("digamma", _special.later("psi"), promote_float,
                  lambda ctx, g: (g * ctx.inputs[0].polygamma(1),), lowering=_lower_digamma)
 deg2rad = _unary("deg2rad", lambda x: x * DEG_TO_RAD, promote_float,
                  lambda ctx, g: (g * DEG_TO_RAD,), grad_name="Deg2RadBackward0", lowering=_scale(DEG_TO_RAD))
@@ -799,7 +798,7 @@ nan_to_num = _unary("nan_to_num", _nan_to_num, exact,
 
 
 def _signbit(x):
-    if x.dtype == _BF16:
+    if D.is_bfloat16(x.dtype):
         x = x.astype(np.float32)
     if x.dtype.kind == "f":
         return np.signbit(x)

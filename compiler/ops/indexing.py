@@ -599,7 +599,7 @@ def _reduce_identity(reduce, dtype):
         return 0
     if reduce == "prod":
         return 1
-    if dtype.kind == "f" or dtype == D.bfloat16.np:
+    if D.is_floating(dtype):
         return -np.inf if reduce == "amax" else np.inf
     if dtype.kind == "b":
         return reduce == "amin"
@@ -1005,7 +1005,7 @@ masked_scatter = define("masked_scatter", "index", _masked_scatter, meta=_masked
 
 
 def _nonzero(x):
-    return np.argwhere(x if x.dtype != D.bfloat16.np else x.astype(np.float32))
+    return np.argwhere(x.astype(np.float32) if D.is_bfloat16(x.dtype) else x)
 
 
 nonzero = define("nonzero", "index", _nonzero,

@@ -24,7 +24,6 @@ from ..lowering.direct import addmm_into, matmul_into
 from .core import TensorSpec, broadcast_shapes, check_broadcast, define, type_name, wrap_dim
 from .movement import expand_shape, prod
 
-_LOW = (np.dtype(np.float16), D.bfloat16.np)
 LAPACK = (np.dtype(np.float32), np.dtype(np.float64),      # complex: solve and inv only
            np.dtype(np.complex64), np.dtype(np.complex128))    # (compiler/ops/complex_numbers.py)
 _BOOL = np.dtype(np.bool_)
@@ -53,7 +52,7 @@ def _not_bool(dt, kernel):
 def _lowp(fn, *xs):
     """``fn(*xs)``, computed in float32 for float16/bfloat16 inputs and rounded back."""
     dt = xs[0].dtype
-    if dt in _LOW:
+    if D.is_half(dt):
         return np.asarray(fn(*[x.astype(np.float32) for x in xs])).astype(dt)
     return fn(*xs)
 
@@ -80,7 +79,7 @@ def _add_scaled(prod, inp, beta, alpha):
 def _fused(fn, inp, *mats, beta=1, alpha=1):
     """An ``add*`` product: ``beta * inp + alpha * fn(*mats)``, low precision in float32."""
     dt = mats[0].dtype
-    if dt in _LOW:
+    if D.is_half(dt):
         mats = [m.astype(np.float32) for m in mats]
         inp = inp.astype(np.float32)
         return _add_scaled(np.asarray(fn(*mats)), inp, beta, alpha).astype(dt)
@@ -251,7 +250,17 @@ def _mm(a, b):
 
 def _mm_vjp(ctx, g):
     a, b = ctx.inputs
-    return (ctx.needs(0) and g.mm(b.t()), ctx.needs(1) and a.t().mm(g))
+    return (ctx.needs(0) and g.mm(b.t()), ctx.needs(1) and mat2_grad(a, b, g))
+
+
+def mat2_grad(a, b, g):
+    """The gradient of ``b`` in ``a @ b``: ``a.t() @ g``, laid out as ``b`` when ``b`` is
+    column-major (nn.Linear's transposed weight), as PyTorch's mm_mat2_backward computes it,
+    so that the weight's own gradient (through the transpose) is contiguous."""
+    n, m = b.shape
+    if b.stride() == (1, n) and n > 1 and m > 1:
+        return g.t().mm(a).t()
+    return a.t().mm(g)
 
 
 mm = define("mm", "linalg", _mm, meta=_mm_meta, vjp=_mm_vjp, doc="Matrix @ matrix.",
@@ -290,7 +299,7 @@ def _addmm_vjp(ctx, g):
     beta, alpha = ctx.attrs.get("beta", 1), ctx.attrs.get("alpha", 1)
     return (ctx.needs(0) and _scaled(g, beta),
             ctx.needs(1) and _scaled(g.mm(b.t()), alpha),
-            ctx.needs(2) and _scaled(a.t().mm(g), alpha))
+            ctx.needs(2) and _scaled(mat2_grad(a, b, g), alpha))
 
 
 addmm = define("addmm", "linalg", _addmm, meta=_addmm_meta, vjp=_addmm_vjp,

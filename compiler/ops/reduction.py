@@ -23,7 +23,11 @@ from ..lowering.scalar import Composite, Reduction, highest, lowest
 
 _F32 = np.dtype(np.float32)
 _I64 = np.dtype(np.int64)
-_LOW = (np.dtype(np.float16), D.bfloat16.np)        # accumulate these in float32
+
+
+def _acc(out):
+    """The numpy type a reduction to numpy type ``out`` accumulates in (float32 for halves)."""
+    return _F32 if D.is_half(out) else out
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -131,19 +135,19 @@ def sum_dtype(in_dt, dtype=None):
     return in_dt if in_dt.is_floating_point or in_dt.is_complex else D.int64
 
 
-# numpy dtype -> (accumulation dtype, result dtype) of sum/prod/cumsum without ``dtype=``
-_SUM_TYPES = {d.np: ((_F32 if d.np in _LOW else d.np), d.np)
-              if d.is_floating_point or d.is_complex else (_I64, _I64) for d in D.EVERY_DTYPE}
-# result numpy dtype -> accumulation dtype (half types accumulate in float32)
-_ACC = {d.np: (_F32 if d.np in _LOW else d.np) for d in D.EVERY_DTYPE}
+def _sum_types(x_dtype):
+    """(accumulation, result) numpy types of sum/prod/cumsum of ``x_dtype`` without ``dtype=``."""
+    if x_dtype.kind in "fc" or D.is_bfloat16(x_dtype):
+        return _acc(x_dtype), x_dtype
+    return _I64, _I64
 
 
 def _sum_impl(x, dim=None, keepdim=False, dtype=None):
     if dtype is None:
-        acc, out = _SUM_TYPES[x.dtype]
+        acc, out = _sum_types(x.dtype)
     else:
         out = dtype.np
-        acc = _ACC[out]
+        acc = _acc(out)
         if x.dtype != acc:
             x = x.astype(acc)
     r = np.add.reduce(x, axis=None if dim is None or x.ndim == 0 else dim, dtype=acc,
@@ -193,7 +197,7 @@ def _mean_impl(x, dim=None, keepdim=False, dtype=None):
         out = x.dtype
     else:
         out = mean_dtype(D.FROM_NUMPY[x.dtype], dtype).np
-    acc = _ACC[out]
+    acc = _acc(out)
     if x.dtype != acc:
         x = x.astype(acc)
     s = np.add.reduce(x, axis=None if dim is None or x.ndim == 0 else dim, keepdims=keepdim)
@@ -219,7 +223,7 @@ mean = define("mean", "reduction", _mean_impl, meta=_mean_meta, vjp=_mean_vjp,
 
 
 def _nansum_impl(x, dim=None, keepdim=False, dtype=None):
-    if x.dtype.kind == "f" or x.dtype == D.bfloat16.np:
+    if D.is_floating(x.dtype):
         x = np.where(np.isnan(x), x.dtype.type(0), x)
     return _sum_impl(x, dim, keepdim, dtype)
 
@@ -238,7 +242,7 @@ nansum = define("nansum", "reduction", _nansum_impl, meta=_sum_meta, vjp=_nansum
 
 def _prod_impl(x, dim=None, keepdim=False, dtype=None):
     out = sum_dtype(D.FROM_NUMPY[x.dtype], dtype).np
-    acc = _F32 if out in _LOW else out
+    acc = _acc(out)
     if x.dtype != acc:
         x = x.astype(acc)
     return _arr(np.multiply.reduce(x, axis=_axis(x, _tup(dim)), keepdims=keepdim), out)
@@ -489,7 +493,7 @@ def _moments(x, dim, correction, keepdim, name="std and var"):
     """(var, mean) by two passes, in float32 for the half types."""
     out = x.dtype
     _float_only(D.FROM_NUMPY[out], name)
-    if out in _LOW:
+    if D.is_half(out):
         x = x.astype(_F32)
     ax = _axis(x, dim)
     n = numel_reduced(x.shape, dim)
@@ -597,7 +601,7 @@ def norm_dtype(in_dt, dtype=None):
 
 def _vnorm_impl(x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
     out = norm_dtype(D.FROM_NUMPY[x.dtype], dtype).np
-    acc = _F32 if out in _LOW else out
+    acc = _acc(out)
     if x.dtype != acc:
         x = x.astype(acc)
     ax = _axis(x, dim)
@@ -664,7 +668,7 @@ def _float_of(dt):
 
 def _lse_impl(x, dim=None, keepdim=False):
     out = _float_of(D.FROM_NUMPY[x.dtype]).np
-    acc = _F32 if out in _LOW else out
+    acc = _acc(out)
     if x.dtype != acc:
         x = x.astype(acc)
     ax = _axis(x, dim)
@@ -695,7 +699,7 @@ logsumexp = define("logsumexp", "reduction", _lse_impl, meta=_lse_meta, vjp=_lse
 def _scan(ufunc, name):
     def impl(x, dim, dtype=None):
         out = sum_dtype(D.FROM_NUMPY[x.dtype], dtype).np
-        acc = _F32 if out in _LOW else out
+        acc = _acc(out)
         if x.dtype != acc:
             x = x.astype(acc)
         if x.ndim == 0:
@@ -747,7 +751,7 @@ cumprod = define("cumprod", "scan", _impl, meta=_meta, vjp=_cumprod_vjp,
 
 def _logcumsumexp_impl(x, dim):
     out = _logcumsumexp_meta(TensorSpec(x.shape, D.FROM_NUMPY[x.dtype]), dim).dtype.np
-    acc = _F32 if out in _LOW else out
+    acc = _acc(out)
     if x.dtype != acc:
         x = x.astype(acc)
     if x.ndim == 0:
@@ -792,7 +796,7 @@ def _cumext(ufunc):
         if x.ndim == 0:
             return x.copy(), np.zeros((), _I64)
         vals = ufunc.accumulate(x, axis=dim)
-        if x.dtype.kind in "fV" or x.dtype == D.bfloat16.np:
+        if D.is_floating(x.dtype):
             hit = (x == vals) | np.isnan(x)
         else:
             hit = x == vals
@@ -861,7 +865,7 @@ count_nonzero = define("count_nonzero", "reduction", _count_nonzero_impl,
 
 
 def _is_float(a):
-    return a.dtype.kind == "f" or a.dtype == D.bfloat16.np
+    return D.is_floating(a.dtype)
 
 
 _U32 = np.dtype(np.uint32)

@@ -11,13 +11,14 @@ no float16/bfloat16 instantiation for raise its "not implemented for 'Half'" err
 import math
 
 import numpy as np
-from scipy import special as _sp
 
 from dynograph.runtime import dtypes as D
+from dynograph.runtime.lazy import LazyModule
 from .eager import call
 from .elementwise import (INTEGRAL, define_elementwise, not_implemented, promote,
                           promote_float, rejecting)
 
+_sp = LazyModule("scipy.special")
 _LOW = frozenset({D.float16, D.bfloat16})
 SQRT_2PI = math.sqrt(2 * math.pi)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -44,12 +45,12 @@ def _log_ndtr_vjp(ctx, g):
     return (g / SQRT_2PI * (-(ctx.output + x * x / 2)).exp(),)
 
 
-special_ndtri = _unary("special_ndtri", _sp.ndtri, _full_float("ndtri_cpu"),
+special_ndtri = _unary("special_ndtri", _sp.later("ndtri"), _full_float("ndtri_cpu"),
                        lambda ctx, g: (g * SQRT_2PI * (ctx.output * ctx.output / 2).exp(),))
-special_log_ndtr = _unary("special_log_ndtr", _sp.log_ndtr, _full_float("log_ndtr_cpu"),
+special_log_ndtr = _unary("special_log_ndtr", _sp.later("log_ndtr"), _full_float("log_ndtr_cpu"),
                           _log_ndtr_vjp)
 special_erfcx = _unary(
-    "special_erfcx", _sp.erfcx, _full_float("erfcx_cpu"),
+    "special_erfcx", _sp.later("erfcx"), _full_float("erfcx_cpu"),
     lambda ctx, g: ((2.0 * ctx.inputs[0] * ctx.output - TWO_OVER_SQRT_PI) * g,))
 
 
@@ -74,14 +75,14 @@ def _i1e_vjp(ctx, g):
     return (g * d.masked_fill(~big, 0.5),)
 
 
-i0 = _unary("i0", _sp.i0, promote_float,
+i0 = _unary("i0", _sp.later("i0"), promote_float,
             lambda ctx, g: (g * call(special_i1, ctx.inputs[0]),))
 special_i0e = _unary(
-    "special_i0e", _sp.i0e, promote_float,
+    "special_i0e", _sp.later("i0e"), promote_float,
     lambda ctx, g: (g * (call(special_i1e, ctx.inputs[0]) - ctx.inputs[0].sgn() * ctx.output),),
     grad_name="SpecialI0EBackward0")
-special_i1 = _unary("special_i1", _sp.i1, promote_float, _i1_vjp)
-special_i1e = _unary("special_i1e", _sp.i1e, promote_float, _i1e_vjp,
+special_i1 = _unary("special_i1", _sp.later("i1"), promote_float, _i1_vjp)
+special_i1e = _unary("special_i1e", _sp.later("i1e"), promote_float, _i1e_vjp,
                      grad_name="SpecialI1EBackward0")
 
 
@@ -124,7 +125,7 @@ def _zeta_vjp(ctx, g):
     return False, g * -x * call(special_zeta, x + 1.0, q)
 
 
-special_zeta = define_elementwise("special_zeta", _sp.zeta, _full_float("zeta_cpu"), _zeta_vjp)
+special_zeta = define_elementwise("special_zeta", _sp.later("zeta"), _full_float("zeta_cpu"), _zeta_vjp)
 
 
 def _igamma_vjp(sign, name):
@@ -137,9 +138,9 @@ def _igamma_vjp(sign, name):
     return vjp
 
 
-igamma = define_elementwise("igamma", _sp.gammainc, rejecting(promote, "igamma_cpu", INTEGRAL),
+igamma = define_elementwise("igamma", _sp.later("gammainc"), rejecting(promote, "igamma_cpu", INTEGRAL),
                       _igamma_vjp(1, "igamma"))
-igammac = define_elementwise("igammac", _sp.gammaincc, rejecting(promote, "igammac_cpu", INTEGRAL),
+igammac = define_elementwise("igammac", _sp.later("gammaincc"), rejecting(promote, "igammac_cpu", INTEGRAL),
                        _igamma_vjp(-1, "igammac"))
 
 
@@ -153,10 +154,11 @@ def _spherical_j0(x):
 
 
 _NO_DERIVATIVE = {
-    "bessel_j0": _sp.j0, "bessel_j1": _sp.j1, "bessel_y0": _sp.y0, "bessel_y1": _sp.y1,
-    "modified_bessel_i0": _sp.i0, "modified_bessel_i1": _sp.i1,
-    "modified_bessel_k0": _sp.k0, "modified_bessel_k1": _sp.k1,
-    "scaled_modified_bessel_k0": _sp.k0e, "scaled_modified_bessel_k1": _sp.k1e,
+    "bessel_j0": _sp.later("j0"), "bessel_j1": _sp.later("j1"),
+    "bessel_y0": _sp.later("y0"), "bessel_y1": _sp.later("y1"),
+    "modified_bessel_i0": _sp.later("i0"), "modified_bessel_i1": _sp.later("i1"),
+    "modified_bessel_k0": _sp.later("k0"), "modified_bessel_k1": _sp.later("k1"),
+    "scaled_modified_bessel_k0": _sp.later("k0e"), "scaled_modified_bessel_k1": _sp.later("k1e"),
     "spherical_bessel_j0": _spherical_j0, "airy_ai": lambda x: _sp.airy(x)[0],
 }
 BESSEL = {name: _unary("special_" + name, fn, _full_float(name + "_cpu"))

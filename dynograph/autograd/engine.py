@@ -1,4 +1,8 @@
 """The backward engine: iterative, dependency-counted, deterministic."""
+import sys
+
+import numpy as np
+
 from dynograph.compiler.ops.movement import sum_to_shape
 from .._tensor import Tensor
 from .graph import AccumulateGrad, OpNode
@@ -65,6 +69,7 @@ def _run(roots, grads, retain_graph, create_graph, capture):
         node_grads = buffers.pop(node, None)
         if isinstance(node, AccumulateGrad):
             g = _leaf_hooks(node.variable, node_grads[0])
+            node_grads = None       # g's last holder here: accumulate_grad may take its buffer
             if capture is not None:
                 if node in capture:
                     results[node] = g
@@ -105,6 +110,7 @@ def _run(roots, grads, retain_graph, create_graph, capture):
                     ready.append(nxt)
                 else:
                     _skip(nxt, deps, ready, buffers)
+        in_grads = g = node_grads = None     # the buffers hold what is still needed (see accumulate_grad)
     return results
 
 
@@ -211,11 +217,66 @@ def _post_accumulate_hooks(leaf):
                                  "runs Python code during backward, which the graph does not replay")
 
 
+def _holders(g):
+    """``sys.getrefcount`` of gradient ``g``, of its array, of the array's base (0 without; not
+    counting the base tensor a view's ``_base`` links to) and of that base tensor (0 without)."""
+    a = g._data
+    base = a.base
+    base_tensor = g._base
+    own = base_tensor is not None and base_tensor._data is base
+    return (sys.getrefcount(g), sys.getrefcount(a),
+            0 if base is None else sys.getrefcount(base) - own,
+            0 if base_tensor is None else sys.getrefcount(base_tensor))
+
+
+def _sole_owner(g, sole=None):
+    """Whether nothing but the engine holds gradient ``g`` and its memory (no other tensor, view
+    or hook kept it) and it is laid out as the copy would be (C-contiguous): then a leaf may
+    take its buffer instead of a copy, as PyTorch's AccumulateGrad steals a gradient nobody
+    else references.  ``sole``: the holders counted for such a gradient (``_SOLE``); None
+    returns the counts."""
+    a = g._data
+    if type(a) is not np.ndarray or not a.flags.c_contiguous or not a.flags.writeable:
+        return False
+    counts = _holders(g)
+    if sole is None:
+        return counts
+    if counts[0] > sole[0] or counts[1] > sole[1]:
+        return False
+    base, base_tensor = a.base, g._base
+    if base_tensor is not None and (base_tensor._data is not base or counts[3] > sole[3]):
+        return False
+    # a reshaped or transposed-back result is a view of a whole buffer only it holds
+    return base is None or (type(base) is np.ndarray and base.base is None
+                            and base.nbytes == a.nbytes and counts[2] <= sole[2])
+
+
+def _calibrate():
+    """The holders of a gradient only its caller's variable holds, counted through the same
+    calls as in the engine (_run -> accumulate_grad -> _sole_owner): a view (through its
+    ``_base``) of a tensor nothing else holds."""
+    def accumulate(g):
+        return _sole_owner(g)
+
+    g = Tensor._wrap(np.empty((1, 1)))
+    g = Tensor._wrap(g._data.reshape(1))
+    g._base = Tensor._wrap(g._data.base)
+    return accumulate(g)
+
+
+_SOLE = _calibrate()
+
+
 def accumulate_grad(leaf, g, create_graph):
     tracer = TRACE.tracer
     if leaf._grad is None:
         # the incoming buffer may be shared with other gradients: the leaf gets its own
-        leaf._grad = g if create_graph else Tensor._wrap(g._data.copy())
+        if create_graph:
+            leaf._grad = g
+        elif tracer is None and _sole_owner(g, _SOLE):
+            leaf._grad = Tensor._wrap(g._data)
+        else:
+            leaf._grad = Tensor._wrap(g._data.copy())
         if tracer is not None and not create_graph:
             tracer.alias(leaf._grad, g)
     elif create_graph:

@@ -1,4 +1,7 @@
 """Stochastic gradient descent (optionally with momentum), as torch.optim.SGD."""
+import numpy as np
+
+from dynograph._trace_hook import TRACE
 from ..autograd.grad_mode import no_grad
 from .optimizer import Optimizer, check_range, run_closure, traced_lr
 
@@ -42,7 +45,31 @@ class SGD(Optimizer):
                 if buf is None:
                     buf = grad.detach().clone()
                     state["momentum_buffer"] = buf
+                elif not group["nesterov"] and _momentum_in_place(p, grad, buf, momentum,
+                                                                  dampening, lr):
+                    continue
                 else:
                     buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                 grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
             p.add_(grad, alpha=-lr)
+
+
+_FLOAT = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _momentum_in_place(p, grad, buf, momentum, dampening, lr):
+    """The momentum update ``buf = momentum * buf + (1 - dampening) * grad; p -= lr * buf``
+    in three numpy calls over the tensors' own memory, where it computes exactly what the
+    in-place tensor methods would (float32/float64 tensors of one shape, not being traced);
+    False where it does not apply."""
+    pa, ga, ba = p._data, grad._data, buf._data
+    if TRACE.tracer is not None or type(lr) is not float or pa.dtype not in _FLOAT \
+            or not (pa.dtype == ga.dtype == ba.dtype) or not (pa.shape == ga.shape == ba.shape) \
+            or not (pa.flags.writeable and ba.flags.writeable) or type(pa) is not np.ndarray:
+        return False
+    np.multiply(ba, momentum, out=ba)
+    np.add(ba, ga if dampening == 0 else ga * (1 - dampening), out=ba)
+    np.add(pa, ba * -lr, out=pa)
+    buf._bump_version()
+    p._bump_version()
+    return True

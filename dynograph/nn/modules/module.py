@@ -696,6 +696,8 @@ class Module:
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all parameters (to None, or to zeros in place)."""
         from ..._autograd_methods import zero_grads
+        if TRACE.tracer is not None:     # the guards record the .grad each parameter had before
+            TRACE.tracer.announce_module(self)
         zero_grads(self.parameters(), set_to_none)
 
     # ------------------------------------------------------------ conversion

@@ -1,0 +1,53 @@
+"""Compiled kernels for eager ops on the host: the hook through which a code generator lends
+the eager core the ``compile_kernel`` callable that direct rules take (compiler/lowering/direct.py).
+
+The eager core sits below the backends: it cannot import one.  A higher layer (compile()'s
+backend table, compiler/backends.py) installs a *provider*, a function that imports the backend
+and returns its ``compile_kernel(kernel) -> plan``; the provider runs on the first eager op that
+asks, so ``import dynograph`` does not load LLVM.  When the provider fails (no llvmlite, no
+working JIT) or a kernel does not compile, ``compiler()`` and ``compile_kernel`` answer None and
+eager ops keep their numpy implementations.
+"""
+import threading
+
+__all__ = ["install", "compiler"]
+
+_provider = None
+_compile = None         # the provider's callable, once loaded
+_failed = False         # the provider raised: no compiled kernels in this process
+_lock = threading.Lock()
+
+
+def install(provider):
+    """Make ``provider()`` (returning a ``compile_kernel`` callable) the source of eager kernels."""
+    global _provider, _compile, _failed
+    with _lock:
+        _provider, _compile, _failed = provider, None, False
+
+
+def compiler():
+    """``compile_kernel(kernel)`` -> the compiled plan, or None (that kernel did not compile);
+    None when no backend lends kernels."""
+    global _compile, _failed
+    if _compile is not None or _failed:
+        return _compile
+    with _lock:
+        if _compile is None and not _failed:
+            if _provider is None:
+                return None
+            try:
+                backend_compile = _provider()
+            except Exception:           # any failure to load it: numpy remains
+                _failed = True
+                return None
+            _compile = _guarded(backend_compile)
+    return _compile
+
+
+def _guarded(backend_compile):
+    def compile_kernel(kernel):
+        try:
+            return backend_compile(kernel)
+        except Exception:               # a kernel the backend cannot compile
+            return None
+    return compile_kernel

@@ -1,0 +1,249 @@
+"""A compiled training step replays from its second call: the first call also traces the
+state it leaves (look-ahead) and undoes that second run (compiler/undo.py).
+
+Each test runs the same steps eagerly and compiled from the same start, and compares the
+losses and every piece of state the step touches: parameters, .grad, optimizer state, module
+buffers, version counters, the random generator's state and in-place writes to arguments."""
+import warnings
+
+import numpy as np
+import pytest
+
+import dynograph as dg
+import dynograph.nn as nn
+import dynograph.nn.functional as F
+
+
+def batches(n, batch=8, features=12, classes=4, seed=1):
+    rng = np.random.default_rng(seed)
+    return [(dg.tensor(rng.normal(size=(batch, features)), dtype=dg.float32),
+             dg.tensor(rng.integers(0, classes, size=batch))) for _ in range(n)]
+
+
+def net(dropout=0.0, seed=0):
+    dg.manual_seed(seed)
+    return nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.BatchNorm1d(16), nn.Dropout(dropout),
+                         nn.Linear(16, 4))
+
+
+def state_of(model, opt):
+    """Everything a step changes, as numpy copies (None for a missing .grad)."""
+    out = {}
+    for name, p in model.named_parameters():
+        out[name] = p.detach().numpy().copy()
+        out[name + ".grad"] = None if p.grad is None else p.grad.numpy().copy()
+        out[name + "._version"] = p._version
+    for name, b in model.named_buffers():
+        out[name] = b.numpy().copy()
+    for i, st in enumerate(opt.state.values()):
+        for k, v in st.items():
+            out[f"state{i}.{k}"] = v.numpy().copy() if hasattr(v, "numpy") else v
+    out["rng"] = dg.get_rng_state().numpy().copy()
+    return out
+
+
+def assert_same(a, b, tol=0.0):
+    """Equal state; with ``tol``, a replay's (values within ``tol``; a replay writes each
+    tensor back once, where eager bumps the version counter per in-place op)."""
+    assert sorted(a) == sorted(b)
+    for k in a:
+        if tol and k.endswith("._version"):
+            continue
+        if a[k] is None or b[k] is None:
+            assert a[k] is None and b[k] is None, k
+        elif tol and isinstance(a[k], np.ndarray) and a[k].dtype.kind == "f":
+            np.testing.assert_allclose(a[k], b[k], rtol=tol, atol=tol, err_msg=k)
+        else:
+            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def train(step_of, make_opt, compiled, steps=5, dropout=0.0, backend="interpreter"):
+    """Losses and the state after each call of ``steps`` calls, and the compiled function."""
+    model = net(dropout)
+    opt = make_opt(model.parameters())
+    step = step_of(model, opt)
+    if compiled:
+        step = dg.compile(step, backend=backend)
+    dg.manual_seed(7)
+    losses, states = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)         # no graph break, no fallback
+        for x, y in batches(steps):
+            losses.append(step(x, y).item())
+            states.append(state_of(model, opt))
+    return losses, states, step
+
+
+def standard_step(model, opt):
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def model_zero_grad_first(model, opt):
+    def step(x, y):
+        model.zero_grad()                   # before the module is called
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def zero_grad_after_forward(model, opt):
+    def step(x, y):                         # examples/char_transformer.py's order
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def keeps_zeroed_grads(model, opt):
+    def step(x, y):
+        opt.zero_grad(set_to_none=False)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+OPTIMIZERS = {
+    "sgd-momentum": lambda ps: dg.optim.SGD(ps, lr=0.05, momentum=0.9),
+    "adam": lambda ps: dg.optim.Adam(ps, lr=1e-2),
+    "adamw-amsgrad": lambda ps: dg.optim.AdamW(ps, lr=1e-2, amsgrad=True),
+}
+
+
+@pytest.mark.parametrize("step_of", [standard_step, model_zero_grad_first,
+                                     zero_grad_after_forward, keeps_zeroed_grads])
+@pytest.mark.parametrize("opt", sorted(OPTIMIZERS))
+def test_replays_from_the_second_call_and_matches_eager(step_of, opt):
+    eager_losses, eager_states, _ = train(step_of, OPTIMIZERS[opt], compiled=False)
+    losses, states, step = train(step_of, OPTIMIZERS[opt], compiled=True)
+    # the first call ran eagerly (traced): identical; and the look-ahead left no trace of itself
+    assert losses[0] == eager_losses[0]
+    assert_same(states[0], eager_states[0])
+    for a, b in zip(states[1:], eager_states[1:]):
+        assert_same(a, b, tol=1e-5)
+    np.testing.assert_allclose(losses, eager_losses, rtol=1e-5)
+    assert step.misses == 1 and step.hits == 4 and len(step.entries) == 2, step.explain()
+    assert "traced ahead" in step.explain().look_ahead[0]
+
+
+def test_dropout_draws_the_same_numbers_as_eager():
+    make = OPTIMIZERS["sgd-momentum"]
+    eager_losses, eager_states, _ = train(standard_step, make, compiled=False, dropout=0.5)
+    losses, states, step = train(standard_step, make, compiled=True, dropout=0.5)
+    assert_same(states[0], eager_states[0])         # the generator was put back
+    for a, b in zip(states[1:], eager_states[1:]):
+        assert_same(a, b, tol=1e-5)
+    assert step.hits == 4
+
+
+def test_llvm_backend_replays_from_the_second_call():
+    make = OPTIMIZERS["adam"]
+    eager_losses, eager_states, _ = train(standard_step, make, compiled=False, steps=4)
+    losses, states, step = train(standard_step, make, compiled=True, steps=4, backend="llvm")
+    assert_same(states[0], eager_states[0])
+    for a, b in zip(states[1:], eager_states[1:]):
+        assert_same(a, b, tol=1e-5)
+    assert step.misses == 1 and step.hits == 3
+
+
+def test_writes_into_arguments_and_grads_of_arguments_happen_once():
+    w = dg.nn.Parameter(dg.ones(3))
+    opt = dg.optim.SGD([w], lr=0.1, momentum=0.5)
+
+    def step(x, counter):
+        opt.zero_grad()
+        counter.add_(1)                     # an argument written in place
+        (w * x).sum().backward()            # x requires grad: x.grad accumulates
+        opt.step()
+
+    def run(fn):
+        with dg.no_grad():
+            w.copy_(dg.ones(3))
+        opt.state.clear()
+        w.grad = None
+        x, counter = dg.ones(3, requires_grad=True), dg.zeros(())
+        out = []
+        for _ in range(3):
+            fn(x, counter)
+            out.append((counter.item(), x.grad.numpy().copy(), w.detach().numpy().copy()))
+        return out
+    eager = run(step)
+    compiled = dg.compile(step, backend="interpreter")
+    got = run(compiled)
+    for (c1, g1, w1), (c2, g2, w2) in zip(eager, got):
+        assert c1 == c2
+        np.testing.assert_allclose(g1, g2, rtol=1e-6)
+        np.testing.assert_allclose(w1, w2, rtol=1e-6)
+    assert compiled.hits == 2 and compiled.misses == 1
+
+
+def test_a_function_that_changes_no_guarded_state_is_not_traced_twice():
+    model = net()
+    model.eval()
+    f = dg.compile(lambda x: model(x).sum(), backend="interpreter")
+    x, _ = batches(1)[0]
+    f(x)
+    f(x)
+    assert len(f.entries) == 1 and f.hits == 1 and not f.explain().look_ahead
+
+
+def _one_param_step(w, opt, second_state):
+    def step(x):
+        second = w.grad is not None         # True from the second call on
+        opt.zero_grad()
+        loss = (w * x).sum()
+        loss.backward()
+        second_state(second, loss)
+        opt.step()
+        return loss
+    return step
+
+
+def test_a_graph_break_in_the_second_state_is_met_by_the_second_call():
+    w = dg.nn.Parameter(dg.ones(3))
+    opt = dg.optim.SGD([w], lr=0.1, momentum=0.9)
+
+    def second_state(second, loss):
+        if second:
+            loss.item()                     # a graph break, in the second state only
+    step = dg.compile(_one_param_step(w, opt, second_state), backend="interpreter")
+    step(dg.ones(3))
+    np.testing.assert_allclose(w.detach().numpy(), 0.9)        # one step, not two
+    np.testing.assert_allclose(opt.state[w]["momentum_buffer"].numpy(), 1.0)
+    assert len(step.entries) == 1 and step.eager_reason is None
+    assert "graph break" in step.explain().look_ahead[0]
+    with pytest.warns(UserWarning, match="graph break"):       # met for real, once
+        step(dg.ones(3))
+    np.testing.assert_allclose(w.detach().numpy(), 0.9 - 0.1 * 1.9, rtol=1e-6)
+
+
+def test_an_exception_in_the_second_state_is_undone_and_raised_by_the_second_call():
+    w = dg.nn.Parameter(dg.ones(3))
+    opt = dg.optim.Adam([w], lr=0.1)
+
+    def second_state(second, loss):
+        if second:
+            raise ValueError("second call")
+    step = dg.compile(_one_param_step(w, opt, second_state), backend="interpreter")
+    step(dg.ones(3))
+    after_one = w.detach().numpy().copy()
+    assert opt.state[w]["step"].item() == 1
+    assert w.grad is not None and len(step.entries) == 1
+    assert "ValueError" in step.explain().look_ahead[0]
+    with pytest.raises(ValueError, match="second call"):
+        step(dg.ones(3))
+    # as eagerly: the second call raised before its optimizer step
+    assert opt.state[w]["step"].item() == 1
+    np.testing.assert_array_equal(w.detach().numpy(), after_one)
+

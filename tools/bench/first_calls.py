@@ -1,0 +1,253 @@
+"""First-call costs of the examples' compiled training steps, each in a fresh process.
+
+For each step (the MLP of W4/W7, examples/demo.py's CNN with Adam, examples/cifar10_cnn.py's
+tutorial CNN with SGD momentum at the tutorial's batch of 4, examples/char_transformer.py's
+transformer with AdamW) a child process builds the model and the step the way the example does
+(random data of the example's shapes), then calls the compiled step until a call neither traces
+nor compiles nor loads a kernel.  It reports each call's wall time, where the first calls' time
+went (tracing, the passes, LLVM optimization, machine-code generation, loading, the rest: eager
+execution inside the traces and the replays) and after how many calls the step first replays.
+
+    python -m tools.bench.first_calls                  # every step, cold and warm disk cache
+    python -m tools.bench.first_calls mlp cifar        # some of them
+
+``cold``: an empty ``DYNOGRAPH_CACHE_DIR``; ``warm``: the folder the cold process filled.
+``--repeat N`` measures each N times and prints medians.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+STEPS = ("mlp", "demo", "cifar", "transformer")
+MAX_CALLS = 10
+
+
+# ---------------------------------------------------------------- the steps (in the child)
+
+def _mlp_step(torch):
+    import numpy as np
+    nn, F = torch.nn, torch.nn.functional
+    rng = np.random.default_rng(0)
+    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                          nn.Linear(512, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+    x = torch.from_numpy(rng.standard_normal((128, 784)).astype(np.float32))
+    y = torch.from_numpy(rng.integers(0, 10, 128))
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step, lambda: (x, y)
+
+
+def _demo_step(torch):
+    import numpy as np
+    F = torch.nn.functional
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    from demo import DigitNet
+    rng = np.random.default_rng(0)
+    model = DigitNet()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    x = torch.from_numpy(rng.random((64, 1, 8, 8), dtype=np.float32))
+    y = torch.from_numpy(rng.integers(0, 10, 64))
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step, lambda: (x, y)
+
+
+def _cifar_step(torch):
+    import numpy as np
+    from tools.bench.workloads.training import _cifar_net
+    rng = np.random.default_rng(0)
+    net = _cifar_net(torch)
+    criterion = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
+    x = torch.from_numpy(rng.standard_normal((4, 3, 32, 32)).astype(np.float32))
+    y = torch.from_numpy(rng.integers(0, 10, 4))
+
+    def step(inputs, labels):
+        opt.zero_grad()
+        loss = criterion(net(inputs), labels)
+        loss.backward()
+        opt.step()
+        return loss
+    return step, lambda: (x, y)
+
+
+def _transformer_step(torch):
+    import numpy as np
+    nn, F = torch.nn, torch.nn.functional
+    vocab, block, batch, d_model, heads, layers = 80, 64, 32, 64, 4, 2
+
+    class CharTransformer(nn.Module):       # examples/char_transformer.py's model
+        def __init__(self):
+            super().__init__()
+            self.token = nn.Embedding(vocab, d_model)
+            self.position = nn.Embedding(block, d_model)
+            layer = nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=4 * d_model,
+                                               dropout=0.0, batch_first=True, norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+            self.norm = nn.LayerNorm(d_model)
+            self.head = nn.Linear(d_model, vocab)
+            self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(block))
+
+        def forward(self, idx):
+            t = idx.shape[1]
+            x = self.token(idx) + self.position(torch.arange(t))
+            x = self.encoder(x, mask=self.mask[:t, :t], is_causal=True)
+            return self.head(self.norm(x))
+
+    rng = np.random.default_rng(0)
+    model = CharTransformer()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    x = torch.from_numpy(rng.integers(0, vocab, (batch, block)))
+    y = torch.from_numpy(rng.integers(0, vocab, (batch, block)))
+
+    def step(x, y):
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+    return step, lambda: (x, y)
+
+
+_BUILDERS = {"mlp": _mlp_step, "demo": _demo_step, "cifar": _cifar_step,
+             "transformer": _transformer_step}
+
+
+class _Clock:
+    """Seconds spent inside some functions, patched in place (the child's own process)."""
+
+    def __init__(self):
+        self.spent = {}
+
+    def wrap(self, owner, attr, name):
+        fn = getattr(owner, attr)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.spent[name] = self.spent.get(name, 0.0) + time.perf_counter() - start
+        setattr(owner, attr, timed)
+
+
+def child(which):
+    """In the fresh process: one step's first calls, printed as JSON."""
+    from threadpoolctl import threadpool_limits
+    threadpool_limits(1, user_api="blas")       # as W7: idle BLAS threads make timings noisy
+    import dynograph as torch
+    from dynograph.compiler import compiled, pipeline
+    from dynograph.compiler.llvm import jit
+    from dynograph.runtime import backend, cache
+    clock = _Clock()
+    clock.wrap(compiled.CompiledFunction, "_trace", "trace")
+    clock.wrap(pipeline, "optimize", "passes")
+    clock.wrap(jit, "optimize", "llvm_optimize")
+    clock.wrap(jit, "emit_object", "llvm_total")
+    clock.wrap(jit, "load", "load")
+    clock.wrap(cache.DiskCache, "read", "disk_read")
+    torch.manual_seed(0)
+    fn, batch = _BUILDERS[which](torch)
+    step = torch.compile(fn)
+    calls, first_replay = [], None
+    for i in range(MAX_CALLS):
+        before = (len(step.entries), dict(backend.STATS), step.hits)
+        start = time.perf_counter()
+        step(*batch())
+        calls.append(time.perf_counter() - start)
+        stats = dict(backend.STATS)
+        if first_replay is None and step.hits > before[2]:
+            first_replay = i + 1
+        quiet = (len(step.entries) == before[0] and stats["compiled"] == before[1]["compiled"]
+                 and stats["disk_hits"] == before[1]["disk_hits"])
+        if quiet and first_replay is not None and i + 1 > first_replay:
+            break
+    else:
+        raise RuntimeError(f"{which}: still tracing or compiling after {MAX_CALLS} calls")
+    steady = statistics.median(calls[-1:] + [_timed(step, batch) for _ in range(4)])
+    first = calls[:-1]
+    spent = dict(clock.spent)
+    spent["llvm_codegen"] = spent.get("llvm_total", 0.0) - spent.get("llvm_optimize", 0.0)
+    spent["trace_only"] = spent.get("trace", 0.0) - spent.get("passes", 0.0)
+    print(json.dumps({"step": which, "calls_s": calls, "steady_s": steady,
+                      "first_replay": first_replay, "compile_s": sum(first) - len(first) * steady,
+                      "spent": spent, "stats": dict(backend.STATS),
+                      "eager_reason": step.eager_reason}))
+
+
+def _timed(step, batch):
+    start = time.perf_counter()
+    step(*batch())
+    return time.perf_counter() - start
+
+
+# ---------------------------------------------------------------- the parent
+
+def measure(which, cache_dir, env=None):
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, **(env or {}), DYNOGRAPH_CACHE_DIR=cache_dir, PYTHONPATH=path)
+    code = f"from tools.bench.first_calls import child; child({which!r})"
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{which}: child failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def cold_and_warm(which, env=None):
+    folder = tempfile.mkdtemp(prefix="dynograph-first-calls-")
+    try:
+        return measure(which, folder, env), measure(which, folder, env)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _line(kind, runs):
+    med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
+    spent = {k: statistics.median(r["spent"].get(k, 0.0) for r in runs)
+             for k in ("trace_only", "passes", "llvm_optimize", "llvm_codegen", "load")}
+    r = runs[0]
+    return (f"  {kind:4s} compile {med('compile_s'):6.3f} s  first replay: call "
+            f"{r['first_replay']}  steady {med('steady_s') * 1e3:6.1f} ms  calls "
+            + " ".join(f"{t:.3f}" for t in r["calls_s"])
+            + "\n        " + "  ".join(f"{k} {v:.3f}" for k, v in spent.items())
+            + f"  kernels compiled {r['stats']['compiled']} loaded from disk "
+            f"{r['stats']['disk_hits']}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("steps", nargs="*", help=f"some of {', '.join(STEPS)} (default all)")
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args(argv)
+    unknown = set(args.steps) - set(STEPS)
+    if unknown:
+        parser.error(f"unknown steps {sorted(unknown)}; choose from {', '.join(STEPS)}")
+    for which in args.steps or STEPS:
+        runs = [cold_and_warm(which) for _ in range(args.repeat)]
+        print(which)
+        print(_line("cold", [c for c, _ in runs]))
+        print(_line("warm", [w for _, w in runs]))
+
+
+if __name__ == "__main__":
+    main()
