@@ -3,6 +3,7 @@ BLAS (compiler/llvm/blas.py): every piece of a launch runs exactly once, whateve
 count, the piece count, a fork or a second launching thread; products equal numpy's."""
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -72,7 +73,12 @@ def test_every_piece_runs_once_and_the_workers_take_some(three_threads):
         extent = int(rng.integers(0, 3000))
         parts = int(rng.integers(1, 80))
         assert (_launch(three_threads, extent, parts) == 1).all(), (extent, parts)
-    assert three_threads.state[pool.HELPED] > before       # the workers ran pieces too
+    # the workers run pieces too (on a loaded machine they may wake after the caller took them
+    # all for a while: keep launching)
+    deadline = time.monotonic() + 30
+    while three_threads.state[pool.HELPED] == before and time.monotonic() < deadline:
+        assert (_launch(three_threads, 3000, 64) == 1).all()
+    assert three_threads.state[pool.HELPED] > before
 
 
 def test_the_pool_follows_the_thread_count(monkeypatch):

@@ -365,10 +365,13 @@ class Pool:
         self.lib.wake(self.address)
         for t in self.workers:
             t.join(timeout=1.0)
+        if any(t.is_alive() for t in self.workers):
+            _retired.append(self._words)    # a worker still reads the state: keep it alive
 
 
 _lock = threading.Lock()
 _current = []          # [Pool] of this process
+_retired = []
 _library = []
 
 
