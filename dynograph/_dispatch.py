@@ -33,6 +33,15 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"numpy\.")
 
 def call(op, *args, **attrs):
     """Run ``op`` on ``args`` (tensors, Python scalars, other attributes) eagerly."""
+    if len(args) == 2 and not attrs and op.kind == "elementwise" and TRACE.tracer is None \
+            and RECORDER.active is None:
+        a, b = args
+        if isinstance(a, Tensor) and isinstance(b, Tensor):
+            x, y = a._data, b._data
+            if x.dtype is y.dtype and x.shape == y.shape:
+                out = _alike(op, a, b, x, y)
+                if out is not None:
+                    return out
     if RECORDER.active is not None:
         return RECORDER.active.run(op.name, _call_profiled, op, args, attrs)
     if TRACE.tracer is not None:            # sizes the user's code handed over become ints
@@ -63,6 +72,42 @@ def call(op, *args, **attrs):
     if TRACE.tracer is not None:
         return _traced(op, args, attrs, result)
     return _result(op, args, attrs, result)
+
+
+# (op, numpy dtype) -> (impl, numpy result dtype), or None: the dtype rule's answer for two
+# floating tensors of that dtype (and one shape, no attributes), where it computes in that
+# dtype.  The rule depends on the dtypes alone (integer operands, whose results may take the
+# default dtype, are not kept); a rule that raises is asked again each time, so it raises again.
+_ALIKE = {}
+
+
+def _alike(op, a, b, x, y):
+    """``op(a, b)`` for tensors of one dtype and shape: what ``elementwise`` computes, without
+    its casts and broadcast checks (none apply), or None where the general path must run."""
+    key = (op, x.dtype)
+    entry = _ALIKE.get(key, False)
+    if entry is False:
+        ct, odt = op.dtype_rule(a, b)
+        entry = (op.impl, odt.np) if ct.np == x.dtype and not op.view else None
+        if x.dtype.kind in "fc":
+            _ALIKE[key] = entry
+    if entry is None:
+        return None
+    impl, odtn = entry
+    token = _np_quiet()
+    try:
+        r = impl(x, y)
+        if type(r) is not _ndarray:
+            r = np.asarray(r)
+        if r.dtype is not odtn and r.dtype != odtn:
+            r = r.astype(odtn)
+    finally:
+        _np_restore(token)
+    if CHECK_META:
+        check_meta(op, (a, b), {}, r)
+    if STATE.grad_enabled and op.differentiable and (a._rg or b._rg):
+        return _record(op, (a, b), {}, r)
+    return _wrap(r)
 
 
 def _result(op, args, attrs, result):
