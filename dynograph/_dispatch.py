@@ -33,15 +33,10 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"numpy\.")
 
 def call(op, *args, **attrs):
     """Run ``op`` on ``args`` (tensors, Python scalars, other attributes) eagerly."""
-    if len(args) == 2 and not attrs and op.kind == "elementwise" and TRACE.tracer is None \
-            and RECORDER.active is None:
-        a, b = args
-        if isinstance(a, Tensor) and isinstance(b, Tensor):
-            x, y = a._data, b._data
-            if x.dtype is y.dtype and x.shape == y.shape:
-                out = _alike(op, a, b, x, y)
-                if out is not None:
-                    return out
+    if not attrs and op.kind == "elementwise" and TRACE.tracer is None and RECORDER.active is None:
+        out = _simple(op, args)
+        if out is not None:
+            return out
     if RECORDER.active is not None:
         return RECORDER.active.run(op.name, _call_profiled, op, args, attrs)
     if TRACE.tracer is not None:            # sizes the user's code handed over become ints
@@ -74,29 +69,74 @@ def call(op, *args, **attrs):
     return _result(op, args, attrs, result)
 
 
-# (op, numpy dtype) -> (impl, numpy result dtype), or None: the dtype rule's answer for two
-# floating tensors of that dtype (and one shape, no attributes), where it computes in that
-# dtype.  The rule depends on the dtypes alone (integer operands, whose results may take the
-# default dtype, are not kept); a rule that raises is asked again each time, so it raises again.
-_ALIKE = {}
+# (op, numpy dtype[, scalar type, scalar position]) -> (impl, numpy result dtype), or None: the
+# dtype rule's answer for simple operands (see _simple) where it computes in the tensors' dtype.
+# For these operands the rule depends on the dtype and the scalar's type alone; only
+# float32/float64/complex tensors take this path (integer results may take the default dtype
+# and Python ints may wrap; half types' rules check a scalar's value).  A rule that raises is
+# asked again each time, so it raises again.
+_SIMPLE = {}
+_KEPT = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
+         np.dtype(np.complex128))
+_SMALL_INT = 1 << 31
 
 
-def _alike(op, a, b, x, y):
-    """``op(a, b)`` for tensors of one dtype and shape: what ``elementwise`` computes, without
-    its casts and broadcast checks (none apply), or None where the general path must run."""
-    key = (op, x.dtype)
-    entry = _ALIKE.get(key, False)
+def _number(v):
+    return type(v) is float or (type(v) is int and -_SMALL_INT < v < _SMALL_INT)
+
+
+def _simple(op, args):
+    """An elementwise ``op`` without attributes on simple operands: one tensor, two tensors of
+    one dtype and shape, or a tensor and a Python float (or small int).  What ``elementwise``
+    computes, without the casts and broadcast checks that cannot apply; None where the general
+    path must run."""
+    n = len(args)
+    if n == 1:
+        a = args[0]
+        if not isinstance(a, Tensor):
+            return None
+        x = a._data
+        key = (op, x.dtype)
+        values = (x,)
+        grad = a._rg
+    elif n == 2:
+        a, b = args
+        if isinstance(a, Tensor):
+            x = a._data
+            if isinstance(b, Tensor):
+                y = b._data
+                if x.dtype is not y.dtype or x.shape != y.shape:
+                    return None
+                key = (op, x.dtype, None)
+                values = (x, y)
+                grad = a._rg or b._rg
+            elif _number(b):
+                key = (op, x.dtype, type(b), 1)
+                values = (x, b)
+                grad = a._rg
+            else:
+                return None
+        elif isinstance(b, Tensor) and _number(a):
+            x = b._data
+            key = (op, x.dtype, type(a), 0)
+            values = (a, x)
+            grad = b._rg
+        else:
+            return None
+    else:
+        return None
+    entry = _SIMPLE.get(key, False)
     if entry is False:
-        ct, odt = op.dtype_rule(a, b)
-        entry = (op.impl, odt.np) if ct.np == x.dtype and not op.view else None
-        if x.dtype.kind in "fc":
-            _ALIKE[key] = entry
+        if x.dtype not in _KEPT:
+            return None
+        ct, odt = op.dtype_rule(*args)
+        entry = _SIMPLE[key] = (op.impl, odt.np) if ct.np == x.dtype and not op.view else None
     if entry is None:
         return None
     impl, odtn = entry
     token = _np_quiet()
     try:
-        r = impl(x, y)
+        r = impl(*values)
         if type(r) is not _ndarray:
             r = np.asarray(r)
         if r.dtype is not odtn and r.dtype != odtn:
@@ -104,9 +144,9 @@ def _alike(op, a, b, x, y):
     finally:
         _np_restore(token)
     if CHECK_META:
-        check_meta(op, (a, b), {}, r)
-    if STATE.grad_enabled and op.differentiable and (a._rg or b._rg):
-        return _record(op, (a, b), {}, r)
+        check_meta(op, args, {}, r)
+    if grad and STATE.grad_enabled and op.differentiable:
+        return _record(op, args, {}, r)
     return _wrap(r)
 
 
