@@ -25,6 +25,7 @@ numpy's random generators and of the clock from the traced code.
 """
 import dis
 import gc
+import importlib
 import os
 import random
 import sys
@@ -51,6 +52,8 @@ _CONSTRUCTORS = ("__init__", "__new__", "__post_init__")
 # attribute access itself: the frame that asked for the attribute guards it
 _ACCESSORS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__")
 
+# the import system's function that loads a module not yet in sys.modules
+_LOAD_MODULE = importlib._bootstrap._find_and_load.__code__
 _MAX_ITEMS = 64                     # containers larger than this are guarded by identity
 
 
@@ -353,6 +356,7 @@ class Watcher:
         self.keep = []                  # identities guarded stay unique
         self.effects = []               # (reason, where): calls that are side effects
         self._old = None
+        self._imports = 0               # imports the call started that are running now
 
     def user_code(self, frame):
         """Whether ``frame`` runs the user's code (watched, and not dynograph's own)."""
@@ -384,11 +388,24 @@ class Watcher:
     def _trace(self, frame, event, arg):
         """The trace hook's 'call' event: a frame starts; watched frames get line events."""
         try:
+            if self._imports:
+                return None
+            if frame.f_code is _LOAD_MODULE:
+                # a module loading for the first time (a dependency such as scipy loads on
+                # first use, which may be inside the call): its code runs once, at import, and
+                # sets up the module; none of it is the call's to guard or to repeat
+                self._imports += 1
+                return self._import_ends
             if frame.f_code.co_name not in _ACCESSORS and self.files.watched(frame):
                 return self._frame(frame)
         except Exception as e:
             self._failed(frame, e)
         return None
+
+    def _import_ends(self, frame, event, arg):
+        if event == "return":           # also when the import raised
+            self._imports -= 1
+        return self._import_ends
 
     def _failed(self, frame, e):
         self.effects.append((f"the compiler could not follow the Python code ({e!r})",
@@ -470,7 +487,8 @@ class Watcher:
 
     def _builtin(self, frame, fn):
         reason = _impure_call(fn)
-        if reason is not None and not self.files.inside_package(frame.f_code.co_filename):
+        if reason is not None and not self._imports and \
+                not self.files.inside_package(frame.f_code.co_filename):
             self.effects.append((reason, _where(frame, frame.f_lineno)))
 
     # ------------------------------------------------------------ after the trace

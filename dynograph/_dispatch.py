@@ -33,6 +33,10 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"numpy\.")
 
 def call(op, *args, **attrs):
     """Run ``op`` on ``args`` (tensors, Python scalars, other attributes) eagerly."""
+    if not attrs and op.kind == "elementwise" and TRACE.tracer is None and RECORDER.active is None:
+        out = _simple(op, args)
+        if out is not None:
+            return out
     if RECORDER.active is not None:
         return RECORDER.active.run(op.name, _call_profiled, op, args, attrs)
     if TRACE.tracer is not None:            # sizes the user's code handed over become ints
@@ -63,6 +67,87 @@ def call(op, *args, **attrs):
     if TRACE.tracer is not None:
         return _traced(op, args, attrs, result)
     return _result(op, args, attrs, result)
+
+
+# (op, numpy dtype[, scalar type, scalar position]) -> (impl, numpy result dtype), or None: the
+# dtype rule's answer for simple operands (see _simple) where it computes in the tensors' dtype.
+# For these operands the rule depends on the dtype and the scalar's type alone; only
+# float32/float64/complex tensors take this path (integer results may take the default dtype
+# and Python ints may wrap; half types' rules check a scalar's value).  A rule that raises is
+# asked again each time, so it raises again.
+_SIMPLE = {}
+_KEPT = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
+         np.dtype(np.complex128))
+_SMALL_INT = 1 << 31
+
+
+def _number(v):
+    return type(v) is float or (type(v) is int and -_SMALL_INT < v < _SMALL_INT)
+
+
+def _simple(op, args):
+    """An elementwise ``op`` without attributes on simple operands: one tensor, two tensors of
+    one dtype and shape, or a tensor and a Python float (or small int).  What ``elementwise``
+    computes, without the casts and broadcast checks that cannot apply; None where the general
+    path must run."""
+    n = len(args)
+    if n == 1:
+        a = args[0]
+        if not isinstance(a, Tensor):
+            return None
+        x = a._data
+        key = (op, x.dtype)
+        values = (x,)
+        grad = a._rg
+    elif n == 2:
+        a, b = args
+        if isinstance(a, Tensor):
+            x = a._data
+            if isinstance(b, Tensor):
+                y = b._data
+                if x.dtype is not y.dtype or x.shape != y.shape:
+                    return None
+                key = (op, x.dtype, None)
+                values = (x, y)
+                grad = a._rg or b._rg
+            elif _number(b):
+                key = (op, x.dtype, type(b), 1)
+                values = (x, b)
+                grad = a._rg
+            else:
+                return None
+        elif isinstance(b, Tensor) and _number(a):
+            x = b._data
+            key = (op, x.dtype, type(a), 0)
+            values = (a, x)
+            grad = b._rg
+        else:
+            return None
+    else:
+        return None
+    entry = _SIMPLE.get(key, False)
+    if entry is False:
+        if x.dtype not in _KEPT:
+            return None
+        ct, odt = op.dtype_rule(*args)
+        entry = _SIMPLE[key] = (op.impl, odt.np) if ct.np == x.dtype and not op.view else None
+    if entry is None:
+        return None
+    impl, odtn = entry
+    token = _np_quiet()
+    try:
+        r = impl(*values)
+        if type(r) is not _ndarray:
+            r = np.asarray(r)
+        if r.dtype is not odtn and r.dtype != odtn:
+            r = r.astype(odtn)
+    finally:
+        _np_restore(token)
+    if CHECK_META:
+        check_meta(op, args, {}, r)
+    if grad and STATE.grad_enabled and op.differentiable:
+        return _record(op, args, {}, r)
+    return _wrap(r)
 
 
 def _result(op, args, attrs, result):

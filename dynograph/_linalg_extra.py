@@ -69,8 +69,10 @@ def _solve_tri(A, B, upper, left=True, unitriangular=False):
     return call(X.linalg_solve_triangular, A, B, upper=upper, left=left, unitriangular=unitriangular)
 
 
-def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
-    """(X, A) with A X = b (A^T X = b when ``transpose``) for triangular A (legacy API)."""
+def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """(X, A) with A X = b (A^T X = b when ``transpose``) for triangular A (legacy API); the
+    keyword names are those of torch's binding (input, A)."""
+    b = input
     _tensor(b, "triangular_solve", "input", 1)
     _tensor(A, "triangular_solve", "A", 2)
     for t, name in ((b, "b"), (A, "A")):
@@ -84,15 +86,18 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     return r if out is None else _triangular_solve_t(tuple(finish(v, o) for v, o in zip(r, out)))
 
 
-def cholesky_solve(B, L, upper=False, *, out=None):
-    """X with A X = B, given the Cholesky factor of A (lower L, or upper U with A = U^T U)."""
+def cholesky_solve(input, input2, upper=False, *, out=None):
+    """X with A X = B, given the Cholesky factor of A (lower L, or upper U with A = U^T U);
+    B is ``input`` and the factor ``input2``, as torch's binding names them."""
+    B, L = input, input2
     _tensor(B, "cholesky_solve", "input", 1)
     _tensor(L, "cholesky_solve", "input2", 2)
     return finish(call(X.cholesky_solve, B, L, upper=upper), out)
 
 
-def cholesky_inverse(L, upper=False, *, out=None):
-    """The inverse of A from its Cholesky factor."""
+def cholesky_inverse(input, upper=False, *, out=None):
+    """The inverse of A from its Cholesky factor ``input``."""
+    L = input
     _tensor(L, "cholesky_inverse", "input", 1)
     return finish(call(X.cholesky_inverse, L, upper=upper), out)
 
@@ -200,9 +205,9 @@ def lu_legacy(A, pivot=True, get_infos=False, out=None):
     return result if out is None else tuple(finish(v, o) for v, o in zip(result, out))
 
 
-def lu_solve_legacy(b, LU_data, LU_pivots, *, out=None):
-    """torch.lu_solve(b, LU_data, LU_pivots)."""
-    return lu_solve(LU_data, LU_pivots, b, out=out)
+def lu_solve_legacy(input, LU_data, LU_pivots, *, out=None):
+    """torch.lu_solve(input, LU_data, LU_pivots): X with A X = input."""
+    return lu_solve(LU_data, LU_pivots, input, out=out)
 
 
 # ---------------------------------------------------------------- solve/inv/cholesky with info
@@ -316,10 +321,11 @@ def eigvals(A, *, out=None):
 
 # ---------------------------------------------------------------- matrix functions
 
-def matrix_exp(A, *, out=None):
-    """The matrix exponential exp(A) = sum_k A^k / k!."""
-    _tensor(A, "linalg_matrix_exp", "input", 1)
-    return finish(call(X.linalg_matrix_exp, A), out)
+def matrix_exp(input, *, out=None):
+    """The matrix exponential exp(A) = sum_k A^k / k! (torch.matrix_exp and
+    torch.linalg.matrix_exp both name the matrix ``input``)."""
+    _tensor(input, "linalg_matrix_exp", "input", 1)
+    return finish(call(X.linalg_matrix_exp, input), out)
 
 
 def cond(A, p=None, *, out=None):

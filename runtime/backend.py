@@ -22,6 +22,7 @@ for every backend, by the description's hash.
 import abc
 import contextlib
 import os
+import sys
 import threading
 
 STATS = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
@@ -90,14 +91,28 @@ def kernel_function(backend, kernel):
         fn = _loaded.get(key)
         if fn is not None:
             return fn
-        name = f"dg_{kernel.key}"
-        obj = backend.disk.read(kernel.key) if backend.disk is not None else None
-        if obj is not None:
-            STATS["disk_hits"] += 1
-        else:
-            obj = backend.compile(backend.render(kernel, name), name, kernel)
-            STATS["compiled"] += 1
-            if backend.disk is not None:
-                backend.disk.write(kernel.key, obj)
-        fn = _loaded[key] = backend.load(obj, name, kernel)
+        hooks = sys.getprofile(), sys.gettrace()
+        # getting a kernel is the runtime's work, not the program's: a trace's watcher (these
+        # hooks, compiler/watch.py) must not see it (the clock, the temporary file's random
+        # name and llvmlite's objects would look like the program's side effects)
+        sys.setprofile(None)
+        sys.settrace(None)
+        try:
+            fn = _loaded[key] = _get(backend, kernel)
+        finally:
+            sys.setprofile(hooks[0])
+            sys.settrace(hooks[1])
         return fn
+
+
+def _get(backend, kernel):
+    name = f"dg_{kernel.key}"
+    obj = backend.disk.read(kernel.key) if backend.disk is not None else None
+    if obj is not None:
+        STATS["disk_hits"] += 1
+    else:
+        obj = backend.compile(backend.render(kernel, name), name, kernel)
+        STATS["compiled"] += 1
+        if backend.disk is not None:
+            backend.disk.write(kernel.key, obj)
+    return backend.load(obj, name, kernel)

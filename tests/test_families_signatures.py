@@ -26,11 +26,6 @@ EXCEPTIONS = {
     # schema artifacts: Tensor.where's first schema argument is the condition, copy_'s second
     # overload (copy_.Tensor) is not reachable from Python
     "Tensor.where": {"input"}, "Tensor.copy_": {"other"},
-    # not yet aligned: the linear-algebra functions name their matrices differently from
-    # torch's bindings (a, b / B, L / LU ...); to be renamed where they are defined
-    "cholesky_inverse": {"input"}, "cholesky_solve": {"input", "input2"},
-    "Tensor.cholesky_solve": {"input2"}, "lu_solve": {"input"}, "matrix_exp": {"input"},
-    "triangular_solve": {"input"},
     # nn.functional: elu_'s schema has the fused-ELU scale arguments torch's Python form does
     # not show; one_hot's first argument is named tensor in torch's documented signature
     "F.elu_": {"input_scale", "scale"}, "F.one_hot": {"input"},

@@ -109,3 +109,21 @@ print(json.dumps([str(t.dtype), str(dynograph.tensor(a).dtype), str(dynograph.as
                   (t + 1).tolist(), t.numpy() is not None and np.shares_memory(t.numpy(), a)]))
 """)
     assert r == ["dynograph.bfloat16"] * 3 + [[2.5, 4.0], True]
+
+
+def test_first_use_inside_a_compiled_function():
+    # the trace runs the imports (scipy's module code reads the clock, sets globals): they are
+    # no side effect of the traced call, so no graph break under fullgraph=True
+    r = _python("""
+import json, sys
+import dynograph as torch
+
+def step(x):
+    return torch.sigmoid(x) * torch.special.erf(x) + x.to(torch.bfloat16).float()
+
+x = torch.randn(3, 4)
+compiled = torch.compile(step, fullgraph=True)
+got = [compiled(x), compiled(x)]
+print(json.dumps([bool(torch.allclose(g, step(x), rtol=1e-6, atol=1e-6)) for g in got] + %s))
+""" % _loaded(("ml_dtypes", "scipy.special")))
+    assert r == [True, True, "ml_dtypes", "scipy.special"]

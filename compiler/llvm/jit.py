@@ -1,5 +1,10 @@
-"""All of dynograph's LLVM plumbing: target initialization, the host TargetMachine, the O3
+"""All of dynograph's LLVM plumbing: target initialization, the host TargetMachine, the O2
 pass pipeline, object code emission and the JIT engine.
+
+The pipeline is LLVM's O2 with loop and SLP vectorization: the kernels are single loop nests
+that O2 vectorizes as O3 does (the examples' training steps and the elementwise benchmarks run
+as fast), while O3 takes twice as long to optimize them and, on reductions, up to fifty times
+as long (its unrolling of the vectorized reduction loops).
 
 Compiled kernels are cached (runtime/backend.py) in memory by their description's hash, and on
 disk as object code in the runtime's disk cache (runtime/cache.py, folder ``kernels``) under
@@ -87,12 +92,15 @@ DISK = DiskCache("kernels", ".o", _header)
 RUNTIME = DiskCache("runtime", ".o", _header)
 
 
+SPEED_LEVEL = 2     # LLVM's -O level of the pass pipeline (see above)
+
+
 def optimize(module_text):
-    """Parse, verify and optimize LLVM IR text at O3 for the host; returns the ModuleRef."""
+    """Parse, verify and optimize LLVM IR text for the host; returns the ModuleRef."""
     state = _init()
     mod = llvm.parse_assembly(module_text)
     mod.verify()
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pb = llvm.create_pass_builder(state["tm"], pto)
@@ -101,7 +109,7 @@ def optimize(module_text):
 
 
 def emit_object(module_text, name, describe=""):
-    """Object code of LLVM IR text, optimized at O3 for the host."""
+    """Object code of LLVM IR text, optimized for the host."""
     start = time.perf_counter()
     with _lock:
         mod = optimize(module_text)

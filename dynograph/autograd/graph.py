@@ -103,17 +103,35 @@ class OpNode(Node):
         self._inputs = inputs
         self.attrs = attrs
         self._outputs = outputs                 # the output buffers, not the tensors (no cycle)
+        self._freed = False
+        if len(inputs) == 2:                    # a binary op (the most common), without lists
+            x, y = inputs
+            if isinstance(x, Tensor) and isinstance(y, Tensor):
+                vx, vy = x._vc, y._vc
+                self._versions = (0 if vx is None else vx[0], 0 if vy is None else vy[0])
+                self.next_functions = (
+                    NO_EDGE if not x._rg else (accumulator(x), 0) if x.grad_fn is None
+                    else (x.grad_fn, x._output_nr),
+                    NO_EDGE if not y._rg else (accumulator(y), 0) if y.grad_fn is None
+                    else (y.grad_fn, y._output_nr))
+                return
         versions, edges = [], []
         for x in inputs:
             if isinstance(x, Tensor):
-                versions.append(x._version)
-                edges.append(edge_of(x))
+                # x._version and edge_of(x), inline: this runs for every recorded op
+                vc = x._vc
+                versions.append(0 if vc is None else vc[0])
+                if not x._rg:
+                    edges.append(NO_EDGE)
+                elif x.grad_fn is None:
+                    edges.append((accumulator(x), 0))
+                else:
+                    edges.append((x.grad_fn, x._output_nr))
             else:
                 versions.append(None)
                 edges.append(NO_EDGE)
         self._versions = tuple(versions)
         self.next_functions = tuple(edges)
-        self._freed = False
 
     _shown_as = None         # the name of the PyTorch primitive a composite stands for
 

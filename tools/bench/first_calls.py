@@ -139,9 +139,12 @@ class _Clock:
         self.spent = {}
 
     def wrap(self, owner, attr, name):
+        from dynograph._trace_hook import TRACE
         fn = getattr(owner, attr)
 
         def timed(*args, **kwargs):
+            if TRACE.tracer is not None:    # (eager kernels compiled while tracing: the
+                return fn(*args, **kwargs)  # clock would be a graph break of the user's code)
             start = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
