@@ -13,8 +13,8 @@ def llvm_kernels():
     """The llvm backend's compiled direct kernels, lent to eager ops (runtime/host_kernels.py);
     imported when the first eager op asks."""
     from .llvm.backend import LLVM
-    from .lowering.program import Plan
-    return lambda kernel: Plan(LLVM, kernel)
+    from .lowering.program import Host
+    return Host(LLVM)
 
 
 host_kernels.install(llvm_kernels)

@@ -91,18 +91,25 @@ def kernel_function(backend, kernel):
         fn = _loaded.get(key)
         if fn is not None:
             return fn
-        hooks = sys.getprofile(), sys.gettrace()
-        # getting a kernel is the runtime's work, not the program's: a trace's watcher (these
-        # hooks, compiler/watch.py) must not see it (the clock, the temporary file's random
-        # name and llvmlite's objects would look like the program's side effects)
-        sys.setprofile(None)
-        sys.settrace(None)
-        try:
+        with unwatched():
             fn = _loaded[key] = _get(backend, kernel)
-        finally:
-            sys.setprofile(hooks[0])
-            sys.settrace(hooks[1])
         return fn
+
+
+@contextlib.contextmanager
+def unwatched():
+    """Runtime work done inside a user's call (getting a kernel, starting the worker pool) with
+    the profile and trace hooks off: a trace's watcher (compiler/watch.py) must not see it (the
+    clock, a temporary file's random name, llvmlite's objects, the runtime's own caches would
+    look like the program's side effects)."""
+    hooks = sys.getprofile(), sys.gettrace()
+    sys.setprofile(None)
+    sys.settrace(None)
+    try:
+        yield
+    finally:
+        sys.setprofile(hooks[0])
+        sys.settrace(hooks[1])
 
 
 def _get(backend, kernel):

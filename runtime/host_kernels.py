@@ -1,5 +1,6 @@
 """Compiled kernels for eager ops on the host: the hook through which a code generator lends
-the eager core the ``compile_kernel`` callable that direct rules take (compiler/lowering/direct.py).
+the eager core the ``compile_kernel`` callable that direct rules take (compiler/lowering/direct.py),
+and its matrix product (``compile_kernel.matmul``, where it has one).
 
 The eager core sits below the backends: it cannot import one.  A higher layer (compile()'s
 backend table, compiler/backends.py) installs a *provider*, a function that imports the backend
@@ -10,7 +11,12 @@ eager ops keep their numpy implementations.
 """
 import threading
 
-__all__ = ["install", "compiler"]
+import numpy as np
+
+__all__ = ["install", "compiler", "matmul"]
+
+# products of fewer multiply-adds stay with numpy: its BLAS runs them on one thread anyway
+MIN_PRODUCT = 1 << 18
 
 _provider = None
 _compile = None         # the provider's callable, once loaded
@@ -44,10 +50,26 @@ def compiler():
     return _compile
 
 
+def matmul(a, b, bias=None, alpha=1, beta=1):
+    """``a @ b`` of 2-D float arrays (with ``bias``: addmm's ``beta * bias + alpha * (a @ b)``)
+    by the lending backend, or None (numpy then): the products large enough to split over the
+    threads, which then share the cores with the kernels instead of competing with them."""
+    m, k = a.shape
+    n = b.shape[1]
+    if m * k * n < MIN_PRODUCT:
+        return None
+    compile_kernel = compiler()
+    product = getattr(compile_kernel, "matmul", None)
+    if product is None:
+        return None
+    return product(a, b, np.empty((m, n), a.dtype), bias, alpha, beta)
+
+
 def _guarded(backend_compile):
     def compile_kernel(kernel):
         try:
             return backend_compile(kernel)
         except Exception:               # a kernel the backend cannot compile
             return None
+    compile_kernel.matmul = getattr(backend_compile, "matmul", None)
     return compile_kernel

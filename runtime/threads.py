@@ -7,7 +7,16 @@ keeps its pool at this count).
 """
 import os
 
-_count = []
+
+
+def usable_cores():
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+_count = [usable_cores()]
 
 
 def set_threads(n):
@@ -17,13 +26,4 @@ def set_threads(n):
 
 def count():
     """The number of threads work is split over (the calling one included)."""
-    if not _count:
-        _count.append(usable_cores())
     return _count[0]
-
-
-def usable_cores():
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1

@@ -10,10 +10,11 @@ is 1 while a compiled program runs (``single_threaded``: any other numpy product
 the calling thread, next to the pool, not against it).
 
 The BLAS functions are those numpy itself uses, found through threadpoolctl (the library's
-path) and by name (``cblas_sgemm``, possibly with OpenBLAS's ``scipy_`` prefix and ``64_``
-suffix).  Integer arguments are passed as 64-bit values, which both the 32- and the 64-bit
-integer interfaces read correctly on the little-endian 64-bit targets this is used on.  Where
-no BLAS is found (another numpy build), ``gemm`` returns None and the caller uses numpy.
+path) and by name (``cblas_sgemm``, ``openblas_set_num_threads``..., possibly with numpy's
+``scipy_`` prefix and ``64_`` suffix), called directly.  Integer arguments are passed as
+64-bit values, which both the 32- and the 64-bit integer interfaces read correctly on the
+little-endian 64-bit targets this is used on.  Where no OpenBLAS is found (another numpy
+build), ``gemm`` returns None and the caller uses numpy.
 
 ``addmm``'s ``beta * input + alpha * (a @ b)`` is finished by the task, row by row, in the
 order numpy computes it eagerly (the product scaled by alpha, then ``input`` or ``input *
@@ -28,6 +29,7 @@ import threading
 import numpy as np
 from llvmlite import ir
 
+from dynograph.runtime.backend import unwatched
 from . import jit
 from .pool import call_pointer
 
@@ -133,9 +135,14 @@ class _Library:
         self.set_threads, self.get_threads = set_threads, get_threads
         self._tasks = None
 
-    @property
-    def tasks(self):
-        """dtype -> the address of the task computing its products."""
+    def tasks(self, workers):
+        """dtype -> the address of the task computing its products (callable on ``workers``)."""
+        if self._tasks is None:
+            with _lock, unwatched():
+                self._load(workers)
+        return self._tasks
+
+    def _load(self, workers):
         if self._tasks is None:
             source = _module()
             key = "gemm-" + hashlib.sha256(source.encode()).hexdigest()[:32]
@@ -144,9 +151,10 @@ class _Library:
                 obj = jit.emit_object(source, "dg_gemm")
                 jit.RUNTIME.write(key, obj)
             tasks = jit.load_all(obj, ["dg_gemm_f32", "dg_gemm_f64"])
+            for task in tasks.values():
+                workers.lib.add(task)
             self._tasks = {np.dtype(np.float32): tasks["dg_gemm_f32"],
                            np.dtype(np.float64): tasks["dg_gemm_f64"]}
-        return self._tasks
 
 
 _found = []
@@ -156,7 +164,7 @@ _lock = threading.Lock()
 def _blas():
     """The _Library of numpy's BLAS, or None where it cannot be used."""
     if not _found:
-        with _lock:
+        with _lock, unwatched():
             if not _found:
                 _found.append(_find())
     return _found[0]
@@ -174,16 +182,25 @@ def _find():
         if lib.internal_api != "openblas":
             continue        # only OpenBLAS is known to take a thread count per call this way
         library = ctypes.CDLL(lib.filepath)
-        functions = {}
-        for dtype, letter in ((np.float32, "s"), (np.float64, "d")):
-            for name in (f"scipy_cblas_{letter}gemm64_", f"cblas_{letter}gemm64_",
-                         f"cblas_{letter}gemm"):
-                if hasattr(library, name):
-                    functions[np.dtype(dtype)] = ctypes.cast(getattr(library, name),
-                                                             ctypes.c_void_p).value
-                    break
-        if len(functions) == 2:
-            return _Library(functions, lib.set_num_threads, lib.get_num_threads)
+        gemms = [_symbol(library, "cblas_sgemm"), _symbol(library, "cblas_dgemm")]
+        get, set_ = _symbol(library, "openblas_get_num_threads"), \
+            _symbol(library, "openblas_set_num_threads")
+        if None in gemms or get is None or set_ is None:
+            continue
+        get.restype, get.argtypes = ctypes.c_int, []
+        set_.restype, set_.argtypes = None, [ctypes.c_int]
+        functions = {np.dtype(np.float32): ctypes.cast(gemms[0], ctypes.c_void_p).value,
+                     np.dtype(np.float64): ctypes.cast(gemms[1], ctypes.c_void_p).value}
+        return _Library(functions, set_, get)
+    return None
+
+
+def _symbol(library, name):
+    """The function ``name`` of an OpenBLAS build, whose names may carry numpy's ``scipy_``
+    prefix and ``64_`` suffix (64-bit integers), or None."""
+    for candidate in (f"scipy_{name}64_", f"{name}64_", name):
+        if hasattr(library, candidate):
+            return getattr(library, candidate)
     return None
 
 
@@ -229,7 +246,8 @@ def gemm(workers, a, b, out, bias=None, alpha=1.0, beta=1.0):
         block[BIAS] = view.ctypes.data
         block[BIAS_ROW], block[BIAS_COL] = (s // size for s in view.strides)
     with single_threaded():
-        workers.run(library.tasks[dtype], block.ctypes.data, n if by_columns else m, pieces)
+        workers.run(library.tasks(workers)[dtype], block.ctypes.data, n if by_columns else m,
+                    pieces)
     return out
 
 

@@ -33,6 +33,7 @@ import numpy as np
 from llvmlite import ir
 
 from dynograph.runtime import config, threads
+from dynograph.runtime.backend import unwatched
 from . import jit
 
 MAX_POINTERS = 64                   # trampolines exist for kernels of up to this many buffers
@@ -301,14 +302,15 @@ class _Library:
         self.spin = ctypes.CFUNCTYPE(None, ctypes.c_int64)(fns["dg_pool_spin"])
         self.trampolines = [None] + [fns[f"dg_trampoline_{n}"] for n in range(1, MAX_POINTERS + 1)]
         self.pauses_per_us = _calibrate(self.spin)
-        self.callers = {}
+        self.callers = {task: _TASK(task) for task in self.trampolines[1:]}
 
     def call(self, task, args, begin, end):
-        """``task(args, begin, end)`` on this thread."""
-        caller = self.callers.get(task)
-        if caller is None:
-            caller = self.callers[task] = _TASK(task)
-        caller(args, begin, end)
+        """``task(args, begin, end)`` on this thread (a trampoline, or a task ``add``ed)."""
+        self.callers[task](args, begin, end)
+
+    def add(self, task):
+        """Make ``task`` callable on this thread too (``call``)."""
+        self.callers.setdefault(task, _TASK(task))
 
 
 _TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
@@ -391,7 +393,7 @@ def pool():
     current = _current[0] if _current else None
     if current is not None and current.threads == n:
         return current
-    with _lock:
+    with _lock, unwatched():
         if _current and _current[0].threads == n:
             return _current[0]
         if _current:

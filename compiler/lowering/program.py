@@ -146,7 +146,7 @@ class _ExternStep:
     def __init__(self, node, slot, batch, backend):
         self.node, self.batch, self.backend = node, batch, backend
         self.op = REGISTRY.get(node.op)
-        self.host = _Host(backend)
+        self.host = Host(backend)
         self.outs = [slot(v) for v in node.outs]
         self.args = _template(node.args, slot, batch)
         self.attrs = {k: _template(v, slot, batch) for k, v in node.attrs.items()}
@@ -175,7 +175,7 @@ class _ExternStep:
             env[s] = r
 
 
-class _Host:
+class Host:
     """What a direct rule (direct.py) gets of the backend: ``host(kernel)`` compiles a kernel
     description to a Plan, ``host.matmul`` is the backend's matrix product."""
     __slots__ = ("backend", "matmul")

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from dynograph.runtime import dtypes as D
+from dynograph.runtime import dtypes as D, host_kernels
 from . import eager
 from ..lowering.direct import addmm_into, matmul_into
 from .core import TensorSpec, broadcast_shapes, check_broadcast, define, type_name, wrap_dim
@@ -27,6 +27,7 @@ from .movement import expand_shape, prod
 LAPACK = (np.dtype(np.float32), np.dtype(np.float64),      # complex: solve and inv only
            np.dtype(np.complex64), np.dtype(np.complex128))    # (compiler/ops/complex_numbers.py)
 _BOOL = np.dtype(np.bool_)
+_PRODUCTS = (np.dtype(np.float32), np.dtype(np.float64))   # what host_kernels.matmul takes
 _INF = math.inf
 
 
@@ -245,6 +246,10 @@ def _mm(a, b):
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.dtype != b.dtype \
             or a.dtype == _BOOL:
         raise ValueError("mm")
+    if a.dtype in _PRODUCTS:      # large products on the backend's threads (host_kernels)
+        out = host_kernels.matmul(a, b)
+        if out is not None:
+            return out
     return _lowp(np.dot, a, b)         # np.dot: see conv._gemm on np.matmul's slow layouts
 
 
@@ -291,6 +296,10 @@ def _addmm(inp, a, b, beta=1, alpha=1):
     if shape is None or a.shape[1] != b.shape[0] or not inp.dtype == a.dtype == b.dtype \
             or a.dtype == _BOOL or not _fits(inp.shape, shape):
         raise ValueError("addmm")
+    if a.dtype in _PRODUCTS and type(alpha) in (int, float) and type(beta) in (int, float):
+        out = host_kernels.matmul(a, b, inp, alpha, beta)
+        if out is not None:
+            return out
     return _fused(np.matmul, inp, a, b, beta=beta, alpha=alpha)
 
 
