@@ -13,6 +13,8 @@ import threading
 
 import numpy as np
 
+from dynograph.runtime import threads
+
 __all__ = ["install", "compiler", "matmul"]
 
 # products of fewer multiply-adds stay with numpy: its BLAS runs them on one thread anyway
@@ -56,7 +58,7 @@ def matmul(a, b, bias=None, alpha=1, beta=1):
     threads, which then share the cores with the kernels instead of competing with them."""
     m, k = a.shape
     n = b.shape[1]
-    if m * k * n < MIN_PRODUCT:
+    if m * k * n < MIN_PRODUCT or threads.count() <= 1:     # one thread: numpy's BLAS as is
         return None
     compile_kernel = compiler()
     product = getattr(compile_kernel, "matmul", None)
