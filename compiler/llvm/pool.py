@@ -393,6 +393,8 @@ def pool():
     current = _current[0] if _current else None
     if current is not None and current.threads == n:
         return current
+    if current is None and n <= 1:
+        return None
     with _lock, unwatched():
         if _current and _current[0].threads == n:
             return _current[0]
