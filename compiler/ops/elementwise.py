@@ -1370,7 +1370,24 @@ def _masked_fill(x, mask, value):
         value = value.astype(x.dtype)               # torch converts the value to x's dtype
     elif type(value) is int and x.dtype.kind in "iu":
         value = _wrap_int(value, x.dtype)
+    if type(value) is int and value == 0 and x.dtype in _ZERO_BY_MASK and mask.shape == x.shape \
+            and x.flags.c_contiguous and mask.flags.c_contiguous:
+        return _zero_where(x, mask)
     return np.where(mask, value, x)
+
+
+# masked_fill(x, mask, 0) (relu's derivative) clears x's bits where mask holds: the same values
+# as np.where (NaNs kept where the mask is false, +0 where it is true), branch-free: np.where
+# on a random mask costs about ten times as much
+_ZERO_BY_MASK = {np.dtype(t): np.dtype(f"i{np.dtype(t).itemsize}")
+                 for t in (np.float32, np.float64, np.int32, np.int64)}
+
+
+def _zero_where(x, mask):
+    ints = _ZERO_BY_MASK[x.dtype]
+    keep = mask.astype(ints)                    # 1 where cleared, 0 where kept
+    np.subtract(keep, 1, out=keep)              # 0 where cleared, all bits set where kept
+    return np.bitwise_and(x.view(ints), keep).view(x.dtype)
 
 
 masked_fill = define_elementwise(
