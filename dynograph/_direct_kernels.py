@@ -89,7 +89,10 @@ def run(op, args, attrs):
         if len(_owners) > MAX_OWNERS:
             _owners.popitem(last=False)
     else:
-        _owners.move_to_end(key)
+        try:
+            _owners.move_to_end(key)
+        except KeyError:                # another thread dropped it meanwhile: its owner still works
+            pass
     if owner is None:
         return None
     result = op.kernel(owner, arrays, attrs, None, compile_kernel)

@@ -21,6 +21,7 @@ from .autograd.profiler import RECORDER
 
 _ndarray = np.ndarray
 _wrap = Tensor._wrap
+_new = object.__new__
 
 # DYNOGRAPH_CHECK_META=1 (always on in the test suite) checks every op's meta rule against
 # what eager execution produced, so shape/dtype rules used by the tracer cannot drift.
@@ -147,7 +148,9 @@ def _simple(op, args):
         check_meta(op, args, {}, r)
     if grad and STATE.grad_enabled and op.differentiable:
         return _record(op, args, {}, r)
-    return _wrap(r)
+    out = _new(Tensor)                  # Tensor._wrap, inline
+    out._data = r
+    return out
 
 
 def _result(op, args, attrs, result):

@@ -626,8 +626,11 @@ for _name in ("abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcs
 
 # ---------------------------------------------------------------- operators
 
+_OPERANDS = (Tensor, int, float, complex)
+
+
 def _operand(x):
-    return isinstance(x, (Tensor, int, float, complex))
+    return isinstance(x, _OPERANDS)
 
 
 _np_generic = np.generic
@@ -639,14 +642,14 @@ def _operator(op, reflected=False):
     count as the Python numbers they hold, as in torch."""
     if reflected:
         def method(self, other):
-            if not _operand(other):
+            if not isinstance(other, _OPERANDS):       # _operand, inline: every operator
                 if not isinstance(other, _np_generic):
                     return NotImplemented
                 other = other.item()
             return call(op, other, self)
     else:
         def method(self, other):
-            if not _operand(other):
+            if not isinstance(other, _OPERANDS):
                 if not isinstance(other, _np_generic):
                     return NotImplemented
                 other = other.item()

@@ -9,6 +9,7 @@ asks, so ``import dynograph`` does not load LLVM.  When the provider fails (no l
 working JIT) or a kernel does not compile, ``compiler()`` and ``compile_kernel`` answer None and
 eager ops keep their numpy implementations.
 """
+import os
 import threading
 
 import numpy as np
@@ -24,6 +25,15 @@ _provider = None
 _compile = None         # the provider's callable, once loaded
 _failed = False         # the provider raised: no compiled kernels in this process
 _lock = threading.Lock()
+
+
+def _new_lock_in_child():
+    """A forked child may inherit the lock held by a thread it does not have."""
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def install(provider):

@@ -266,8 +266,29 @@ def _lower_div(b, x, y, rounding_mode=None):
         if rounding_mode == "floor" and not x.dtype.is_floating_point:
             q = b.sub(q, b.cast(_wrong_sign(b, b.rem(x, y), y), q.dtype))
         return q
+    if x.dtype.itemsize == 2:           # half tensors by a tensor: every step rounds (_div_half)
+        return _lower_div_half(b, x, y, rounding_mode)
     q = b.div(x, y)
     return b.call_math("trunc" if rounding_mode == "trunc" else "floor", q)
+
+
+def _lower_div_half(b, x, y, rounding_mode):
+    dt = x.dtype
+
+    def r(h):
+        return b.round_to(h, dt)
+    q = r(b.div(x, y))
+    if rounding_mode == "trunc":
+        return b.call_math("trunc", q)
+    zero, one = _zero(b, x), _one(b, x)
+    mod = r(b.rem(x, y))
+    div = r(b.div(r(b.sub(x, mod)), y))
+    div = b.select(_wrong_sign(b, mod, y), r(b.sub(div, one)), div)
+    floordiv = b.call_math("floor", div)
+    floordiv = b.select(b.cmp("gt", r(b.sub(div, floordiv)), b.const(0.5, dt)),
+                        r(b.add(floordiv, one)), floordiv)
+    floordiv = b.select(b.cmp("eq", div, zero), b.call_math("copysign", zero, q), floordiv)
+    return b.select(b.cmp("eq", y, zero), q, floordiv)
 
 
 def _lower_remainder(b, x, y):
@@ -575,10 +596,13 @@ def _polygamma_value(b, x, n):
     pole = b.and_(b.cmp("eq", x, b.call_math("floor", x)), b.cmp("le", x, zero))
     if n == 0:
         return b.select(b.and_(pole, negative), b.const(math.nan, x.dtype), out)
-    return b.select(pole, b.const((-1.0) ** (n + 1) * math.inf, x.dtype), out)
+    out = b.select(pole, b.const((-1.0) ** (n + 1) * math.inf, x.dtype), out)
+    return b.select(b.cmp("eq", x, b.const(math.inf, x.dtype)), b.const(math.nan, x.dtype), out)
 
 
 def _lower_polygamma(b, x, n):
+    if n == 1:
+        return _lower_trigamma(b, x)
     if x.dtype is D.float64:
         return _polygamma_value(b, x, n)
     return b.cast(_polygamma_value(b, b.cast(x, D.float64), n), x.dtype)
@@ -586,6 +610,46 @@ def _lower_polygamma(b, x, n):
 
 def _lower_digamma(b, x):
     return _lower_polygamma(b, x, 0)
+
+
+# trigamma (polygamma(1, x), digamma's derivative) follows torch's own algorithm, in the
+# input's float type: reflection through sin(pi x) below 1/2, six recurrence steps, then the
+# asymptotic series.  At the poles (0, -1, -2, ...) sin(pi x) is not exactly zero in floating
+# point, so torch's value there is large and finite (about 1.3e15 in float32, 6.6e32 in
+# float64 at x = -1), and at 0 and -0 it is inf; dynograph gives the same numbers.
+
+def _trigamma(x):
+    ft = x.dtype.type
+    pi = ft(math.pi)
+    reflect = x < 0.5
+    sin_pi_x = np.sin(pi * x)
+    result = np.where(reflect, -(pi * pi) / (sin_pi_x * sin_pi_x), ft(0))
+    x = np.where(reflect, 1 - x, x)
+    for _ in range(6):
+        result = result + 1 / (x * x)
+        x = x + 1
+    ixx = 1 / (x * x)
+    result = result + (1 + 1 / (2 * x) + ixx * (ft(1 / 6) - ixx * (ft(1 / 30) - ixx * ft(1 / 42)))) / x
+    return np.where(reflect, -result, result)
+
+
+def _lower_trigamma(b, x):
+    dt = x.dtype
+    one = _one(b, x)
+    pi = b.const(math.pi, dt)
+    reflect = b.cmp("lt", x, b.const(0.5, dt))
+    sin_pi_x = b.call_math("sin", b.mul(pi, x))
+    result = b.select(reflect, b.neg(b.div(b.mul(pi, pi), b.mul(sin_pi_x, sin_pi_x))), _zero(b, x))
+    x = b.select(reflect, b.sub(one, x), x)
+    for _ in range(6):
+        result = b.add(result, b.div(one, b.mul(x, x)))
+        x = b.add(x, one)
+    ixx = b.div(one, b.mul(x, x))
+    c = [b.const(np.asarray(1 / k, dt.np).item(), dt) for k in (6, 30, 42)]
+    poly = b.mul(ixx, b.sub(c[0], b.mul(ixx, b.sub(c[1], b.mul(ixx, c[2])))))
+    tail = b.div(b.add(b.add(one, b.div(one, b.mul(b.const(2, dt), x))), poly), x)
+    result = b.add(result, tail)
+    return b.select(reflect, b.neg(result), result)
 
 
 # ---------------------------------------------------------------- unary
@@ -770,7 +834,10 @@ logit = _unary("logit", _logit, promote_float, _logit_vjp, lowering=_lower_logit
 def _polygamma(x, n):
     if n == 0:
         return _special.psi(x)
-    return _special.polygamma(n, x)
+    if n == 1:
+        return _trigamma(x)
+    # torch's Hurwitz zeta turns +inf into NaN for n >= 2 (its tail term is 0 * inf)
+    return np.where(x == np.inf, np.nan, _special.polygamma(n, x)).astype(x.dtype)
 
 
 def _polygamma_rule(x, n):
@@ -847,11 +914,34 @@ def _scaled(b, alpha):
     return b * alpha
 
 
+def _is_half_array(a):
+    return type(a) is np.ndarray and a.itemsize == 2 and a.dtype.kind not in "iu"
+
+
+def _to_half(x, dt):
+    """``x`` (an array or a Python number) converted to the half type ``dt`` as torch converts
+    it (a number through float32), as float32 values."""
+    return np.asarray(x).astype(np.float32).astype(dt).astype(np.float32)
+
+
+def _add_half(a, b, alpha):
+    """a + alpha * b for float16/bfloat16 as torch's kernel computes it: a Python number and
+    alpha are first converted to the tensor's type, then a + alpha * b is one fused
+    multiply-add in float32, rounded once (the product of two half values is exact in float32)."""
+    dt = a.dtype if _is_half_array(a) else b.dtype
+    A, B = _to_half(a, dt), _to_half(b, dt)
+    return (A + B if alpha == 1 else A + B * _to_half(alpha, dt)).astype(dt)
+
+
 def _add(a, b, alpha=1):
+    if _is_half_array(a) or _is_half_array(b):     # the rule keeps half types (_add_rule)
+        return _add_half(a, b, alpha)
     return np.add(a, b if alpha == 1 else _scaled(b, alpha))
 
 
 def _sub(a, b, alpha=1):
+    if _is_half_array(a) or _is_half_array(b):
+        return _add_half(a, b, -alpha)
     return np.subtract(a, b if alpha == 1 else _scaled(b, alpha))
 
 
@@ -859,7 +949,9 @@ def _add_rule(a, b, alpha=1):
     dt = result_type(a, b)
     if alpha != 1 or type(alpha) is not int:
         _check_alpha(dt, alpha)
-    return _OPMATH.get(dt, dt), dt
+    # half types compute in the half type itself: torch rounds a number operand and alpha to
+    # it before the float32 arithmetic (mul and div keep the number in float32 instead)
+    return dt, dt
 
 
 def _is_bool(x):
@@ -902,9 +994,33 @@ def _check_int_divisor(a, b):
         raise RuntimeError("ZeroDivisionError")
 
 
+def _div_half(a, b, rounding_mode):
+    """Rounded division of two float16/bfloat16 tensors as torch's CPU kernel computes it:
+    its vectorized half arithmetic rounds every step to the dtype (trunc rounds the quotient
+    before truncating; floor runs Python's floor-division algorithm step by step)."""
+    dt = a.dtype if _is_half_array(a) else b.dtype
+    f32 = np.float32
+
+    def r(x):                           # one step's result, rounded to the dtype
+        return np.asarray(x, f32).astype(dt).astype(f32)
+    A, B = r(a), r(b)
+    q = r(A / B)
+    if rounding_mode == "trunc":
+        return np.trunc(q).astype(dt)
+    mod = r(np.fmod(A, B))
+    div = r(r(A - mod) / B)
+    div = np.where((mod != 0) & ((B < 0) != (mod < 0)), r(div - 1), div)
+    floordiv = np.floor(div)
+    floordiv = np.where(r(div - floordiv) > 0.5, r(floordiv + 1), floordiv)
+    floordiv = np.where(div == 0, np.copysign(f32(0), q), floordiv)
+    return np.where(B == 0, q, floordiv).astype(dt)
+
+
 def _div(a, b, rounding_mode=None):
     if rounding_mode is None:
         return np.true_divide(a, b)
+    if _is_half_array(a) or _is_half_array(b):      # the rule keeps half types (_div_rule)
+        return _div_half(a, b, rounding_mode)
     integer = _is_int_array(a) or _is_int_array(b) or (type(a) is int and type(b) is int)
     if integer:
         _check_int_divisor(a, b)
@@ -928,7 +1044,15 @@ def _div_rule(a, b, rounding_mode=None):
     ct, dt = promote(a, b)
     if dt is D.bool:
         raise not_implemented(f"div_{rounding_mode}_cpu", dt)
+    if dt in _OPMATH and _numel(b) != 1:
+        # torch computes a half tensor by a one-element divisor (a number) in float32 and
+        # rounds once; by a tensor it rounds every step: the impl sees the half type then
+        return dt, dt
     return ct, dt
+
+
+def _numel(x):
+    return math.prod(x.shape) if _is_tensor(x) else 1
 
 
 def _div_vjp(ctx, g):
@@ -1370,7 +1494,24 @@ def _masked_fill(x, mask, value):
         value = value.astype(x.dtype)               # torch converts the value to x's dtype
     elif type(value) is int and x.dtype.kind in "iu":
         value = _wrap_int(value, x.dtype)
+    if type(value) is int and value == 0 and x.dtype in _ZERO_BY_MASK and mask.shape == x.shape \
+            and x.flags.c_contiguous and mask.flags.c_contiguous:
+        return _zero_where(x, mask)
     return np.where(mask, value, x)
+
+
+# masked_fill(x, mask, 0) (relu's derivative) clears x's bits where mask holds: the same values
+# as np.where (NaNs kept where the mask is false, +0 where it is true), branch-free: np.where
+# on a random mask costs about ten times as much
+_ZERO_BY_MASK = {np.dtype(t): np.dtype(f"i{np.dtype(t).itemsize}")
+                 for t in (np.float32, np.float64, np.int32, np.int64)}
+
+
+def _zero_where(x, mask):
+    ints = _ZERO_BY_MASK[x.dtype]
+    keep = mask.astype(ints)                    # 1 where cleared, 0 where kept
+    np.subtract(keep, 1, out=keep)              # 0 where cleared, all bits set where kept
+    return np.bitwise_and(x.view(ints), keep).view(x.dtype)
 
 
 masked_fill = define_elementwise(

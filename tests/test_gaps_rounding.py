@@ -1,0 +1,109 @@
+"""float16/bfloat16 arithmetic rounds where torch's CPU kernels round: rounded division of two
+half tensors rounds every step (by a number or a one-element tensor it computes in float32);
+add/sub convert a number operand and alpha to the half type first.  Eager and compiled, bit
+for bit against torch over many values."""
+import numpy as np
+import pytest
+
+import dynograph
+from conftest import from_torch
+
+HALF = ["bfloat16", "float16"]
+
+
+def _values(torch, dt, n=20000, seed=0, scale=50.0):
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal(n) * scale).astype(np.float32)
+    a[:40] = 0
+    a[40:80] = np.round(a[40:80])            # exact quotients and remainders
+    a[80:90] = -a[80:90] * 1e30              # past float16's range: inf
+    return torch.tensor(a).to(getattr(torch, dt))
+
+
+def _same_bits(ours, theirs):
+    t = theirs.float().numpy()
+    d = ours.float().numpy()
+    same = ((t == d) & (np.signbit(t) == np.signbit(d))) | (np.isnan(t) & np.isnan(d))
+    assert same.all(), f"{(~same).sum()} differ, first at {np.argwhere(~same)[:1].tolist()}"
+
+
+@pytest.fixture(scope="module")
+def compiled_div():
+    return dynograph.compile(lambda a, b, mode: dynograph.div(a, b, rounding_mode=mode))
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_rounded_division_of_half_tensors(torch, compiled_div, dt, mode):
+    a = _values(torch, dt)
+    b = _values(torch, dt, seed=1, scale=3.0)
+    b[:20] = 0                               # x / 0: inf, nan and signed zeros
+    divisors = {"tensor": b, "broadcast": b[:100], "one element": b[7:8],
+                "0-dim float32": b[7].float(), "number": 0.37, "negative number": -2.7}
+    for name, d in divisors.items():
+        x = a.reshape(-1, 100) if name == "broadcast" else a
+        theirs = torch.div(x, d, rounding_mode=mode)
+        ours = dynograph.div(from_torch(x), from_torch(d) if hasattr(d, "dtype") else d,
+                             rounding_mode=mode)
+        assert str(ours.dtype) == "dynograph." + dt, name
+        _same_bits(ours, theirs)
+    _same_bits(compiled_div(from_torch(a), from_torch(b), mode),
+               torch.div(a, b, rounding_mode=mode))
+    _same_bits(compiled_div(from_torch(a), 0.37, mode), torch.div(a, 0.37, rounding_mode=mode))
+
+
+@pytest.mark.parametrize("dt", HALF)
+def test_floor_divide_operator_of_half_tensors(torch, dt):
+    a, b = _values(torch, dt, n=4000), _values(torch, dt, n=4000, seed=2, scale=0.3)
+    _same_bits(from_torch(a) // from_torch(b), a // b)
+    _same_bits(dynograph.floor_divide(from_torch(a), from_torch(b)), torch.floor_divide(a, b))
+
+
+SCALAR_FORMS = {
+    "t + s": lambda t, s: t + s, "s + t": lambda t, s: s + t, "t - s": lambda t, s: t - s,
+    "s - t": lambda t, s: s - t, "t * s": lambda t, s: t * s, "t / s": lambda t, s: t / s,
+    "t.add(s, alpha=0.3)": lambda t, s: t.add(s, alpha=0.3),
+    "t.sub(s, alpha=3)": lambda t, s: t.sub(s, alpha=3),
+}
+
+
+@pytest.mark.parametrize("dt", HALF)
+def test_half_tensor_with_a_number(torch, dt):
+    t = _values(torch, dt, scale=10.0)
+    ours_t = from_torch(t)
+    for s in (0.1, 1 / 3, 2.7182818, 100.7, 1e-3, 3, -0.3):
+        for form, f in SCALAR_FORMS.items():
+            ours = f(ours_t, s)
+            assert str(ours.dtype) == "dynograph." + dt
+            _same_bits(ours, f(t, s))
+            g = dynograph.compile(lambda x: f(x, s))      # noqa: B023 (called at once)
+            _same_bits(g(ours_t), f(t, s))
+
+
+@pytest.mark.parametrize("dt", HALF)
+def test_half_tensors_added_with_alpha_and_mixed_operands(torch, dt):
+    a, b = _values(torch, dt, scale=10.0), _values(torch, dt, seed=3)
+    cases = [
+        lambda T, x, y: x.add(y, alpha=0.3), lambda T, x, y: x.sub(y, alpha=2.7),
+        lambda T, x, y: T.add(x, y, alpha=3), lambda T, x, y: x + y,
+        lambda T, x, y: x + T.tensor(0.1, dtype=T.float32),           # 0-dim float32
+        lambda T, x, y: x - T.tensor(0.3, dtype=T.float64),
+        lambda T, x, y: T.arange(x.shape[0]) + x,                      # int64 tensor
+    ]
+    for case in cases:
+        theirs = case(torch, a, b)
+        ours = case(dynograph, from_torch(a), from_torch(b))
+        assert str(ours.dtype) == "dynograph." + dt
+        _same_bits(ours, theirs)
+        g = dynograph.compile(lambda x, y: case(dynograph, x, y))     # noqa: B023
+        _same_bits(g(from_torch(a), from_torch(b)), theirs)
+
+
+def test_half_add_gradients_still_scale_by_alpha(torch):
+    a = torch.tensor([1.5, -2.25, 3.0], dtype=torch.bfloat16, requires_grad=True)
+    b = torch.tensor([0.5, 4.0, -1.0], dtype=torch.bfloat16, requires_grad=True)
+    da, db = from_torch(a, True), from_torch(b, True)
+    a.sub(b, alpha=0.3).sum().backward()
+    da.sub(db, alpha=0.3).sum().backward()
+    _same_bits(da.grad, a.grad)
+    _same_bits(db.grad, b.grad)
