@@ -511,6 +511,31 @@ def test_memory_reuses_buffers_after_the_last_use():
     assert graph.replace().memory_plan is plan
 
 
+def test_memory_keeps_a_split_base_alive_while_its_pieces_are_read():
+    # each result of split views exp's buffer: sin's result must not take that buffer while
+    # the second piece is still to be read
+    graph = memory(parse_graph(_text("""
+        graph {
+          input %0: f32[4] x
+          %1: f32[4] = exp(%0)
+          %2: f32[2], %3: f32[2] = split(%1, split_size=2, dim=0)
+          %4: f32[2] = mul(%2, 2)
+          %5: f32[2] = sin(%4)
+          %6: f32[2] = add(%5, %3)
+          return %6
+        }""")))
+    plan = graph.memory_plan
+    _assert_plan_sound(graph, plan)
+    exp, split, mul, sin = graph.nodes[:4]
+    assert plan.buffers[split.outs[0]] == plan.buffers[split.outs[1]] == plan.buffers[exp.outs[0]]
+    assert plan.lifetimes[exp.outs[0]] == (0, 4)        # until add reads the second piece
+    assert plan.buffers[sin.outs[0]] != plan.buffers[exp.outs[0]]
+    x = np.arange(4, dtype=np.float32)
+    expect = np.sin(np.exp(x[:2]) * 2) + np.exp(x[2:])
+    from dynograph.compiler.llvm.backend import run
+    np.testing.assert_allclose(run(graph, [x])[0][0], expect, rtol=1e-6)
+
+
 def test_memory_marks_elementwise_updates_in_place():
     graph = memory(fusion(parse_graph(_text(SGD_STEP))))
     assert graph.memory_plan.inplace == ["w", "buf"]

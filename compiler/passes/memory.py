@@ -3,8 +3,8 @@ written in place.  An analysis: ``memory`` returns the graph with ``memory_plan`
 
 Buffers.  Every value a node produces gets memory, except
 
-* views (``view``, ``t``, ``expand``... as plain nodes): they share their base's buffer and
-  keep it alive as long as they are read;
+* views (``view``, ``t``, ``expand``, each result of ``split``... as plain nodes): they share
+  their base's buffer and keep it alive as long as they are read;
 * values that leave the graph (outputs, updates, and the bases of views that do): the runtime
   hands them to the user;
 * graph inputs: the runtime owns them.
@@ -57,8 +57,10 @@ def _nbytes(v):
 
 
 def _is_view(node):
+    """Whether every result of ``node`` is a view of its first argument (split and unbind give
+    several)."""
     op = REGISTRY.get(node.op)
-    return op is not None and op.view and len(node.outs) == 1 and bool(node.args)
+    return op is not None and op.view and bool(node.args)
 
 
 def plan_memory(graph):
@@ -71,7 +73,8 @@ def plan_memory(graph):
         for v in node.outs:
             defined[v] = i
         if _is_view(node) and node.args[0] in base.keys() | defined.keys() | inputs:
-            base[node.outs[0]] = base.get(node.args[0], node.args[0])
+            for v in node.outs:
+                base[v] = base.get(node.args[0], node.args[0])
     escaping = {base.get(v, v) for v in (*graph.outputs, *(v for _, v in graph.updates))}
     plan = MemoryPlan()
     frees = {}                              # node index -> values whose buffer frees after it
