@@ -21,6 +21,19 @@ def test_random_programs_agree_with_eager(backend):
     assert not found, "\n".join(reports)
 
 
+def test_random_programs_agree_with_eager_with_every_kernel_in_pieces(monkeypatch):
+    # the fuzzer's tensors are small: with pieces of any size, every kernel is split over three
+    # threads (and products over the pool), as large ones are
+    from dynograph.compiler.llvm import backend, blas
+    from dynograph.runtime import threads
+    monkeypatch.setattr(threads, "_count", [3])
+    monkeypatch.setattr(backend, "PIECE_MIN", 1)
+    monkeypatch.setattr(blas, "MIN_FLOPS", 1)
+    reports = []
+    found = fuzz_compile.fuzz(PROGRAMS // 3, SEED + 7, "llvm", report=reports.append)
+    assert not found, "\n".join(reports)
+
+
 def test_programs_are_reproducible_from_their_seed():
     a = fuzz_compile.generate(7, tuple(fuzz_compile.CATEGORIES))
     b = fuzz_compile.generate(7, tuple(fuzz_compile.CATEGORIES))
