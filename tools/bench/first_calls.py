@@ -12,7 +12,9 @@ execution inside the traces and the replays) and after how many calls the step f
     python -m tools.bench.first_calls mlp cifar        # some of them
 
 ``cold``: an empty ``DYNOGRAPH_CACHE_DIR``; ``warm``: the folder the cold process filled.
-``--repeat N`` measures each N times and prints medians.
+``--repeat N`` measures each N times and prints medians.  ``--compare`` also measures, in
+alternation, the compiler as it was before issue 14's first-call work (no look-ahead trace,
+LLVM at O3 with loop interleaving), so that both run under the same load.
 """
 import argparse
 import json
@@ -153,14 +155,19 @@ class _Clock:
         setattr(owner, attr, timed)
 
 
-def child(which):
-    """In the fresh process: one step's first calls, printed as JSON."""
+def child(which, before=False):
+    """In the fresh process: one step's first calls, printed as JSON.  ``before``: without the
+    look-ahead trace, LLVM at O3 with loop interleaving (for comparisons)."""
     from threadpoolctl import threadpool_limits
     threadpool_limits(1, user_api="blas")       # as W7: idle BLAS threads make timings noisy
     import dynograph as torch
     from dynograph.compiler import compiled, pipeline
     from dynograph.compiler.llvm import jit
     from dynograph.runtime import backend, cache
+    if before:
+        compiled.CompiledFunction._look_ahead = lambda *args: None
+        jit.SPEED_LEVEL = 3
+        jit.TUNING = dict(jit.TUNING, loop_interleaving=True)
     clock = _Clock()
     clock.wrap(compiled.CompiledFunction, "_trace", "trace")
     clock.wrap(pipeline, "optimize", "passes")
@@ -205,10 +212,10 @@ def _timed(step, batch):
 
 # ---------------------------------------------------------------- the parent
 
-def measure(which, cache_dir, env=None):
+def measure(which, cache_dir, before=False):
     path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, **(env or {}), DYNOGRAPH_CACHE_DIR=cache_dir, PYTHONPATH=path)
-    code = f"from tools.bench.first_calls import child; child({which!r})"
+    env = dict(os.environ, DYNOGRAPH_CACHE_DIR=cache_dir, PYTHONPATH=path)
+    code = f"from tools.bench.first_calls import child; child({which!r}, {before!r})"
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                        text=True)
     if r.returncode != 0:
@@ -216,10 +223,10 @@ def measure(which, cache_dir, env=None):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def cold_and_warm(which, env=None):
+def cold_and_warm(which, before=False):
     folder = tempfile.mkdtemp(prefix="dynograph-first-calls-")
     try:
-        return measure(which, folder, env), measure(which, folder, env)
+        return measure(which, folder, before), measure(which, folder, before)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -241,15 +248,22 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("steps", nargs="*", help=f"some of {', '.join(STEPS)} (default all)")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--compare", action="store_true",
+                        help="also measure the compiler before the first-call work")
     args = parser.parse_args(argv)
     unknown = set(args.steps) - set(STEPS)
     if unknown:
         parser.error(f"unknown steps {sorted(unknown)}; choose from {', '.join(STEPS)}")
+    variants = (True, False) if args.compare else (False,)
     for which in args.steps or STEPS:
-        runs = [cold_and_warm(which) for _ in range(args.repeat)]
-        print(which)
-        print(_line("cold", [c for c, _ in runs]))
-        print(_line("warm", [w for _, w in runs]))
+        runs = {v: [] for v in variants}
+        for _ in range(args.repeat):
+            for v in variants:          # alternating: both see the same load
+                runs[v].append(cold_and_warm(which, v))
+        for v in variants:
+            print(which + (" (before)" if v else ""))
+            print(_line("cold", [c for c, _ in runs[v]]))
+            print(_line("warm", [w for _, w in runs[v]]))
 
 
 if __name__ == "__main__":
