@@ -56,6 +56,7 @@ class Undo:
     def rollback(self):
         for tensor, a, saved, version in reversed(self.writes):
             a[...] = saved
+            tensor._data = a                # (an op may have given it a new array since)
             if tensor._vc is not None:
                 tensor._vc[0] = version
         for table, items in reversed(self.tables):
