@@ -178,12 +178,13 @@ def child(which, before=False):
     torch.manual_seed(0)
     fn, batch = _BUILDERS[which](torch)
     step = torch.compile(fn)
-    calls, first_replay = [], None
+    calls, cpu, first_replay = [], [], None
     for i in range(MAX_CALLS):
         before = (len(step.entries), dict(backend.STATS), step.hits)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         step(*batch())
         calls.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
         stats = dict(backend.STATS)
         if first_replay is None and step.hits > before[2]:
             first_replay = i + 1
@@ -193,21 +194,24 @@ def child(which, before=False):
             break
     else:
         raise RuntimeError(f"{which}: still tracing or compiling after {MAX_CALLS} calls")
-    steady = statistics.median(calls[-1:] + [_timed(step, batch) for _ in range(4)])
+    more = [_timed(step, batch) for _ in range(4)]
+    steady = statistics.median(calls[-1:] + [wall for wall, _ in more])
+    steady_cpu = statistics.median(cpu[-1:] + [c for _, c in more])
     first = calls[:-1]
     spent = dict(clock.spent)
     spent["llvm_codegen"] = spent.get("llvm_total", 0.0) - spent.get("llvm_optimize", 0.0)
     spent["trace_only"] = spent.get("trace", 0.0) - spent.get("passes", 0.0)
     print(json.dumps({"step": which, "calls_s": calls, "steady_s": steady,
                       "first_replay": first_replay, "compile_s": sum(first) - len(first) * steady,
+                      "compile_cpu_s": sum(cpu[:-1]) - len(first) * steady_cpu,
                       "spent": spent, "stats": dict(backend.STATS),
                       "eager_reason": step.eager_reason}))
 
 
 def _timed(step, batch):
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     step(*batch())
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - start_cpu
 
 
 # ---------------------------------------------------------------- the parent
@@ -236,7 +240,8 @@ def _line(kind, runs):
     spent = {k: statistics.median(r["spent"].get(k, 0.0) for r in runs)
              for k in ("trace_only", "passes", "llvm_optimize", "llvm_codegen", "load")}
     r = runs[0]
-    return (f"  {kind:4s} compile {med('compile_s'):6.3f} s  first replay: call "
+    return (f"  {kind:4s} compile {med('compile_s'):6.3f} s (CPU {med('compile_cpu_s'):6.3f} s)"
+            f"  first replay: call "
             f"{r['first_replay']}  steady {med('steady_s') * 1e3:6.1f} ms  calls "
             + " ".join(f"{t:.3f}" for t in r["calls_s"])
             + "\n        " + "  ".join(f"{k} {v:.3f}" for k, v in spent.items())
