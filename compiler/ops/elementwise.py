@@ -4,7 +4,10 @@ Each op's ``impl`` receives numpy arrays already converted to the compute dtype 
 ``dtype_rule`` chose (Python scalars stay Python scalars, which numpy treats as weak),
 so the implementations here are one numpy call each.  Like PyTorch's CPU kernels,
 float16 and bfloat16 compute in float32 ("opmath") and round once at the end; the
-dispatcher casts the result to the output dtype.  A dtype rule also raises PyTorch's
+dispatcher casts the result to the output dtype.  Where PyTorch first converts a number
+operand (or another dtype's tensor) to the half type, or rounds between steps (add/sub,
+remainder, fmod, atan2, pow, rounded division of two half tensors), the rule keeps the half
+type as the compute type and the impl converts its operands itself.  A dtype rule also raises PyTorch's
 error for dtypes the op does not support, naming the kernel as PyTorch does
 (``"bitwise_and_cpu" not implemented for 'Float'``).
 
