@@ -386,8 +386,8 @@ def _preserved(a, out):
     """``out`` (a copy of ``a``) with the strides a preserve_format copy takes in PyTorch: a
     dense ``a``'s own strides (those of its size-1 dimensions included), else those
     ``infer_dense_strides`` gives.  numpy keeps no strides for empty arrays."""
-    if a.size == 0:
-        return out
+    if a.size == 0 or (a.strides == out.strides and a.itemsize == out.itemsize):
+        return out                  # a dense input's own strides already (a copy is dense)
     item = a.itemsize
     own = tuple(s // item for s in a.strides)
     want = own if is_dense(a) else infer_dense_strides(a.shape, own)
