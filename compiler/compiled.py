@@ -4,8 +4,10 @@ A ``CompiledFunction`` keeps a small cache of entries.  Each entry holds one tra
 (optimized by the pass pipeline), the bindings of its inputs to the user's tensors, the
 effects to apply after a call (state written in place, slots given new tensors) and the guards
 it was specialized on.  A call whose guards hold runs the graph on the chosen backend; a miss
-traces again (the traced call itself runs eagerly, so it is always exact).  A function that
-cannot be captured (a graph break) runs eagerly from then on, with one warning.
+traces again (the traced call itself runs eagerly, so it is always exact); a traced call that
+changed state its graph is guarded on (a training step's first call) also traces the state it
+left and undoes that run (``_look_ahead``, compiler/undo.py), so the next call replays.  A
+function that cannot be captured (a graph break) runs eagerly from then on, with one warning.
 """
 import copy
 import functools

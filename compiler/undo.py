@@ -21,13 +21,13 @@ class Undo:
     def __init__(self, params=()):
         """``params``: tensors whose ``.grad`` the trace may change before the tracer meets
         them (``model.zero_grad()`` before the forward)."""
-        from dynograph._random import _GENERATORS
+        from dynograph._random import live_generators
         self.writes = []            # (tensor, its array, copy of the elements, version before)
         self.seen = set()           # (address, shape, strides) of the views journaled
         self.tables = []            # (dict, its items before): module tables, optimizer state
         self.optimizers = []        # (optimizer, its state dict object, {param: its dict})
         self.grads = [(p, p._grad) for p in params]     # (tensor, its .grad before)
-        self.rngs = [(g, copy.deepcopy(g._np.bit_generator.state)) for g in list(_GENERATORS)]
+        self.rngs = [(g, copy.deepcopy(g._np.bit_generator.state)) for g in live_generators()]
 
     def before_write(self, tensor):
         """``tensor``'s memory is about to be written: keep its elements (once per view)."""
@@ -56,6 +56,7 @@ class Undo:
     def rollback(self):
         for tensor, a, saved, version in reversed(self.writes):
             a[...] = saved
+            tensor._data = a                # (an op may have given it a new array since)
             if tensor._vc is not None:
                 tensor._vc[0] = version
         for table, items in reversed(self.tables):

@@ -264,15 +264,17 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
 # ---------------------------------------------------------------- *_like
 
 def _like_perm(input, memory_format):
-    """The layout a ``*_like`` result takes: input's own (if dense) or a channels-last one."""
+    """The layout a ``*_like`` result takes: input's own (if dense), the order of its
+    dimensions' strides (if not: PyTorch's infer_dense_strides) or a channels-last one."""
     a = input._data
     name = getattr(memory_format, "name", "preserve_format")
     if name == "preserve_format":
-        if a.flags.c_contiguous or a.ndim < 2 or not C.is_dense(a):
+        if a.flags.c_contiguous or a.ndim < 2 or a.size == 0:
             return None
+        strides = a.strides if C.is_dense(a) else C.infer_dense_strides(a.shape, a.strides)
         # outermost dimension first: larger strides outside
         # size-1 dimensions go inside their equal-stride neighbour, so they keep its stride
-        return tuple(sorted(builtins.range(a.ndim), key=lambda d: (-a.strides[d], a.shape[d] == 1, d)))
+        return tuple(sorted(builtins.range(a.ndim), key=lambda d: (-strides[d], a.shape[d] == 1, d)))
     if name == "contiguous_format":
         return None
     return _memory_perm(memory_format, a.ndim)

@@ -115,6 +115,11 @@ class Generator:
 default_generator = Generator()
 
 
+def live_generators():
+    """Every Generator that exists (a compiled function's look-ahead puts their states back)."""
+    return list(_GENERATORS)
+
+
 def generator_of(bits):
     """The dynograph Generator whose numpy Generator is ``bits`` (the tracer binds the owner,
     since ``manual_seed`` replaces the numpy Generator)."""

@@ -1,7 +1,8 @@
 """float16/bfloat16 arithmetic rounds where torch's CPU kernels round: rounded division of two
 half tensors rounds every step (by a number or a one-element tensor it computes in float32);
-add/sub convert a number operand and alpha to the half type first.  Eager and compiled, bit
-for bit against torch over many values."""
+add/sub, remainder, fmod, atan2 and pow convert a number operand (or another dtype's tensor)
+and alpha to the half type first, mul and div keep the number in float32.  Eager and
+compiled, bit for bit against torch over many values."""
 import numpy as np
 import pytest
 
@@ -107,3 +108,42 @@ def test_half_add_gradients_still_scale_by_alpha(torch):
     da.sub(db, alpha=0.3).sum().backward()
     _same_bits(da.grad, a.grad)
     _same_bits(db.grad, b.grad)
+
+
+OTHER_FORMS = {
+    "t ** s": lambda T, t, s: t ** s, "s ** t": lambda T, t, s: s ** t,
+    "t % s": lambda T, t, s: t % s, "s % t": lambda T, t, s: s % t,
+    "t.fmod(s)": lambda T, t, s: t.fmod(s),
+    "t % 0-dim float64": lambda T, t, s: t % T.tensor(s, dtype=T.float64),
+    "t ** 0-dim float32": lambda T, t, s: t ** T.tensor(s),
+    "atan2(t, 0-dim)": lambda T, t, s: t.atan2(T.tensor(s)),
+}
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("form", sorted(OTHER_FORMS))
+def test_half_tensor_with_a_number_in_other_ops(torch, dt, form):
+    f = OTHER_FORMS[form]
+    t = _values(torch, dt, n=4000, scale=10.0)
+    t[:20] = t[:20].abs()                    # positive bases for fractional powers
+    ours_t = from_torch(t)
+    for s in (0.1, 1 / 3, 2.7182818, 100.7, 2, 3, -2, 0.5, -0.5, -1, 2.0000001):
+        theirs = f(torch, t, s)
+        ours = f(dynograph, ours_t, s)
+        assert str(ours.dtype) == "dynograph." + dt
+        compiled = dynograph.compile(lambda x: f(dynograph, x, s))(ours_t)    # noqa: B023
+        for v in (ours, compiled):
+            if form.startswith(("atan2", "t ** 0-dim")):
+                _same_bits_but_a_few_ulps(v, theirs)
+            else:
+                _same_bits(v, theirs)
+
+
+def _same_bits_but_a_few_ulps(ours, theirs):
+    """torch's vectorized pow/atan2 are not numpy's float32 functions: an ulp there flips a
+    half rounding now and then; all but a few elements are the same bits, those one ulp off."""
+    t, d = theirs.float().numpy(), ours.float().numpy()
+    differ = ~((t == d) | (np.isnan(t) & np.isnan(d)))
+    assert differ.mean() < 0.005, f"{differ.sum()} differ"
+    ulp = 2.0 ** -7 if "bfloat16" in str(theirs.dtype) else 2.0 ** -10
+    np.testing.assert_allclose(d[differ], t[differ], rtol=ulp * 1.01)

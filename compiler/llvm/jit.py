@@ -1,10 +1,12 @@
 """All of dynograph's LLVM plumbing: target initialization, the host TargetMachine, the O2
 pass pipeline, object code emission and the JIT engine.
 
-The pipeline is LLVM's O2 with loop and SLP vectorization: the kernels are single loop nests
-that O2 vectorizes as O3 does (the examples' training steps and the elementwise benchmarks run
-as fast), while O3 takes twice as long to optimize them and, on reductions, up to fifty times
-as long (its unrolling of the vectorized reduction loops).
+The pipeline is LLVM's O2 with loop and SLP vectorization and without loop interleaving: the
+kernels are single loop nests that O2 vectorizes as O3 does (the examples' training steps and
+the elementwise benchmarks run as fast), while O3 takes twice as long to optimize them and, on
+reductions, up to fifty times as long; interleaving (several vector accumulators per loop) costs
+another quarter of the compile time for no measurable gain on memory-bound loops.  Unrolling
+stays: the direct convolution kernels' small constant loops need it.
 
 Compiled kernels are cached (runtime/backend.py) in memory by their description's hash, and on
 disk as object code in the runtime's disk cache (runtime/cache.py, folder ``kernels``) under
@@ -93,6 +95,7 @@ RUNTIME = DiskCache("runtime", ".o", _header)
 
 
 SPEED_LEVEL = 2     # LLVM's -O level of the pass pipeline (see above)
+TUNING = {"loop_vectorization": True, "slp_vectorization": True, "loop_interleaving": False}
 
 
 def optimize(module_text):
@@ -101,8 +104,8 @@ def optimize(module_text):
     mod = llvm.parse_assembly(module_text)
     mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
+    for option, value in TUNING.items():
+        setattr(pto, option, value)
     pb = llvm.create_pass_builder(state["tm"], pto)
     pb.getModulePassManager().run(mod, pb)
     return mod

@@ -350,11 +350,53 @@ def is_dense(a):
     return True
 
 
-def _layout(a, memory_format):
-    """numpy ``order`` for a copy of ``a`` in ``memory_format``; channels_last handled apart."""
-    if memory_format == "preserve":
-        return "K" if is_dense(a) else "C"
-    return "C"
+def infer_dense_strides(shape, strides):
+    """PyTorch's strides (in elements) for a dense copy of a non-dense tensor that keeps its
+    dimensions' order: dimensions sorted by stride, innermost first (a stable insertion sort
+    in which a zero stride compares with nothing and equal strides put the smaller size
+    inside), then contiguous strides in that order, a size-0 dimension counting as 1."""
+    ndim = len(shape)
+    perm = list(range(ndim - 1, -1, -1))
+
+    def after(d0, d1):              # whether dimension d0 belongs outside d1
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return None
+        if s0 != s1:
+            return s0 > s1
+        return True if shape[d0] > shape[d1] else None
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            swap = after(perm[d0], perm[d1])
+            if swap:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif swap is False:
+                break
+    out = [0] * ndim
+    step = 1
+    for d in perm:
+        out[d] = step
+        step *= max(shape[d], 1)
+    return tuple(out)
+
+
+def _preserved(a, out):
+    """``out`` (a copy of ``a``) with the strides a preserve_format copy takes in PyTorch: a
+    dense ``a``'s own strides (those of its size-1 dimensions included), else those
+    ``infer_dense_strides`` gives.  numpy keeps no strides for empty arrays."""
+    if a.size == 0 or (a.strides == out.strides and a.itemsize == out.itemsize):
+        return out                  # a dense input's own strides already (a copy is dense)
+    item = a.itemsize
+    own = tuple(s // item for s in a.strides)
+    want = own if is_dense(a) else infer_dense_strides(a.shape, own)
+    if tuple(s // out.itemsize for s in out.strides) == want:
+        return out
+    buf = np.empty(max(1, sum((n - 1) * s for n, s in zip(a.shape, want)) + 1), out.dtype)
+    moved = np.lib.stride_tricks.as_strided(buf, a.shape, tuple(s * out.itemsize for s in want))
+    moved[...] = out
+    return moved
 
 
 def channels_last_copy(a, np_dtype, rank, name):
@@ -371,7 +413,9 @@ def convert(a, np_dtype, memory_format="preserve"):
         return channels_last_copy(a, np_dtype, 4, "channels_last")
     if memory_format == "channels_last_3d":
         return channels_last_copy(a, np_dtype, 5, "channels_last_3d")
-    return cast(a, np_dtype, order=_layout(a, memory_format))
+    if memory_format == "preserve":
+        return _preserved(a, cast(a, np_dtype, order="K"))
+    return cast(a, np_dtype, order="C")
 
 
 def _memory_format_meta(x, memory_format):

@@ -4,7 +4,10 @@ Each op's ``impl`` receives numpy arrays already converted to the compute dtype 
 ``dtype_rule`` chose (Python scalars stay Python scalars, which numpy treats as weak),
 so the implementations here are one numpy call each.  Like PyTorch's CPU kernels,
 float16 and bfloat16 compute in float32 ("opmath") and round once at the end; the
-dispatcher casts the result to the output dtype.  A dtype rule also raises PyTorch's
+dispatcher casts the result to the output dtype.  Where PyTorch first converts a number
+operand (or another dtype's tensor) to the half type, or rounds between steps (add/sub,
+remainder, fmod, atan2, pow, rounded division of two half tensors), the rule keeps the half
+type as the compute type and the impl converts its operands itself.  A dtype rule also raises PyTorch's
 error for dtypes the op does not support, naming the kernel as PyTorch does
 (``"bitwise_and_cpu" not implemented for 'Float'``).
 
@@ -1067,10 +1070,31 @@ div = define_elementwise("div", _div, _div_rule, _div_vjp,
                    if attrs.get("rounding_mode") is not None else "DivBackward0", lowering=_lower_div)
 
 
+def _half_operands(a, b):
+    """Both operands as float32 values of the half type when one is a float16/bfloat16 array
+    (torch converts a number or another dtype's tensor to the result type first); else as
+    they are.  The ops calling this keep half types in their rule (``_kept``)."""
+    if _is_half_array(a) or _is_half_array(b):
+        dt = a.dtype if _is_half_array(a) else b.dtype
+        return _to_half(a, dt), _to_half(b, dt)
+    return a, b
+
+
+def _kept(rule):
+    """``rule`` with a half result type as the compute type too: the impl then sees the half
+    type and converts the operands itself (``_half_operands``), and compiled kernels convert
+    a number operand to the half type."""
+    def kept(*xs, **attrs):
+        ct, dt = rule(*xs, **attrs)
+        return (dt, dt) if dt in _OPMATH else (ct, dt)
+    return kept
+
+
 def _remainder(a, b):
     if _is_int_array(a) or _is_int_array(b) or (type(a) is int and type(b) is int):
         _check_int_divisor(a, b)
         return np.remainder(a, b)
+    a, b = _half_operands(a, b)
     # torch: fmod, then shift into the divisor's sign (keeps fmod's zero sign: -4 % 2 = -0.)
     m = np.fmod(a, b)
     adjust = (m != 0) & ((np.asarray(b) < 0) != (m < 0))
@@ -1080,7 +1104,7 @@ def _remainder(a, b):
 def _fmod(a, b):
     if _is_int_array(a) or _is_int_array(b):
         _check_int_divisor(a, b)
-    return np.fmod(a, b)
+    return np.fmod(*_half_operands(a, b))
 
 
 def _remainder_vjp(ctx, g):
@@ -1091,11 +1115,11 @@ def _remainder_vjp(ctx, g):
 
 
 remainder = define_elementwise(
-    "remainder", _remainder, rejecting(promote, "remainder_cpu", BOOL), _remainder_vjp,
+    "remainder", _remainder, _kept(rejecting(promote, "remainder_cpu", BOOL)), _remainder_vjp,
     grad_name=by_operands({(True, True): "RemainderBackward1", (True, False): "RemainderBackward0",
                            (False, True): NOT_IMPLEMENTED}), lowering=_lower_remainder)
 fmod = define_elementwise(
-    "fmod", _fmod, rejecting(promote, "fmod_cpu", BOOL),
+    "fmod", _fmod, _kept(rejecting(promote, "fmod_cpu", BOOL)),
     lambda ctx, g: (g, ctx.needs(1) and -g * ctx.inputs[0].div(ctx.inputs[1], rounding_mode="trunc")),
     grad_name=by_operands({(True, True): "FmodBackward1", (True, False): "FmodBackward0"}),
     lowering=_lower_fmod)
@@ -1136,11 +1160,44 @@ def _pow(a, b):
             if b < 0 and isinstance(b, int):
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
             return np.power(a, b)
-        f = _POW_SHORTCUTS.get(b) if a.dtype != np.float16 else None
-        return f(_opmath(a)) if f is not None else np.power(_opmath(a), b)
+        if _is_half_array(a):
+            return _half_pow(a, b)
+        f = _POW_SHORTCUTS.get(b)
+        return f(a) if f is not None else np.power(a, b)
     if b.dtype.kind in "iu" and (_is_int_array(a) or isinstance(a, int)):
         return _int_pow(a, b)
-    return np.power(_opmath(a), _opmath(b))
+    return _power(*_half_operands(a, b))
+
+
+def _power(base, exp):
+    """C's pow: numpy takes sqrt for a one-element exponent 0.5, where pow gives +inf at -inf
+    and +0 at -0."""
+    r = np.power(base, exp)
+    if np.size(exp) == 1 and np.asarray(exp).dtype.kind == "f" and exp == 0.5 and type(base) is np.ndarray:
+        r = np.where(np.isneginf(base) | (base == 0), np.abs(base), r)
+    return r
+
+
+def _half_pow(a, b):
+    """A half tensor to a number power as torch computes it: bfloat16 takes sqrt, rsqrt or
+    reciprocal for the number 0.5, -0.5 or -1, then converts the number to bfloat16 and
+    multiplies out 2, 3 and -2 in bfloat16 steps; float16 converts it and calls pow."""
+    x = _opmath(a)
+    if a.dtype == np.float16:
+        return _power(x, _to_half(b, a.dtype))
+    if b in (0.5, -0.5, -1):
+        return _POW_SHORTCUTS[b](x)
+    e = _to_half(b, a.dtype)
+
+    def r(v):
+        return v.astype(a.dtype).astype(np.float32)
+    if e == 2:
+        return x * x
+    if e == 3:
+        return r(x * x) * x
+    if e == -2:
+        return 1 / r(x * x)
+    return np.power(x, e)
 
 
 def _pow_rule(a, b):
@@ -1184,7 +1241,11 @@ def _atan2_vjp(ctx, g):
     return (ctx.needs(0) and g * b * recip, ctx.needs(1) and g * -a * recip)
 
 
-atan2 = define_elementwise("atan2", np.arctan2, promote_float, _atan2_vjp, lowering=_math("atan2"))
+def _atan2(a, b):
+    return np.arctan2(*_half_operands(a, b))
+
+
+atan2 = define_elementwise("atan2", _atan2, _kept(promote_float), _atan2_vjp, lowering=_math("atan2"))
 
 
 def _minmax_vjp(pick):

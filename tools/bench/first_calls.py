@@ -12,7 +12,9 @@ execution inside the traces and the replays) and after how many calls the step f
     python -m tools.bench.first_calls mlp cifar        # some of them
 
 ``cold``: an empty ``DYNOGRAPH_CACHE_DIR``; ``warm``: the folder the cold process filled.
-``--repeat N`` measures each N times and prints medians.
+``--repeat N`` measures each N times and prints medians.  ``--compare`` also measures, in
+alternation, the compiler as it was before issue 14's first-call work (no look-ahead trace,
+LLVM at O3 with loop interleaving), so that both run under the same load.
 """
 import argparse
 import json
@@ -153,14 +155,19 @@ class _Clock:
         setattr(owner, attr, timed)
 
 
-def child(which):
-    """In the fresh process: one step's first calls, printed as JSON."""
+def child(which, before=False):
+    """In the fresh process: one step's first calls, printed as JSON.  ``before``: without the
+    look-ahead trace, LLVM at O3 with loop interleaving (for comparisons)."""
     from threadpoolctl import threadpool_limits
     threadpool_limits(1, user_api="blas")       # as W7: idle BLAS threads make timings noisy
     import dynograph as torch
     from dynograph.compiler import compiled, pipeline
     from dynograph.compiler.llvm import jit
     from dynograph.runtime import backend, cache
+    if before:
+        compiled.CompiledFunction._look_ahead = lambda *args: None
+        jit.SPEED_LEVEL = 3
+        jit.TUNING = dict(jit.TUNING, loop_interleaving=True)
     clock = _Clock()
     clock.wrap(compiled.CompiledFunction, "_trace", "trace")
     clock.wrap(pipeline, "optimize", "passes")
@@ -171,12 +178,13 @@ def child(which):
     torch.manual_seed(0)
     fn, batch = _BUILDERS[which](torch)
     step = torch.compile(fn)
-    calls, first_replay = [], None
+    calls, cpu, first_replay = [], [], None
     for i in range(MAX_CALLS):
         before = (len(step.entries), dict(backend.STATS), step.hits)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         step(*batch())
         calls.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
         stats = dict(backend.STATS)
         if first_replay is None and step.hits > before[2]:
             first_replay = i + 1
@@ -186,29 +194,32 @@ def child(which):
             break
     else:
         raise RuntimeError(f"{which}: still tracing or compiling after {MAX_CALLS} calls")
-    steady = statistics.median(calls[-1:] + [_timed(step, batch) for _ in range(4)])
+    more = [_timed(step, batch) for _ in range(4)]
+    steady = statistics.median(calls[-1:] + [wall for wall, _ in more])
+    steady_cpu = statistics.median(cpu[-1:] + [c for _, c in more])
     first = calls[:-1]
     spent = dict(clock.spent)
     spent["llvm_codegen"] = spent.get("llvm_total", 0.0) - spent.get("llvm_optimize", 0.0)
     spent["trace_only"] = spent.get("trace", 0.0) - spent.get("passes", 0.0)
     print(json.dumps({"step": which, "calls_s": calls, "steady_s": steady,
                       "first_replay": first_replay, "compile_s": sum(first) - len(first) * steady,
+                      "compile_cpu_s": sum(cpu[:-1]) - len(first) * steady_cpu,
                       "spent": spent, "stats": dict(backend.STATS),
                       "eager_reason": step.eager_reason}))
 
 
 def _timed(step, batch):
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     step(*batch())
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - start_cpu
 
 
 # ---------------------------------------------------------------- the parent
 
-def measure(which, cache_dir, env=None):
+def measure(which, cache_dir, before=False):
     path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, **(env or {}), DYNOGRAPH_CACHE_DIR=cache_dir, PYTHONPATH=path)
-    code = f"from tools.bench.first_calls import child; child({which!r})"
+    env = dict(os.environ, DYNOGRAPH_CACHE_DIR=cache_dir, PYTHONPATH=path)
+    code = f"from tools.bench.first_calls import child; child({which!r}, {before!r})"
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                        text=True)
     if r.returncode != 0:
@@ -216,10 +227,10 @@ def measure(which, cache_dir, env=None):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def cold_and_warm(which, env=None):
+def cold_and_warm(which, before=False):
     folder = tempfile.mkdtemp(prefix="dynograph-first-calls-")
     try:
-        return measure(which, folder, env), measure(which, folder, env)
+        return measure(which, folder, before), measure(which, folder, before)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -229,7 +240,8 @@ def _line(kind, runs):
     spent = {k: statistics.median(r["spent"].get(k, 0.0) for r in runs)
              for k in ("trace_only", "passes", "llvm_optimize", "llvm_codegen", "load")}
     r = runs[0]
-    return (f"  {kind:4s} compile {med('compile_s'):6.3f} s  first replay: call "
+    return (f"  {kind:4s} compile {med('compile_s'):6.3f} s (CPU {med('compile_cpu_s'):6.3f} s)"
+            f"  first replay: call "
             f"{r['first_replay']}  steady {med('steady_s') * 1e3:6.1f} ms  calls "
             + " ".join(f"{t:.3f}" for t in r["calls_s"])
             + "\n        " + "  ".join(f"{k} {v:.3f}" for k, v in spent.items())
@@ -241,15 +253,22 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("steps", nargs="*", help=f"some of {', '.join(STEPS)} (default all)")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--compare", action="store_true",
+                        help="also measure the compiler before the first-call work")
     args = parser.parse_args(argv)
     unknown = set(args.steps) - set(STEPS)
     if unknown:
         parser.error(f"unknown steps {sorted(unknown)}; choose from {', '.join(STEPS)}")
+    variants = (True, False) if args.compare else (False,)
     for which in args.steps or STEPS:
-        runs = [cold_and_warm(which) for _ in range(args.repeat)]
-        print(which)
-        print(_line("cold", [c for c, _ in runs]))
-        print(_line("warm", [w for _, w in runs]))
+        runs = {v: [] for v in variants}
+        for _ in range(args.repeat):
+            for v in variants:          # alternating: both see the same load
+                runs[v].append(cold_and_warm(which, v))
+        for v in variants:
+            print(which + (" (before)" if v else ""))
+            print(_line("cold", [c for c, _ in runs[v]]))
+            print(_line("warm", [w for _, w in runs[v]]))
 
 
 if __name__ == "__main__":

@@ -272,24 +272,107 @@ def _repeat_each(x, dim, k):
     return x.unsqueeze(dim + 1).expand(expanded).reshape(shape)
 
 
-def _uint8_passes(resize, input, out, scales, align_corners, mode):
-    """``resize`` of a uint8 input one dimension at a time (the last first) in float, each pass
-    rounded and saturated to uint8, as PyTorch's separable uint8 kernels (which use fixed-point
-    weights: results may differ by one)."""
+def _cubic_filter(a):
+    def f(x):
+        x = abs(x)
+        if x < 1.0:
+            return ((a + 2) * x - (a + 3)) * x * x + 1
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a if x < 2.0 else 0.0
+    return f
+
+
+def _linear_filter(x):
+    x = abs(x)
+    return 1.0 - x if x < 1.0 else 0.0
+
+
+def _uint8_float_taps(in_size, out_size, scale, align_corners, mode, antialias):
+    """(first index, tap count, float weights, largest weight) per output of PyTorch's uint8
+    kernels, in double: PIL's filter windows with antialias, else the 2 or 4 interpolation
+    taps, those past the border folded onto the first or last pixel (the largest weight is
+    then the largest partial sum, as PyTorch tracks it)."""
+    interp = 2 if mode == "bilinear" else 4
+    filt = _linear_filter if interp == 2 else _cubic_filter(-0.5 if antialias else -0.75)
+    s = float(_src_scale(in_size, out_size, scale, align_corners, np.float64))
+    taps = []
+    if antialias:
+        support = interp * 0.5 * (s if s >= 1.0 else 1.0)
+        width = math.ceil(support) * 2 + 1
+        inv = 1.0 / s if s >= 1.0 else 1.0
+        for i in range(out_size):
+            center = s * (i + 0.5)
+            lo = max(int(center - support + 0.5), 0)            # C casts truncate toward 0
+            n = min(max(min(int(center + support + 0.5), in_size) - lo, 0), width)
+            w = [filt((j + lo - center + 0.5) * inv) for j in range(n)]
+            total = sum(w)
+            w = [v / total for v in w] if total != 0.0 else w
+            taps.append((lo, n, w, max([0.0] + w) if total != 0.0 else 0.0))
+        return taps, width
+    support = interp // 2
+    for i in range(out_size):
+        real = s * i if align_corners else s * (i + 0.5) - 0.5
+        if interp == 2 and not align_corners and real < 0:
+            real = 0.0
+        # guard_index_and_lambda floors the source position in float32
+        index = min(math.floor(np.float32(real)), in_size - 1)
+        lam = min(max(real - index, 0.0), 1.0)
+        first = index - support + 1
+        lo = max(first, 0)
+        n = min(max(min(index + support + 1, in_size) - lo, 0), interp)
+        w, k, top = [0.0] * interp, 0, 0.0
+        for j in range(interp):
+            if first + j <= 0:
+                k = 0
+            elif first + j >= in_size - 1:
+                k = n - 1
+            w[k] += filt(j + 1 - support - lam)
+            top = max(top, w[k])
+            k += 1
+        taps.append((lo, n, w, top))
+    return taps, interp
+
+
+def _uint8_taps(in_size, out_size, scale, align_corners, mode, antialias):
+    """Index and int16 weight tables (taps, outputs) and the weights' fixed-point precision:
+    each float weight times 2**precision rounded half away from zero, the precision the
+    largest (below 22) at which twice the largest weight stays below 2**15."""
+    taps, width = _uint8_float_taps(in_size, out_size, scale, align_corners, mode, antialias)
+    w_max = max([top for *_, top in taps], default=0.0)
+    precision = 0
+    while precision < 22 and int(0.5 + w_max * (1 << (precision + 1))) < (1 << 15):
+        precision += 1
+    index = np.zeros((width, out_size), np.int64)
+    weight = np.zeros((width, out_size), np.int32)
+    for i, (lo, n, w, _) in enumerate(taps):
+        for j in range(n):
+            v = w[j] * (1 << precision)
+            index[j, i] = lo + j
+            weight[j, i] = int(v - 0.5) if v < 0 else int(v + 0.5)
+        index[n:, i] = lo                   # unused taps: any valid index, weight 0
+    return index, weight, precision
+
+
+def _uint8_resize(input, out, scales, align_corners, mode, antialias):
+    """Bilinear/bicubic resizing of a uint8 image as PyTorch's uint8 kernels compute it: one
+    dimension at a time (the last first, a dimension of unchanged size skipped), each pass in
+    integers with fixed-point weights: (sum of pixel * weight + 2**(p-1)) >> p, saturated to
+    uint8 before the next pass."""
     x = input
     for i in reversed(range(len(out))):
-        size = list(x.shape[2:])
-        size[i] = out[i]
-        sc = None if scales is None else [s if j == i else None for j, s in enumerate(scales)]
-        y = resize(x.to(_d.float32), size, sc, align_corners, mode)
-        x = y.round().clamp(0, 255).to(_d.uint8)
-    return x
+        dim = 2 + i
+        if out[i] == x.shape[dim]:
+            continue
+        index, weight, p = _uint8_taps(x.shape[dim], out[i], _scale(scales, i), align_corners,
+                                       mode, antialias)
+        acc = _call(_P.resample, x.to(_d.int32), _d.tensor(index), _d.tensor(weight), dim=dim)
+        x = ((acc + (1 << (p - 1))) >> p).clamp(0, 255).to(_d.uint8)
+    return x.clone() if x is input else x
 
 
 def _interp(input, out, scales, align_corners, mode):
     _check_sizes(input, out, mode)
     if input.dtype is _d.uint8:
-        return _uint8_passes(_interp, input, out, scales, align_corners, mode)
+        return _uint8_resize(input, out, scales, align_corners, mode, antialias=False)
     ct = _compute_dtype(input.dtype)
     cubic = mode == "bicubic"
     taps = _cubic_taps if cubic else _linear_taps
@@ -332,7 +415,7 @@ def _aa_matrix(in_size, out_size, scale, align_corners, mode, ct):
 def _antialias(input, out, scales, align_corners, mode):
     _check_sizes(input, out, mode)
     if input.dtype is _d.uint8:
-        return _uint8_passes(_antialias, input, out, scales, align_corners, mode)
+        return _uint8_resize(input, out, scales, align_corners, mode, antialias=True)
     ct = _compute_dtype(input.dtype)
     x = input
     for i, n in enumerate(out):
