@@ -178,7 +178,8 @@ def _find():
         controllers = ThreadpoolController().select(user_api="blas").lib_controllers
     except Exception:       # noqa: BLE001  (no threadpoolctl, or it cannot inspect this process)
         return None
-    for lib in controllers:
+    # numpy's own first (scipy may bring another OpenBLAS; its products are not ours)
+    for lib in sorted(controllers, key=lambda lib: "numpy" not in lib.filepath):
         if lib.internal_api != "openblas":
             continue        # only OpenBLAS is known to take a thread count per call this way
         library = ctypes.CDLL(lib.filepath)

@@ -47,16 +47,24 @@ def run(graph, inputs, batch=None, writable=(), *, backend):
 
 
 class Plan:
-    """A kernel compiled for one set of input layouts: ``plan(addresses)`` runs it."""
-    __slots__ = ("backend", "fn", "outputs", "kernel", "variants", "faults")
+    """A kernel for one set of input layouts: ``plan(addresses)`` runs it, compiled on its first
+    run (an update kernel may only ever run as its in-place variant)."""
+    __slots__ = ("backend", "_fn", "outputs", "kernel", "variants", "faults")
 
     def __init__(self, backend, kernel):
         self.backend = backend
         self.kernel = kernel
-        self.fn = kernel_function(backend, kernel)
+        self._fn = None
         self.outputs = [kernel.buffers[s.buffer][1].np for s in kernel.stores]   # numpy dtypes
         self.variants = {}
         self.faults = kernel.divides_integers   # the kernel reports a 0 divisor through a flag
+
+    @property
+    def fn(self):
+        """The backend's loaded function of the kernel."""
+        if self._fn is None:
+            self._fn = kernel_function(self.backend, self.kernel)
+        return self._fn
 
     def writing_into(self, pairs):
         """The plan of the same kernel storing output j into input buffer k for each (j, k)
@@ -185,7 +193,9 @@ class Host:
         self.matmul = backend.matmul
 
     def __call__(self, kernel):
-        return Plan(self.backend, kernel)
+        plan = Plan(self.backend, kernel)
+        plan.fn             # compiled now: a rule's caller falls back where this raises
+        return plan
 
 
 class _Slot:
