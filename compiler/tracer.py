@@ -18,7 +18,6 @@ state, or captured constants.  Python numbers are specialized (the caller guards
 learning rates, which optimizers hand over as ``scalar`` inputs so that a scheduler does not
 force a retrace.
 """
-import contextlib
 import os
 import sys
 
@@ -27,6 +26,7 @@ import numpy as np
 # the eager core's hook: a trace installs its Tracer in TRACE.tracer (compiled.py does)
 from dynograph._trace_hook import TRACE, SizeInt, TraceHook, is_tracing  # noqa: F401
 from dynograph.runtime import dtypes as D
+from dynograph.runtime.backend import unwatched
 from dynograph.runtime.executor import storage_root  # noqa: F401  (importers use it from here)
 from .ir import RNG, Graph, Input, Node, TensorType, Value
 from .watch import value_key
@@ -251,7 +251,7 @@ class Tracer(TraceHook):
         """A module is being called: name its parameters and buffers, note their grads."""
         if any(m is module for m in self.modules):
             return
-        with _unwatched():             # the tracer's own walk over the module is not the program's
+        with unwatched():             # the tracer's own walk over the module is not the program's
             self._announce_module(module)
 
     def _announce_module(self, module):
@@ -627,19 +627,6 @@ def _state_keys(opt):
 
 def _group_members(opt):
     return tuple((id(g), tuple(id(p) for p in g["params"])) for g in opt.param_groups)
-
-
-@contextlib.contextmanager
-def _unwatched():
-    """Hide the tracer's own calls into module code from the watcher (compiler/watch.py)."""
-    hooks = sys.getprofile(), sys.gettrace()
-    sys.setprofile(None)
-    sys.settrace(None)
-    try:
-        yield
-    finally:
-        sys.setprofile(hooks[0])
-        sys.settrace(hooks[1])
 
 
 class _Abandon(Exception):

@@ -98,10 +98,10 @@ def kernel_function(backend, kernel):
 
 @contextlib.contextmanager
 def unwatched():
-    """Runtime work done inside a user's call (getting a kernel, starting the worker pool) with
-    the profile and trace hooks off: a trace's watcher (compiler/watch.py) must not see it (the
-    clock, a temporary file's random name, llvmlite's objects, the runtime's own caches would
-    look like the program's side effects)."""
+    """Work done inside a user's call that is not the user's (getting a kernel, starting the
+    worker pool, the tracer's own walks) with the profile and trace hooks off: a trace's watcher
+    (compiler/watch.py) must not see it (the clock, a temporary file's random name, llvmlite's
+    objects, the runtime's own caches would look like the program's side effects)."""
     hooks = sys.getprofile(), sys.gettrace()
     sys.setprofile(None)
     sys.settrace(None)
