@@ -233,6 +233,19 @@ def objects():
     everyone = [None, None]
     dist.all_gather_object(everyone, ("rank", rank(), "x" * (rank() * 100)))
     assert everyone == [("rank", 0, ""), ("rank", 1, "x" * 100)], everyone
+    for dst in (0, 1):
+        gathered = [None, None] if rank() == dst else None
+        dist.gather_object({"from": rank(), "data": list(range(rank() * 50))}, gathered, dst=dst)
+        if rank() == dst:
+            assert gathered == [{"from": 0, "data": []}, {"from": 1, "data": list(range(50))}]
+    if rank() == 0:         # raised before any message: rank 1 does not take part
+        raises(lambda: dist.gather_object(1, [None], dst=0), ValueError,
+               "object_gather_list must have 2 items")
+    out = [None]
+    dist.scatter_object_list(out, [("to", 0), {"to": 1, "pad": "y" * 300}] if rank() == 1 else None,
+                             src=1)
+    assert out == [[("to", 0), {"to": 1, "pad": "y" * 300}][rank()]], out
+    raises(lambda: dist.scatter_object_list([], None, src=0), ValueError, "at least 1")
 
 
 # ---------------------------------------------------------------- failures

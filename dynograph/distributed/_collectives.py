@@ -36,7 +36,7 @@ _OP_CODES = {"sum": 0, "product": 1, "min": 2, "max": 3, "avg": 7}
 _CALLS = {name: i + 1 for i, name in enumerate((
     "all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "broadcast", "all_gather",
     "all_gather_into_tensor", "gather", "scatter", "all_to_all", "all_to_all_single",
-    "broadcast_object_list", "all_gather_object"))}
+    "broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list"))}
 MAX_DIMS = 8        # dimensions a signature spells out; the rest is covered by the shape's hash
 
 
