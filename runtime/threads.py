@@ -1,7 +1,8 @@
 """How many threads host code splits work over, shared by every backend.
 
-``set_threads(n)`` (dynograph.set_num_threads) sets it; the default is one per core this
-process may run on (its CPU affinity: a process pinned to one core gets one thread).  The
+``set_threads(n)`` (dynograph.set_num_threads) sets it; the default is ``OMP_NUM_THREADS``
+where set, else one per core this process may run on (its CPU affinity: a process pinned to
+one core gets one thread).  The
 threads themselves belong to the backend that runs kernels on them (compiler/llvm/pool.py
 keeps its pool at this count).
 """
@@ -16,7 +17,16 @@ def usable_cores():
     return os.cpu_count() or 1
 
 
-_count = [usable_cores()]
+def default_count():
+    """``OMP_NUM_THREADS`` where it is a positive integer (as torch reads it: launchers of
+    several processes per machine set it), else the usable cores."""
+    given = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    return usable_cores()
+
+
+_count = [default_count()]
 
 
 def set_threads(n):

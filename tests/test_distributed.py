@@ -137,6 +137,29 @@ def test_launcher_command(monkeypatch):
     assert seen == {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "argv": ["train.py", "a"]}
 
 
+def test_launcher_gives_each_rank_its_share_of_the_cores(monkeypatch, capsys):
+    from dynograph.runtime import threads
+    monkeypatch.setattr(threads, "usable_cores", lambda: 8)
+
+    def env(*args, base=None):
+        return launcher.environment(launcher._parser().parse_args([*args, "train.py"]), base or {})
+    assert env("-n", "2")["OMP_NUM_THREADS"] == "4"
+    assert env("-n", "16")["OMP_NUM_THREADS"] == "1"
+    assert env("-n", "4", "--hostfile", "hosts")["OMP_NUM_THREADS"] == "1"     # ranks per machine unknown
+    assert "OMP_NUM_THREADS=4" in capsys.readouterr().err
+    assert env("-n", "2", base={"OMP_NUM_THREADS": "3"})["OMP_NUM_THREADS"] == "3"   # the user's
+    assert "OMP_NUM_THREADS" not in env("-n", "1")
+    assert env("-n", "2", "--timeout", "5")["DYNOGRAPH_DIST_TIMEOUT"] == "5.0"
+
+
+def test_omp_num_threads_sets_the_default_thread_count():
+    code = "import dynograph; print(dynograph.get_num_threads())"
+    for given, expect in (("1", "1"), ("3", "3"), ("", None), ("zero", None)):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**os.environ, "OMP_NUM_THREADS": given}).stdout.strip()
+        assert out == (expect or str(len(os.sched_getaffinity(0))))
+
+
 def test_buckets_reverse_order_by_size_and_dtype():
     ps = [nn.Parameter(dynograph.zeros(n, dtype=dt)) for n, dt in
           [(100, dynograph.float32), (300, dynograph.float32), (50, dynograph.float64), (200, dynograph.float32),

@@ -4,11 +4,12 @@
     dynograph-run -n 16 --hostfile hosts train.py        # across machines
     dynograph-run -n 2 -m mypackage.train
 
-Each process gets RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE in its environment, then
-runs the script as ``__main__``.  An exception that ends one rank aborts the whole job, and
-mpiexec kills the other ranks; the launcher exits with the job's (non-zero) status.  SIGINT,
-SIGTERM and SIGHUP are forwarded to mpiexec, which forwards them to the ranks; a second one
-kills the job.
+Each process gets RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE in its environment, and
+unless OMP_NUM_THREADS is set, its share of the machine's cores as OMP_NUM_THREADS (the thread
+count dynograph's kernels and numpy's BLAS start with), then runs the script as ``__main__``.
+An exception that ends one rank aborts the whole job, and mpiexec kills the other ranks; the
+launcher exits with the job's (non-zero) status.  SIGINT, SIGTERM and SIGHUP are forwarded to
+mpiexec, which forwards them to the ranks; a second one kills the job.
 """
 import argparse
 import os
@@ -18,6 +19,8 @@ import signal
 import subprocess
 import sys
 import traceback
+
+from dynograph.runtime import threads
 
 _ENV = (  # (our name, names MPI launchers use: MPICH's hydra, Open MPI, PMIx, Slurm)
     ("RANK", ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID")),
@@ -69,14 +72,27 @@ def command(ns):
     return cmd
 
 
+def environment(ns, base=None):
+    """The ranks' environment: ``base`` (this process's), the timeout, and, for several ranks
+    with no ``OMP_NUM_THREADS`` given, each rank's share of this machine's cores (every rank
+    splitting its kernels over every core would oversubscribe them; with a hostfile, where the
+    ranks per machine are not known here, one thread as torchrun does)."""
+    env = dict(os.environ if base is None else base)
+    if ns.timeout is not None:
+        env["DYNOGRAPH_DIST_TIMEOUT"] = str(ns.timeout)
+    if ns.nproc > 1 and not env.get("OMP_NUM_THREADS"):
+        share = 1 if ns.hostfile else max(1, threads.usable_cores() // ns.nproc)
+        env["OMP_NUM_THREADS"] = str(share)
+        print(f"dynograph-run: OMP_NUM_THREADS={share} for each of the {ns.nproc} ranks (set it to "
+              "choose another thread count)", file=sys.stderr)
+    return env
+
+
 def launch(argv):
     ns = _parser().parse_args(argv)
     if ns.nproc < 1:
         raise SystemExit("dynograph-run: -n must be at least 1")
-    env = dict(os.environ)
-    if ns.timeout is not None:
-        env["DYNOGRAPH_DIST_TIMEOUT"] = str(ns.timeout)
-    proc = subprocess.Popen(command(ns), env=env, start_new_session=True)
+    proc = subprocess.Popen(command(ns), env=environment(ns), start_new_session=True)
     received = []
 
     def forward(signum, frame):
