@@ -103,7 +103,8 @@ class Seeds(Dataset):
         info = get_worker_info()
         return {"id": info.id, "num_workers": info.num_workers, "seed": info.seed,
                 "same_dataset": isinstance(info.dataset, Seeds), "dg": dynograph.rand(1).item(),
-                "np": float(np.random.rand()), "py": random.random(), "init": os.environ.get("DG_INIT")}
+                "np": float(np.random.rand()), "py": random.random(), "init": os.environ.get("DG_INIT"),
+                "threads": dynograph.get_num_threads()}
 
 
 def init_fn(worker_id):
@@ -241,7 +242,7 @@ def test_worker_info_and_seeds():
     for b in batches[:2]:
         w = b["id"]
         assert b["num_workers"] == 2 and b["same_dataset"] and b["seed"] == base + w
-        assert b["init"] == f"worker {w}"
+        assert b["init"] == f"worker {w}" and b["threads"] == 1    # workers compute on one thread
         assert b["dg"] == dynograph.rand(1, generator=dynograph.Generator().manual_seed(base + w)).item()
         assert b["py"] == random.Random(base + w).random()
         assert b["np"] == np.random.RandomState(_generate_state(base, w)).rand()

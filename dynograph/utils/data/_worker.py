@@ -217,6 +217,9 @@ def worker_loop(iterable, dataset, index_conn, result_lock, result_conn, auto_co
     exit_with_parent(parent_pid)
     try:
         seed = seed_worker(base_seed, worker_id)
+        # as torch: a worker computes on one thread (workers share the cores with each other and
+        # with the main process, whose kernel threads spin between kernels)
+        dynograph.set_num_threads(1)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
         init_exception, fetcher = None, None
         try:
