@@ -158,7 +158,7 @@ def worker(ns):
 
 def run(ns):
     sys.path.insert(0, ROOT)
-    from dynograph.distributed.run import find_mpiexec
+    from dynograph.distributed.run import environment, find_mpiexec
     script = os.path.abspath(__file__)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     common = ["--sizes", ",".join(str(s) for s in ns.sizes), "--repeats", str(ns.repeats),
@@ -167,8 +167,10 @@ def run(ns):
         one, many = os.path.join(d, "one.json"), os.path.join(d, "many.json")
         subprocess.run([sys.executable, script, "--worker", "--single", "--out", one] + common,
                        check=True, env=env)
+        # the ranks get what dynograph-run gives them (their share of the cores)
+        ranks_env = environment(argparse.Namespace(nproc=ns.nproc, hostfile=None, timeout=None), env)
         subprocess.run([find_mpiexec(), "-n", str(ns.nproc), sys.executable, script, "--worker",
-                        "--out", many] + common, check=True, env=env)
+                        "--out", many] + common, check=True, env=ranks_env)
         single, multi = json.load(open(one)), json.load(open(many))
     report(single, multi, ns.nproc)
     if ns.json:
