@@ -138,19 +138,23 @@ def test_small_calls_and_wide_layers_keep_numpy(monkeypatch):
                                rtol=1e-4, atol=1e-4)
 
 
+def _assert_conv_runs_numpy(seed):
+    """conv2d equals the numpy implementation exactly (no kernel ran)."""
+    x, w, b = _conv_inputs(np.random.default_rng(seed), 2, 2, 3, 4, 8, 3, 1, "float64")
+    got = dynograph.nn.functional.conv2d(dynograph.from_numpy(x), dynograph.from_numpy(w),
+                                         dynograph.from_numpy(b))
+    attrs = dict(stride=(1, 1), padding=(0, 0), dilation=(1, 1), transposed=False,
+                 output_padding=(0, 0), groups=1)
+    np.testing.assert_array_equal(got.numpy(), conv_ops.convolution.impl(x, w, b, **attrs))
+
+
 def test_without_a_backend_numpy_runs(monkeypatch, kernels_always):
     def broken():
         raise ImportError("no JIT here")
     host_kernels.install(broken)
     try:
         assert host_kernels.compiler() is None
-        rng = np.random.default_rng(5)
-        x, w, b = _conv_inputs(rng, 2, 2, 3, 4, 8, 3, 1, "float64")
-        got = dynograph.nn.functional.conv2d(dynograph.from_numpy(x), dynograph.from_numpy(w),
-                                             dynograph.from_numpy(b))
-        attrs = dict(stride=(1, 1), padding=(0, 0), dilation=(1, 1), transposed=False,
-                     output_padding=(0, 0), groups=1)
-        np.testing.assert_array_equal(got.numpy(), conv_ops.convolution.impl(x, w, b, **attrs))
+        _assert_conv_runs_numpy(5)
     finally:
         from dynograph.compiler import backends
         host_kernels.install(backends.llvm_kernels)
@@ -162,13 +166,7 @@ def test_a_kernel_that_does_not_compile_falls_back(monkeypatch, kernels_always):
         raise RuntimeError("cannot compile")
     host_kernels.install(lambda: failing)
     try:
-        rng = np.random.default_rng(6)
-        x, w, b = _conv_inputs(rng, 2, 2, 3, 4, 8, 3, 1, "float64")
-        got = dynograph.nn.functional.conv2d(dynograph.from_numpy(x), dynograph.from_numpy(w),
-                                             dynograph.from_numpy(b))
-        attrs = dict(stride=(1, 1), padding=(0, 0), dilation=(1, 1), transposed=False,
-                     output_padding=(0, 0), groups=1)
-        np.testing.assert_array_equal(got.numpy(), conv_ops.convolution.impl(x, w, b, **attrs))
+        _assert_conv_runs_numpy(6)
     finally:
         from dynograph.compiler import backends
         host_kernels.install(backends.llvm_kernels)
