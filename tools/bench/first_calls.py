@@ -33,28 +33,33 @@ MAX_CALLS = 10
 
 # ---------------------------------------------------------------- the steps (in the child)
 
+def _classifier_step(torch, model, opt, loss_fn=None):
+    """The examples' step: zero_grad, forward, cross-entropy, backward, optimizer step."""
+    loss_fn = loss_fn or torch.nn.functional.cross_entropy
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def _mlp_step(torch):
     import numpy as np
-    nn, F = torch.nn, torch.nn.functional
+    nn = torch.nn
     rng = np.random.default_rng(0)
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
                           nn.Linear(512, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
     x = torch.from_numpy(rng.standard_normal((128, 784)).astype(np.float32))
     y = torch.from_numpy(rng.integers(0, 10, 128))
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step, lambda: (x, y)
+    return _classifier_step(torch, model, opt), lambda: (x, y)
 
 
 def _demo_step(torch):
     import numpy as np
-    F = torch.nn.functional
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     from demo import DigitNet
     rng = np.random.default_rng(0)
@@ -62,14 +67,7 @@ def _demo_step(torch):
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     x = torch.from_numpy(rng.random((64, 1, 8, 8), dtype=np.float32))
     y = torch.from_numpy(rng.integers(0, 10, 64))
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step, lambda: (x, y)
+    return _classifier_step(torch, model, opt), lambda: (x, y)
 
 
 def _cifar_step(torch):
@@ -81,14 +79,7 @@ def _cifar_step(torch):
     opt = torch.optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
     x = torch.from_numpy(rng.standard_normal((4, 3, 32, 32)).astype(np.float32))
     y = torch.from_numpy(rng.integers(0, 10, 4))
-
-    def step(inputs, labels):
-        opt.zero_grad()
-        loss = criterion(net(inputs), labels)
-        loss.backward()
-        opt.step()
-        return loss
-    return step, lambda: (x, y)
+    return _classifier_step(torch, net, opt, criterion), lambda: (x, y)
 
 
 def _transformer_step(torch):
