@@ -25,6 +25,7 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from ..lowering.scalar import Unsupported
+from ..lowering.walk import ExpressionWalker
 from ..lowering.schedule import ARG_COMBINES, BLOCK, schedule
 
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -140,7 +141,7 @@ def _index(terms, offset=0):
     return " + ".join(parts) or "0"
 
 
-class Renderer:
+class Renderer(ExpressionWalker):
     """Builds the CUDA C text of one kernel; ``render()`` returns it."""
 
     def __init__(self, kernel, name):
@@ -369,36 +370,20 @@ class Renderer:
             v = f"dg_f2bf({v})"
         self.emit(f"b{s.buffer}[{self.address(strides, s.offset)}] = {v};")
 
-    # -- scalar expressions: each a const variable named after its expr
-    def gen(self, i, cache):
-        if i in cache:
-            return cache[i]
-        e = self.k.exprs[i]
-        args = [self.gen(a, cache) for a in e.args]
-        argdt = [self.k.exprs[a].dtype for a in e.args]
-        if e.op == "load":
-            v = self.load(e.attr, e.dtype)
-        elif e.op == "acc":
-            v = self.acc_values[e.attr]
-        elif e.op == "const":
-            v = const(e.attr, e.dtype)
-        elif e.op == "cast":
-            v = self.cast(args[0], argdt[0], e.dtype)
-        elif e.op == "cmp":
-            v = f"{args[0]} {_CMP[e.attr]} {args[1]}"
-        elif e.op == "select":
-            v = f"{args[0]} ? {args[1]} : {args[2]}"
-        elif e.op == "math":
-            v = self.math(e.attr, args, e.dtype)
-        else:
-            v = getattr(self, "op_" + e.op)(*args, e.dtype)
-        if e.op in ("acc", "const"):
-            cache[i] = v
-            return v
+    # -- scalar expressions (gen: walk.py), each a const variable named after its expr
+    def bind(self, expr, value):
         name = self.var("v")
-        self.emit(f"const {reg_type(e.dtype)} {name} = {v};")
-        cache[i] = name
+        self.emit(f"const {reg_type(expr.dtype)} {name} = {value};")
         return name
+
+    def const(self, value, dt):
+        return const(value, dt)
+
+    def cmp(self, op, x, y, dt):
+        return f"{x} {_CMP[op]} {y}"
+
+    def select(self, c, a, b):
+        return f"{c} ? {a} : {b}"
 
     def cast(self, x, src, dst):
         if dst is D.bool:

@@ -23,6 +23,7 @@ import numpy as np
 from llvmlite import ir
 
 from dynograph.runtime import dtypes as D
+from ..lowering.walk import ExpressionWalker
 from ..lowering.schedule import ARG_COMBINES, BLOCK, COLUMNS, schedule
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
@@ -60,7 +61,7 @@ def _unsigned(dt):
     return dt is D.bool or dt is D.uint8
 
 
-class Renderer:
+class Renderer(ExpressionWalker):
     """Builds the LLVM module of one kernel; ``render()`` returns its IR text."""
 
     def __init__(self, kernel, name, triple):
@@ -406,31 +407,9 @@ class Renderer:
         nan = b.fcmp_unordered("uno", v, v)
         return b.trunc(b.select(nan, I32(0x7FC0), rounded), I16)
 
-    # -- scalar expressions
-    def gen(self, i, cache):
-        if i in cache:
-            return cache[i]
-        e = self.k.exprs[i]
-        args = [self.gen(a, cache) for a in e.args]
-        argdt = [self.k.exprs[a].dtype for a in e.args]
-        if e.op == "load":
-            v = self.load(e.attr, e.dtype)
-        elif e.op == "acc":
-            v = self.acc_values[e.attr]
-        elif e.op == "const":
-            v = self.const(e.attr, e.dtype)
-        elif e.op == "cast":
-            v = self.cast(args[0], argdt[0], e.dtype)
-        elif e.op == "cmp":
-            v = self.cmp(e.attr, args[0], args[1], argdt[0])
-        elif e.op == "select":
-            v = self.b.select(*args)
-        elif e.op == "math":
-            v = self.math(e.attr, args, e.dtype)
-        else:
-            v = getattr(self, "op_" + e.op)(*args, e.dtype)
-        cache[i] = v
-        return v
+    # -- scalar expressions (gen: walk.py)
+    def select(self, c, a, b):
+        return self.b.select(c, a, b)
 
     def const(self, value, dt):
         ty = reg_type(dt)
