@@ -51,6 +51,7 @@ from . import fft  # noqa: F401,E402
 from ._stft import stft, istft  # noqa: F401,E402
 from .compiler.compiled import compile, trace  # noqa: F401,E402,A004
 from .serialization import save, load  # noqa: F401,E402
+from . import futures  # noqa: F401,E402
 
 # derivative rules in the op set (a layer below) call these eager functions: compiler/ops/eager.py
 from ._dispatch import call as _call  # noqa: E402

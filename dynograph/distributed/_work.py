@@ -16,6 +16,7 @@ class Work:
         self._statuses = statuses
         self._done = False
         self._exception = None
+        self._future = None
 
     def wait(self, timeout=None):
         """Block until the operation finished; True, as torch.  ``timeout`` (a timedelta)
@@ -32,10 +33,14 @@ class Work:
         except Exception as e:
             self._exception = e
             self._done = True
+            if self._future is not None:
+                self._future.set_exception(e)
             raise
         self._done = True
         if self._finish is not None:
             self._finish()
+        if self._future is not None:
+            self._future.set_result(self._tensors)
         return True
 
     def is_completed(self):
@@ -53,6 +58,29 @@ class Work:
     def result(self):
         self.wait()
         return self._tensors
+
+    def get_future(self):
+        """A dynograph.futures.Future completed with the output tensors (a list, as
+        ``result()``) when the operation completes; waiting on it drives the operation."""
+        if self._future is None:
+            from dynograph.futures import Future
+            self._future = Future()
+            self._future._progress = self._progress
+            if self._done:
+                if self._exception is not None:
+                    self._future.set_exception(self._exception)
+                else:
+                    self._future.set_result(self._tensors)
+        return self._future
+
+    def _progress(self, block):
+        try:
+            if block:
+                self.wait()
+            else:
+                self.is_completed()
+        except Exception:
+            pass            # the Future holds the exception
 
     def synchronize(self):
         self.wait()
