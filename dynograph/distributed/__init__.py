@@ -11,6 +11,7 @@ from ._group import (Backend, GroupMember, ProcessGroup, default_pg_timeout, des
                      get_backend, get_global_rank, get_group_rank, get_process_group_ranks, get_rank,
                      get_world_size, init_process_group, is_available, is_initialized, is_mpi_available,
                      new_group)
+from ._grad_bucket import GradBucket
 from ._mpi import DistBackendError, DistError
 from ._objects import all_gather_object, broadcast_object_list, gather_object, scatter_object_list
 from ._p2p import irecv, isend, recv, send
@@ -19,7 +20,8 @@ from .rank0 import get_rank0_logger, is_main_process, print_on_rank0, rank0_only
 
 group = GroupMember
 
-__all__ = ["Backend", "DistBackendError", "DistError", "GroupMember", "ProcessGroup", "ReduceOp", "Work",
+__all__ = ["Backend", "DistBackendError", "DistError", "GradBucket", "GroupMember", "ProcessGroup",
+           "ReduceOp", "Work",
            "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
            "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "default_pg_timeout",
            "destroy_process_group", "gather", "gather_object", "get_backend", "get_global_rank",

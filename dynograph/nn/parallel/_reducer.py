@@ -8,6 +8,12 @@ world size and a non-blocking all-reduce starts, while backward goes on computin
 Buckets start strictly in index order on every rank, as MPI needs.  When the last parameter
 is in, every all-reduce is waited on and the averages go back into ``.grad`` (or ``.grad``
 becomes a view of the bucket, with ``gradient_as_bucket_view``).
+
+A communication hook (``register_comm_hook``) replaces the division and all-reduce: it gets
+each ready bucket as a ``dist.GradBucket`` of the local gradients and returns a Future of the
+bucket's new values.  Under ``Join`` a rank that ran out of inputs meets the others' bucket
+all-reduces with zeros (``shadow_backward``), and the divisor is the initial world size or the
+number of ranks still training.
 """
 import time
 
@@ -28,6 +34,7 @@ class Bucket:
         self.views = [None] * len(params)     # the .grad tensors that are views of ``flat``
         self.pending = len(params)
         self.request = None
+        self.future = None                    # with a comm hook: the Future of its new values
 
     def slot(self, i):
         return self.flat[self.offsets[i]:self.offsets[i + 1]]
@@ -65,6 +72,8 @@ class Reducer:
             for i, p in enumerate(b.params):
                 self.where[id(p)] = (b, i)
         self.handles = [p.register_post_accumulate_grad_hook(self._hook) for p in params]
+        self.comm_hook = None       # (state, hook) once registered
+        self.ranks_training = None  # under Join: the ranks that ran this iteration's forward
         self._reset()
 
     def _reset(self):
@@ -72,9 +81,11 @@ class Reducer:
         self.next_bucket = 0
         self.used = None            # find_unused_parameters: 1 per parameter used locally
         self.used_request = None
+        self.div_factor = None
         for b in self.buckets:
             b.pending = len(b.params)
             b.request = None
+            b.future = None
 
     @property
     def in_progress(self):
@@ -127,13 +138,17 @@ class Reducer:
         from dynograph.distributed._mpi import buffer, mpi, reduce_op
         MPI = mpi()
         n = self.pg.size()
-        flying = [b.request for b in self.buckets[:self.next_bucket]]
+        flying = [b.request for b in self.buckets[:self.next_bucket] if b.request is not None]
         if flying:
             MPI.Request.Testall(flying)     # MPI moves data only when polled: let it, between hooks
         while self.next_bucket < len(self.buckets) and self.buckets[self.next_bucket].pending == 0:
             b = self.buckets[self.next_bucket]
-            b.flat /= n                       # torch divides before summing
-            b.request = self.pg.comm.Iallreduce(MPI.IN_PLACE, buffer(b.flat), reduce_op("sum", b.flat.dtype))
+            if self.comm_hook is not None:
+                b.future = self.run_comm_hook(self.grad_bucket(b, b.flat))
+            else:
+                b.flat /= self._div_factor(n)     # torch divides before summing
+                b.request = self.pg.comm.Iallreduce(MPI.IN_PLACE, buffer(b.flat),
+                                                    reduce_op("sum", b.flat.dtype))
             self.next_bucket += 1
         if self.next_bucket == len(self.buckets) and self.used is not None and self.used_request is None:
             self.used_request = self.pg.comm.Iallreduce(MPI.IN_PLACE, [self.used, MPI.UINT8_T], MPI.MAX)
@@ -144,6 +159,9 @@ class Reducer:
         pg = self.pg
         deadline = time.monotonic() + pg.timeout
         for b in self.buckets:
+            if b.future is not None:
+                self._take_hook_result(b, b.future.wait())
+                continue
             wait(b.request, deadline, f"all_reduce of DistributedDataParallel bucket {b.index}",
                  lambda b=b: f"after {pg.timeout:g} s ({b.flat.size} {b.flat.dtype} gradient values)")
         used = None
@@ -169,6 +187,81 @@ class Reducer:
                     np.copyto(p._grad._data, value)
                     p._grad._bump_version()
         self._reset()
+
+    def _div_factor(self, n):
+        """The world size, or under Join(divide_by_initial_world_size=False) the number of
+        ranks that ran this iteration's forward."""
+        if self.div_factor is None:
+            self.div_factor = n
+            if self.ranks_training is not None and not self.ddp._divide_by_initial_world_size:
+                self.div_factor = self.ranks_training
+        return self.div_factor
+
+    # ---------------------------------------------------------------- communication hooks
+
+    def register_comm_hook(self, state, hook):
+        if self.comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        self.comm_hook = (state, hook)
+
+    def grad_bucket(self, b, flat):
+        from dynograph._tensor import Tensor
+        from dynograph.distributed import GradBucket
+        return GradBucket(b.index, Tensor._wrap(flat), b.params, b.offsets,
+                          b.index == len(self.buckets) - 1)
+
+    def run_comm_hook(self, bucket):
+        from dynograph.futures import Future
+        state, hook = self.comm_hook
+        fut = hook(state, bucket)
+        if not isinstance(fut, Future):
+            raise RuntimeError("DDP communication hook's callback must return a "
+                               "dynograph.futures.Future object, but got "
+                               f"{type(fut).__module__}.{type(fut).__qualname__}")
+        return fut
+
+    def _take_hook_result(self, b, value):
+        """The hook's reduced values into the bucket (unless the hook reduced it in place)."""
+        from dynograph._tensor import Tensor
+        if not isinstance(value, Tensor):
+            raise RuntimeError("DDP communication hook's Future must hold one tensor (the bucket's "
+                               f"new flat gradients), but it holds {type(value).__name__}")
+        if tuple(value.shape) != b.flat.shape:
+            raise RuntimeError(f"DDP communication hook's result for bucket {b.index} has shape "
+                               f"{list(value.shape)}, but the bucket's buffer has shape {list(b.flat.shape)}")
+        a = value._data
+        same = (a.dtype == b.flat.dtype and a.__array_interface__["data"][0] == b.flat.ctypes.data
+                and a.strides == b.flat.strides)
+        if not same:
+            np.copyto(b.flat, a, casting="unsafe")
+
+    # ---------------------------------------------------------------- Join
+
+    def shadow_backward(self):
+        """A rank that ran out of inputs meets one backward of the others: every bucket's
+        all-reduce (or comm hook) in their order, with zeros; then the used-parameter map's."""
+        from dynograph.distributed._mpi import buffer, mpi, reduce_op, wait
+        MPI = mpi()
+        pg = self.pg
+        pending = []
+        zeros = [np.zeros_like(b.flat) for b in self.buckets]    # alive until MPI is done with them
+        for b, z in zip(self.buckets, zeros):
+            if self.comm_hook is not None:
+                pending.append(self.run_comm_hook(self.grad_bucket(b, z)))
+            else:
+                pending.append(pg.comm.Iallreduce(MPI.IN_PLACE, buffer(z), reduce_op("sum", z.dtype)))
+        deadline = time.monotonic() + pg.timeout
+        for b, p in zip(self.buckets, pending):
+            if not isinstance(p, MPI.Request):
+                p.wait()
+                continue
+            wait(p, deadline, f"all_reduce of DistributedDataParallel bucket {b.index} (joined rank)",
+                 lambda: f"after {pg.timeout:g} s")
+        if self.ddp.find_unused_parameters:
+            used = np.zeros(len(self.params), np.uint8)
+            wait(pg.comm.Iallreduce(MPI.IN_PLACE, [used, MPI.UINT8_T], MPI.MAX), deadline,
+                 "all_reduce of DistributedDataParallel's used parameters (joined rank)",
+                 lambda: f"after {pg.timeout:g} s")
 
     def remove(self):
         for h in self.handles:

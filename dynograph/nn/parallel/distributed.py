@@ -3,13 +3,15 @@ import contextlib
 
 import numpy as np
 
+import dynograph
 from dynograph import distributed as dist      # no MPI yet: mpi4py loads on first use
 from dynograph._trace_hook import TRACE
+from dynograph.distributed.algorithms.join import Join, Joinable, JoinHook
 from ..modules.module import Module
 from ._reducer import Reducer
 
 
-class DistributedDataParallel(Module):
+class DistributedDataParallel(Module, Joinable):
     """Data parallelism over the ranks of a process group: every rank holds a replica of
     ``module``, runs it on its own part of the batch, and after ``backward()`` every replica's
     ``.grad`` holds the average over the ranks, so identical optimizer steps keep the replicas
@@ -22,6 +24,9 @@ class DistributedDataParallel(Module):
     Inside ``no_sync()`` gradients only accumulate locally; the first backward after it
     averages the accumulated gradients.  With ``find_unused_parameters`` each forward's graph is
     searched for the parameters it does not use, so their buckets do not wait for them.
+    ``register_comm_hook(state, hook)`` replaces the averaging all-reduce of each bucket by
+    ``hook`` (see dynograph.distributed.algorithms.ddp_comm_hooks), and ``join()`` trains on
+    inputs of different lengths across ranks.
 
     With ``dynograph.compile``: compile the forward (``dynograph.compile(ddp_model)``, or a
     function returning the loss) and call ``backward()`` outside; the all-reduces then run in
@@ -35,6 +40,7 @@ class DistributedDataParallel(Module):
                  delay_all_reduce_named_params=None, param_to_hook_all_reduce=None,
                  mixed_precision=None, device_mesh=None, skip_all_reduce_unused_params=False):
         super().__init__()
+        Joinable.__init__(self)
         from dynograph.distributed._group import resolve
         if device_ids is not None or output_device is not None:
             raise ValueError("DistributedDataParallel device_ids and output_device arguments only "
@@ -52,6 +58,7 @@ class DistributedDataParallel(Module):
         self.static_graph = static_graph
         self.require_backward_grad_sync = True
         self.require_forward_param_sync = True
+        self._divide_by_initial_world_size = True
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
         named = []
         seen = set()
@@ -68,10 +75,11 @@ class DistributedDataParallel(Module):
 
     # ---------------------------------------------------------------- state from rank 0
 
-    def _sync_module_states(self):
-        """Rank 0's parameters and buffers to every rank: one broadcast per dtype."""
-        tensors = [p for p in self.module.parameters()] + [b for b in self.module.buffers()]
-        _broadcast_coalesced(self.process_group, tensors)
+    def _sync_module_states(self, src=None, buffers=True):
+        """Rank ``src``'s (default: rank 0's) parameters and buffers to every rank: one
+        broadcast per dtype."""
+        tensors = list(self.module.parameters()) + (list(self.module.buffers()) if buffers else [])
+        _broadcast_coalesced(self.process_group, tensors, src)
 
     def forward(self, *inputs, **kwargs):
         from dynograph.autograd.grad_mode import is_grad_enabled
@@ -86,15 +94,33 @@ class DistributedDataParallel(Module):
                 "function outputs participate in calculating loss. Parameters that did not receive "
                 "a gradient: " + ", ".join(self._param_names[id(p)] for p in self.reducer.params
                                          if id(p) not in self.reducer.ready))
+        joining = self._join_config.enable
+        if joining and traced:
+            TRACE.tracer.graph_break(
+                "DistributedDataParallel.join() tells the other ranks before each forward that this "
+                "rank still trains, which the compiled graph does not replay")
+        # under join(): this rank still trains (a rank that ran out of inputs meets it with 0)
+        counting = Join.notify_join_context(self)
         buffers = [b for b in self.module.buffers()]
-        if self.broadcast_buffers and buffers and self.require_forward_param_sync:
+        if self._syncs_buffers(buffers):
             if traced:
                 TRACE.tracer.graph_break(
                     "DistributedDataParallel(broadcast_buffers=True) copies rank 0's buffers before "
                     "each forward, which the compiled graph does not replay; pass "
                     "broadcast_buffers=False to compile it")
-            _broadcast_coalesced(self.process_group, buffers)
+            # under join() rank 0 may have stopped: the highest rank still training is the source
+            src = self._find_common_rank(self._rank, True) if joining else None
+            _broadcast_coalesced(self.process_group, buffers, src)
+        syncing = None
+        if joining:     # tells the joined ranks whether this iteration's backward all-reduces
+            syncing = dist.all_reduce(dynograph.ones(1) if self._will_sync_backward() else dynograph.zeros(1),
+                                      group=self.process_group, async_op=True)
         out = self.module(*inputs, **kwargs)
+        self.reducer.ranks_training = None
+        if counting is not None:
+            counting.wait()
+            syncing.wait()
+            self.reducer.ranks_training = int(counting.result()[0].item())
         if self.find_unused_parameters and is_grad_enabled() and self.require_backward_grad_sync:
             if traced:
                 TRACE.tracer.graph_break(
@@ -102,6 +128,63 @@ class DistributedDataParallel(Module):
                     "autograd graph, which a compiled replay does not build")
             self.reducer.prepare(_unused_parameters(out, self.reducer.params))
         return out
+
+    def _syncs_buffers(self, buffers):
+        return self.broadcast_buffers and bool(buffers) and self.require_forward_param_sync
+
+    def _will_sync_backward(self):
+        from dynograph.autograd.grad_mode import is_grad_enabled
+        return self.require_backward_grad_sync and is_grad_enabled()
+
+    @property
+    def _rank(self):
+        return self.process_group.rank()
+
+    def _find_common_rank(self, rank, candidate):
+        """The highest rank of those passing ``candidate=True`` (one all-reduce)."""
+        t = dynograph.tensor([rank if candidate else -1])
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.process_group)
+        if t.item() == -1:
+            raise ValueError("BUG! Expected rank_cond to be true for at least one process.")
+        return self.process_group.ranks[int(t.item())]
+
+    # ---------------------------------------------------------------- communication hooks
+
+    def register_comm_hook(self, state, hook):
+        """Average each bucket's gradients with ``hook(state, bucket)`` instead of the built-in
+        all-reduce.  ``bucket`` is a ``dist.GradBucket`` of the local gradients (not divided
+        by the world size); the hook returns a ``dynograph.futures.Future`` whose value is the
+        bucket's new flat tensor, which DDP writes into ``.grad``.  Hooks run as the buckets
+        fill during backward, in the same order on every rank; not under ``no_sync()``.  A
+        hook can be registered once."""
+        _check_comm_hook(hook)
+        self.reducer.register_comm_hook(state, hook)
+
+    # ---------------------------------------------------------------- Join
+
+    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+        """Context manager for training on inputs of different lengths across ranks: a rank
+        that leaves the loop early keeps meeting the others' all-reduces, contributing zero
+        gradients, until every rank is done; then the model of the (highest) last rank to
+        finish is copied to all.  Gradients are divided by the initial world size
+        (``divide_by_initial_world_size=True``) or by the number of ranks still training.
+        ``throw_on_early_termination=True`` makes every rank raise RuntimeError as soon as one
+        runs out of inputs instead."""
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs):
+        """The JoinHook that shadows this DDP's forward and backward collectives on a rank that
+        ran out of inputs; ``divide_by_initial_world_size`` (default True) as in ``join()``."""
+        return _DDPJoinHook(self, kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        return dynograph.device("cpu")
+
+    @property
+    def join_process_group(self):
+        return self.process_group
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -112,6 +195,62 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
+
+
+class _DDPJoinHook(JoinHook):
+    """A joined rank's side of the others' DDP iterations (see DistributedDataParallel.join)."""
+
+    def __init__(self, ddp, divide_by_initial_world_size):
+        if not isinstance(ddp, DistributedDataParallel):
+            raise TypeError("DDP join hook requires passing in a DistributedDataParallel instance "
+                            f"as the state, got {type(ddp).__name__}")
+        self.ddp = ddp
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
+
+    def main_hook(self):
+        """Meets one forward and backward of the ranks still training, collective by collective."""
+        ddp = self.ddp
+        buffers = [b for b in ddp.module.buffers()]
+        if ddp._syncs_buffers(buffers):
+            _broadcast_coalesced(ddp.process_group, buffers, ddp._find_common_rank(ddp._rank, False))
+        syncing = dynograph.zeros(1)
+        dist.all_reduce(syncing, group=ddp.process_group)
+        if syncing.item():
+            ddp.reducer.shadow_backward()
+
+    def post_hook(self, is_last_joiner):
+        """Every rank takes the model of the highest rank among the last to join."""
+        ddp = self.ddp
+        src = ddp._find_common_rank(ddp._rank, is_last_joiner)
+        ddp._sync_module_states(src, buffers=ddp.broadcast_buffers)
+
+
+def _check_comm_hook(hook):
+    """A hook is a callable ``hook(state, bucket)``; annotations, where given, are torch's."""
+    import inspect
+    import typing
+    from dynograph.futures import Future
+    if not callable(hook):
+        raise TypeError("Communication hook must be callable.")
+    try:
+        sig = inspect.signature(hook)
+    except (TypeError, ValueError):
+        return          # a builtin without a signature: called as hook(state, bucket)
+    try:
+        sig.bind(None, None)
+    except TypeError:
+        raise TypeError(f"Communication hook must take two arguments (state, bucket), but "
+                        f"{getattr(hook, '__qualname__', hook)} has the signature {sig}") from None
+    params = list(sig.parameters.values())
+    bucket = sig.parameters.get("bucket", params[1] if len(params) > 1 else None)
+    given = bucket.annotation if bucket is not None else inspect.Parameter.empty
+    if given is not inspect.Parameter.empty and not isinstance(given, str) and given is not dist.GradBucket:
+        raise ValueError("Communication hook: bucket annotation should be dist.GradBucket.")
+    given = sig.return_annotation      # (a string under `from __future__ import annotations`)
+    if given is not inspect.Signature.empty and not isinstance(given, str) and \
+            given is not Future and typing.get_origin(given) is not Future:
+        raise ValueError("Communication hook: return annotation should be "
+                         "dynograph.futures.Future[dynograph.Tensor].")
 
 
 def _verify_same_model(pg, named, dist):
@@ -131,14 +270,14 @@ def _verify_same_model(pg, named, dist):
                                    f"{d1}{list(s1)}.")
 
 
-def _broadcast_coalesced(pg, tensors):
+def _broadcast_coalesced(pg, tensors, src=None):
     from dynograph import no_grad, from_numpy
     groups = {}
     for t in tensors:
         groups.setdefault(t._data.dtype, []).append(t)
     for dtype, ts in groups.items():
         flat = np.concatenate([t._data.reshape(-1) for t in ts]) if ts else np.empty(0, dtype)
-        dist.broadcast(from_numpy(flat), src=pg.ranks[0], group=pg)
+        dist.broadcast(from_numpy(flat), src=pg.ranks[0] if src is None else src, group=pg)
         k = 0
         with no_grad():
             for t in ts:
