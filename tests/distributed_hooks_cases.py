@@ -77,10 +77,10 @@ def default_hooks_train_like_no_hook():
     ref = reference_weights()
     assert_close(train(10, default_hooks.allreduce_hook), ref, "allreduce_hook")
     # the half types round each bucket's average: 10 steps stay within their precision
-    assert_close(train(10, default_hooks.fp16_compress_hook), ref, "fp16_compress_hook", 2e-3)
-    assert_close(train(10, default_hooks.bf16_compress_hook), ref, "bf16_compress_hook", 2e-2)
+    assert_close(train(10, default_hooks.fp16_compress_hook), ref, "fp16_compress_hook", 5e-4)
+    assert_close(train(10, default_hooks.bf16_compress_hook), ref, "bf16_compress_hook", 3e-3)
     wrapped = default_hooks.fp16_compress_wrapper(default_hooks.allreduce_hook)
-    assert_close(train(10, wrapped), ref, "fp16_compress_wrapper(allreduce_hook)", 2e-3)
+    assert_close(train(10, wrapped), ref, "fp16_compress_wrapper(allreduce_hook)", 5e-4)
     ddp = DDP(make_model(100))
     register_ddp_comm_hook(DDPCommHookType.ALLREDUCE, ddp, dist.group.WORLD)
     raises(lambda: ddp.register_comm_hook(None, default_hooks.allreduce_hook), RuntimeError,
