@@ -34,6 +34,15 @@ needs_nvcc = pytest.mark.skipif(source.nvcc() is None, reason="nvcc not on PATH"
 
 # launch shapes the emulation runs: one thread, grid-stride loops over a small grid, a full one
 SHAPES = [(1, 1), (2, 3), (None, None)]
+# the same for kernels whose blocks cooperate (whole warps; a gemm's blocks have 256 threads)
+COOPERATIVE_SHAPES = {"warp": [(1, 32), (2, 64), (None, None)],
+                      "block": [(1, 32), (3, 64), (None, None)],
+                      "gemm": [(1, 256), (2, 256), (None, None)]}
+
+
+def launch_shapes(src, i):
+    """The launch shape ``i`` (mod 3) for the kernel of ``src``."""
+    return COOPERATIVE_SHAPES.get(src.mapping.kind, SHAPES)[i % len(SHAPES)]
 
 
 def layout(a):
@@ -75,7 +84,7 @@ def run_against_interpreter(cases):
     launchers = emulate.build([p[0] for p in prepared])
     for i, (src, arrays, ref, what, tol) in enumerate(prepared):
         out = np.full(ref.shape, 77, ref.dtype)
-        grid, block = SHAPES[i % len(SHAPES)]
+        grid, block = launch_shapes(src, i)
         launchers[src.name].run(list(arrays) + [out], grid, block)
         assert_same(out, ref, tolerance(ref.dtype, tol), what)
     return len(prepared)
@@ -232,7 +241,7 @@ def run_plans_against_llvm(plans):
         ref = random_buffers(k, rng)
         got = [a.copy() for a in ref]
         plan([a.ctypes.data for a in ref])
-        grid, block = SHAPES[i % len(SHAPES)]
+        grid, block = launch_shapes(sources[f"dg_{k.key}"], i)
         launchers[f"dg_{k.key}"].run(got, grid, block)
         for j, (r, g) in enumerate(zip(ref, got)):
             tol = 1e-4 if r.dtype.kind == "f" or r.dtype == D.bfloat16.np else None

@@ -19,30 +19,95 @@ import threading
 
 import numpy as np
 
-from dynograph.runtime.backend import Backend
+from dynograph.runtime.backend import Backend, kernel_function
+from .gemm import matmul_kernel
+from .mapping import mapping_of
 from .source import CudaSource
 
 # what rendered kernels need from CUDA, on the host (a string: the package ships Python only)
-HEADER = r"""/* A launch runs every thread of the grid in turn on one
-   OS thread: correct for kernels whose threads share no memory and never wait for each other
-   (no __shared__, __syncthreads() a no-op), which is all the renderer emits so far. */
+HEADER = r"""/* Two ways to run a grid.  dg_emulate: every thread of the grid in turn on one OS thread,
+   for kernels whose threads share no memory and never wait for each other (one thread per
+   kept index).  dg_emulate_block: one OS thread per CUDA thread of a block, the blocks in turn,
+   for kernels that cooperate (block and warp reductions, tiled products): __shared__ variables
+   are static (one block runs at a time, launches are serialized), __syncthreads() is a barrier
+   of the block's threads, and a warp shuffle exchanges values through one slot per thread
+   between two barriers of the warp's 32 threads. */
 #include <math.h>
 #include <string.h>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
 
 struct dim3 { unsigned int x, y, z; };
 static thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
-
-static inline void __syncthreads() {}
 
 static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
 static inline double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }
 static inline long long __double_as_longlong(double f) { long long u; memcpy(&u, &f, 8); return u; }
+static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
+  return (unsigned int)(((unsigned long long)a * b) >> 32);
+}
+
+struct dg_barrier {     /* n threads wait until all n arrived; reusable */
+  std::mutex m;
+  std::condition_variable cv;
+  unsigned n, waiting = 0, generation = 0;
+  explicit dg_barrier(unsigned n) : n(n) {}
+  void wait() {
+    std::unique_lock<std::mutex> lock(m);
+    unsigned g = generation;
+    if (++waiting == n) { waiting = 0; ++generation; cv.notify_all(); }
+    else cv.wait(lock, [&] { return generation != g; });
+  }
+};
+
+struct dg_block {       /* what a block's threads share */
+  dg_barrier all;
+  std::vector<std::unique_ptr<dg_barrier>> warps;
+  std::vector<unsigned long long> slots;     /* one shuffle slot per thread */
+  explicit dg_block(unsigned threads) : all(threads), slots(threads) {
+    for (unsigned w = 0; w * 32 < threads; ++w)
+      warps.emplace_back(new dg_barrier(threads - w * 32 < 32 ? threads - w * 32 : 32));
+  }
+};
+static thread_local dg_block *dg_current = nullptr;
+static std::mutex dg_launch_lock;      /* one launch at a time: __shared__ is static */
+
+static inline void __syncthreads() { if (dg_current) dg_current->all.wait(); }
+
+/* the value lane `from` of this thread's warp holds (its own where `from` is outside) */
+template <class T>
+static inline T dg_shuffle(T v, unsigned from, bool inside) {
+  dg_block *b = dg_current;
+  unsigned t = threadIdx.x;
+  dg_barrier &warp = *b->warps[t >> 5];
+  unsigned long long raw = 0;
+  memcpy(&raw, &v, sizeof(T));
+  b->slots[t] = raw;
+  warp.wait();
+  T out = v;
+  if (inside && from < blockDim.x) memcpy(&out, &b->slots[from], sizeof(T));
+  warp.wait();
+  return out;
+}
+template <class T>
+static inline T __shfl_down_sync(unsigned, T v, unsigned delta) {
+  return dg_shuffle(v, threadIdx.x + delta, (threadIdx.x & 31u) + delta < 32u);
+}
+template <class T>
+static inline T __shfl_sync(unsigned, T v, int lane) {
+  return dg_shuffle(v, (threadIdx.x & ~31u) + (unsigned)lane, true);
+}
 
 /* Run kernel k over a grid of `grid` blocks of `block` threads, its arguments the addresses
    in args.  Blocks run last to first, so a kernel that depended on their order would show. */
@@ -63,9 +128,30 @@ static void dg_emulate(void (*k)(A...), void **args, unsigned grid, unsigned blo
     }
   }
 }
+
+template <class... A>
+static void dg_emulate_block(void (*k)(A...), void **args, unsigned grid, unsigned block) {
+  std::lock_guard<std::mutex> lock(dg_launch_lock);
+  dg_block shared(block);
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < block; ++t)
+    threads.emplace_back([&, t] {
+      dg_current = &shared;
+      gridDim = dim3{grid, 1, 1};
+      blockDim = dim3{block, 1, 1};
+      threadIdx = dim3{t, 0, 0};
+      for (unsigned b = grid; b-- > 0;) {
+        blockIdx = dim3{b, 0, 0};
+        dg_call(k, args, std::index_sequence_for<A...>{});
+        shared.all.wait();     /* the block's shared memory is reused by the next */
+      }
+    });
+  for (auto &th : threads) th.join();
+}
 """
-FLAGS = ["-std=c++17", "-O1", "-shared", "-fPIC", "-ffp-contract=off", "-w"]
-_LAUNCHER = 'extern "C" void {0}__launch(void **a, unsigned g, unsigned b) {{ dg_emulate({0}, a, g, b); }}'
+FLAGS = ["-std=c++17", "-O1", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-w"]
+_LAUNCHER = ('extern "C" void {0}__launch(void **dg_args, unsigned dg_grid, unsigned dg_block) '
+             '{{ {1}({0}, dg_args, dg_grid, dg_block); }}')
 
 _lock = threading.Lock()
 _folder = {}                # pid -> the folder of this process's shared objects
@@ -88,8 +174,15 @@ def _workdir():
 
 def translation_unit(sources):
     """One C++ file: the emulation header, the kernels, a launcher per kernel."""
-    parts = [HEADER] + [s.text for s in sources] + [_LAUNCHER.format(s.name) for s in sources]
+    parts = [HEADER] + [s.text for s in sources] + [_launcher(s) for s in sources]
     return "\n".join(parts) + "\n"
+
+
+def _launcher(source):
+    """The C entry point running ``source``'s kernel over a grid: cooperative kernels (shared
+    memory, barriers, shuffles) get one OS thread per CUDA thread of a block."""
+    run = "dg_emulate_block" if source.cooperative else "dg_emulate"
+    return _LAUNCHER.format(source.name, run)
 
 
 def compile_object(text):
@@ -138,6 +231,9 @@ class Launcher:
         if grid is None or block is None:
             g, b = self.source.launch_shape()
             grid, block = grid or g, block or b
+        mapping = getattr(self.source, "mapping", None)
+        if mapping is not None:
+            mapping.check_block(block)
         args = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
         self.fn(args, grid, block)
 
@@ -146,7 +242,7 @@ class Launcher:
         ``RuntimeError: ZeroDivisionError`` when an integer divisor was 0."""
         addresses = [a.ctypes.data for a in arrays]
         fault = np.zeros(1, np.uint8)
-        if self.source.kernel.divides_integers:
+        if self.source.divides_integers:
             addresses.append(fault.ctypes.data)
         self(addresses, grid, block)
         if fault[0]:
@@ -192,6 +288,18 @@ class EmulationBackend(Backend):
     def launch(self, fn, kernel, addresses):
         fn(addresses)
 
+    def matmul(self, a, b, out, bias=None, alpha=1, beta=1):
+        """``out = a @ b`` (addmm's ``beta * bias + alpha * (a @ b)`` with ``bias``) by the
+        emulated tiled GEMM kernel (gemm.py); None where the operands' strides are not whole
+        elements or ``out`` is not contiguous."""
+        arrays = [a, b] if bias is None or beta == 0 else [a, b, np.broadcast_to(bias, out.shape)]
+        if not out.flags.c_contiguous or any(x.dtype != out.dtype or any(s % x.itemsize for s in
+                                                                          x.strides) for x in arrays):
+            return None
+        kernel = matmul_kernel(a, b, out, arrays[2] if len(arrays) == 3 else None, alpha, beta)
+        kernel_function(self, kernel)([self.address(x) for x in arrays + [out]])
+        return out
+
     def allocate(self, shape, dtype):
         return np.empty(shape, dtype)
 
@@ -200,9 +308,10 @@ class EmulationBackend(Backend):
 
 
 class _Named:
-    """What translation_unit needs of a source: its name and text."""
+    """What translation_unit needs of a source: its name, text and mapping."""
     def __init__(self, name, text, kernel):
         self.name, self.text, self.kernel = name, text, kernel
+        self.cooperative = mapping_of(kernel).cooperative
 
 
 EMULATION = EmulationBackend()

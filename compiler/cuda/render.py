@@ -172,7 +172,7 @@ class Renderer(ExpressionWalker):
         return f"{stem}{self.fresh}"
 
     # -- structure
-    def signature(self):
+    def signature(self, bounds=""):
         k = self.k
         written = {s.buffer for s in k.stores}
         params = []
@@ -181,7 +181,10 @@ class Renderer(ExpressionWalker):
             params.append(f"{const_}{mem_type(dt)}* __restrict__ b{i}")
         if k.divides_integers:
             params.append("unsigned char* __restrict__ fault")
-        return f'extern "C" __global__ void {self.name}({", ".join(params)})'
+        return f'extern "C" __global__ void {bounds}{self.name}({", ".join(params)})'
+
+    # what the mapping adds to the first line, and to the signature (launch bounds)
+    kind, bounds = "", ""
 
     def render(self):
         k = self.k
@@ -191,36 +194,46 @@ class Renderer(ExpressionWalker):
             any(e.dtype in _HALVES for e in k.exprs)
         dims = ",".join(str(n) for n in k.domain)
         head = [f"// {k.name}: domain [{dims}] reduce {tuple(k.reduce_axes)}; "
-                f"collapsed {self.s.domain} reduce {tuple(self.red_axes)}"]
+                f"collapsed {self.s.domain} reduce {tuple(self.red_axes)}{self.kind}"]
         if uses_halves:
             head.append(PRELUDE.rstrip("\n"))
-        head += [self.signature(), "{"]
+        head += [self.signature(self.bounds), "{"]
         if k.divides_integers:
             self.emit("bool faulted = false;   // an integer divisor was 0 (torch raises)")
-        outer = self.s.outer_axes
-        total = int(np.prod([self.domain[a] for a in outer])) if outer else 1
-        self.open(f"for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
-                  f"t < {total}LL; t += (long long)blockDim.x * gridDim.x)")
-        if outer:
-            # the kept indices of thread t, row-major
-            rest = "t"
-            for j, a in enumerate(reversed(outer)):
-                if j == len(outer) - 1:
-                    self.emit(f"const long long i{a} = {rest};")
-                else:
-                    self.emit(f"const long long i{a} = {rest} % {self.domain[a]}LL;")
-                    if j == 0:
-                        self.emit(f"long long rest = t / {self.domain[a]}LL;")
-                    else:
-                        self.emit(f"rest /= {self.domain[a]}LL;")
-                    rest = "rest"
-                self.scope.add(a)
-        self.body()
-        self.close()
+        self.kernel_body()
         if k.divides_integers:
             # only a fault is written: every thread that saw one writes the same byte
             self.emit("if (faulted) *fault = 1;")
         return "\n".join(head + self.lines + ["}", ""])
+
+    def kernel_body(self):
+        """One thread per kept index in a grid-stride loop."""
+        outer = self.s.outer_axes
+        total = int(np.prod([self.domain[a] for a in outer])) if outer else 1
+        self.open(f"for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+                  f"t < {total}LL; t += (long long)blockDim.x * gridDim.x)")
+        self.split_index("t", outer, "rest")
+        self.body()
+        self.close()
+
+    def split_index(self, index, axes, rest=None):
+        """Constants ``i<a>`` for ``axes`` from the row-major linear ``index`` over them, put in
+        scope; ``rest`` names the running quotient (fresh when None)."""
+        if not axes:
+            return
+        rest_name = rest or self.var("rest")
+        current = index
+        for j, a in enumerate(reversed(axes)):
+            if j == len(axes) - 1:
+                self.emit(f"const long long i{a} = {current};")
+            else:
+                self.emit(f"const long long i{a} = {current} % {self.domain[a]}LL;")
+                if j == 0:
+                    self.emit(f"long long {rest_name} = {index} / {self.domain[a]}LL;")
+                else:
+                    self.emit(f"{rest_name} /= {self.domain[a]}LL;")
+                current = rest_name
+            self.scope.add(a)
 
     def body(self):
         cache = {}
@@ -491,5 +504,14 @@ class Renderer(ExpressionWalker):
 
 
 def render(kernel, name):
-    """CUDA C source of ``kernel`` as a ``__global__`` function called ``name``."""
-    return Renderer(kernel, name).render()
+    """CUDA C source of ``kernel`` as a ``__global__`` function called ``name``, in the mapping
+    mapping.py chooses for it."""
+    from .mapping import mapping_of         # the mappings' renderers derive from Renderer
+    kind = mapping_of(kernel).kind
+    if kind == "gemm":
+        from .gemm import GemmRenderer as cls
+    elif kind in ("block", "warp"):
+        from .reduction import CooperativeRenderer as cls
+    else:
+        cls = Renderer
+    return cls(kernel, name).render()

@@ -12,21 +12,12 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
-import numpy as np
 
-from ..lowering.schedule import schedule
+from .mapping import MAX_BLOCKS, THREADS, launch_shape, mapping_of
 from .render import render
 
-THREADS = 256               # threads per block of a launch
-MAX_BLOCKS = 65535          # grid-stride loops cover whatever the grid leaves
 SHARED_LIMIT = 48 * 1024    # static shared memory per block
 REGISTERS_PER_SM = 65536
-
-
-def work_items(kernel):
-    """The number of kept (outer) indices of ``kernel``: one thread each."""
-    s = schedule(kernel)
-    return int(np.prod([s.domain[a] for a in s.outer_axes])) if s.outer_axes else 1
 
 
 class CudaSource:
@@ -35,13 +26,22 @@ class CudaSource:
     def __init__(self, kernel, name=None):
         self.kernel = kernel
         self.name = name or f"dg_{kernel.key}"
+        self.mapping = mapping_of(kernel)
         self.text = render(kernel, self.name)
 
-    def launch_shape(self, threads=THREADS, max_blocks=MAX_BLOCKS):
-        """(blocks, threads per block) covering the kernel's work items."""
-        n = work_items(self.kernel)
-        threads = max(1, min(threads, n))
-        return max(1, min(max_blocks, -(-n // threads))), threads
+    @property
+    def cooperative(self):
+        """Whether a block's threads share memory or wait for each other (mapping.py)."""
+        return self.mapping.cooperative
+
+    @property
+    def divides_integers(self):
+        return self.kernel.divides_integers
+
+    def launch_shape(self, threads=None, max_blocks=MAX_BLOCKS):
+        """(blocks, threads per block) covering the kernel's work: its mapping's threads, warps,
+        blocks or tiles (``threads`` may lower a per-thread kernel's block)."""
+        return launch_shape(self.mapping, threads, max_blocks)
 
     def cubin(self, arch="sm_80"):
         """(cubin bytes, Resources) for ``arch``; raises CompileError on spills or over-limit
