@@ -9,7 +9,7 @@ modules of its own layer or below:
     2 eager core     dynograph._* (Tensor, dispatcher, math, ...), the trace hook (_trace_hook),
                      autograd, random, linalg, special, fft, backends, cuda, version
     3 library        nn, optim, utils.data, serialization, safetensors, vision, distributed,
-                     signal, masked, _stft
+                     futures, signal, masked, _stft
     4 IR             compiler.symbolic, ir, text, verify, interpreter
     5 front-end      compiler.tracer, watch, guards, guard_code, aot, binding, passes, lowering
     6 backends       compiler.llvm.* (and cuda)
@@ -78,6 +78,7 @@ RULES = {
     "dynograph.safetensors": 3,
     "dynograph.vision": 3,
     "dynograph.distributed": 3,
+    "dynograph.futures": 3,             # the Futures of async collectives and DDP comm hooks
     "dynograph.signal": 3,
     "dynograph.masked": 3,              # masked softmax builds on nn.functional
     "dynograph._stft": 3,               # torch.stft pads with nn.functional.pad
