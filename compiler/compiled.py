@@ -501,6 +501,8 @@ class CompiledFunction:
                 tracer.graph_break("an in-place op gives a tensor argument a new gradient history")
             for reason, where in watcher.side_effects():
                 tracer.graph_break(reason, where)
+            for check in tracer.end_checks:
+                check()
             if tracer.ran_backward and any(isinstance(x, Tensor) and x.requires_grad and
                                            x.grad_fn is not None for x in flat):
                 # its gradient flows on into a graph built outside the call

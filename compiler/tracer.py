@@ -130,6 +130,7 @@ class Tracer(TraceHook):
         self.size_uses = []         # (size, kind, detail, "file:line") by the user's code
         self.ran_backward = False   # a backward pass ran during the call (the engine says so)
         self.undo = None            # an undo.Undo when the call's changes are to be put back
+        self.end_checks = []        # at_end: called when the traced call returned
 
     # ------------------------------------------------------------ sizes
 
@@ -282,6 +283,9 @@ class Tracer(TraceHook):
 
     def fact(self, name, get):
         self.facts.append((name, get, get()))
+
+    def at_end(self, check):
+        self.end_checks.append(check)
 
     def _unread(self, p):
         return id(storage_root(p._data)) not in self.storages

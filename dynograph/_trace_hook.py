@@ -79,6 +79,15 @@ class TraceHook(abc.ABC):
         """The name the trace gives ``opt`` in its inputs."""
 
     @abc.abstractmethod
+    def fact(self, name, get):
+        """The graph depends on the Python value ``get()`` returns now (a guard named ``name``)."""
+
+    @abc.abstractmethod
+    def at_end(self, check):
+        """Call ``check()`` when the traced call has returned, before its graph is made: state
+        the call left behind may still make it a graph break."""
+
+    @abc.abstractmethod
     def scalar_input(self, name, value, get):
         """A Python number read each call (a learning rate): a graph input, not a constant."""
 

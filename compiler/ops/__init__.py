@@ -14,4 +14,5 @@ from . import spectral  # noqa: F401
 from . import decompositions  # noqa: F401
 from . import complex_numbers  # noqa: F401
 complex_numbers.install()      # what each op above does with complex input
+from . import collective  # noqa: F401,E402  (complex values reduce like any others)
 from . import groups  # noqa: F401,E402  (last: derived from every op registered above)

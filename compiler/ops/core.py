@@ -23,6 +23,10 @@ and the category facts passes and backends ask about (never lists of op names):
 * ``constant``      the output depends on attributes only (``full``, ``arange``...): constant
                     folding may evaluate it;
 * ``data_dependent`` an output size depends on the input values (``nonzero``): a graph break;
+* ``effect``        the op acts beyond its results: a random draw advances its generator, a
+                    collective communicates with the other processes.  Passes never drop, merge,
+                    fold or fuse it, and effects keep their order (every random op and every
+                    collective has it);
 * ``kernel``        a generated-kernel rule for an op that is not a fused loop nest
                     (convolution, pooling): compiler/lowering's description plus preparation.
 """
@@ -44,11 +48,11 @@ class TensorSpec:
 class OpDef:
     __slots__ = ("name", "kind", "impl", "dtype_rule", "meta", "vjp", "lowering",
                  "grad_name", "view", "differentiable", "cast_inputs", "doc",
-                 "reindex", "reads_layout", "constant", "data_dependent", "kernel", "area")
+                 "reindex", "reads_layout", "constant", "data_dependent", "kernel", "effect", "area")
 
     def __init__(self, name, kind, impl, dtype_rule, meta, vjp, lowering, grad_name, view,
                  differentiable, cast_inputs, doc, reindex=None, reads_layout=False,
-                 constant=False, data_dependent=False, kernel=None):
+                 constant=False, data_dependent=False, kernel=None, effect=False):
         self.name = name
         self.kind = kind
         self.impl = impl
@@ -66,6 +70,7 @@ class OpDef:
         self.constant = constant
         self.data_dependent = data_dependent
         self.kernel = kernel
+        self.effect = effect
         self.area = None        # the op file that defines it ("elementwise"), set by define()
 
     def __repr__(self):
@@ -74,9 +79,11 @@ class OpDef:
 
 # reduction: one result per kept index, combining the reduced dims (sum, amax, var...);
 # scan: a running combination along a dim (cumsum); sort: order statistics (sort, topk,
-# median); pooling: windows over spatial dims.
+# median); pooling: windows over spatial dims; collective: combines the op's input on every
+# process of a group (all_reduce).
 KINDS = ("elementwise", "reduction", "scan", "sort", "pooling", "movement", "index", "linalg",
-         "random", "creation", "other")
+         "random", "creation", "collective", "other")
+EFFECT_KINDS = ("random", "collective")     # their ops act beyond their results (``effect``)
 REINDEX = ("reshape", "permute", "expand", "squeeze", "unsqueeze", "alias")
 
 
@@ -91,7 +98,7 @@ def define(name, kind, impl, *, meta, dtype_rule=None, vjp=None, lowering=None,
         grad_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
     op = OpDef(name, kind, impl, dtype_rule, meta, vjp, lowering, grad_name, view,
                differentiable, cast_inputs, doc, reindex, reads_layout, constant,
-               data_dependent, kernel)
+               data_dependent, kernel, effect=kind in EFFECT_KINDS)
     # the op file: the module whose top level is running (through any helpers it calls)
     frame = sys._getframe(1)
     while frame.f_back is not None and frame.f_code.co_name != "<module>":

@@ -4,8 +4,9 @@ values are replaced by the earlier node's.
 Two nodes are the same when they apply the same op to the same values with the same literal
 arguments and declare the same result types.  Literals are compared by type and by ``repr``,
 so ``1`` and ``1.0`` (different result dtypes) and ``0.0`` and ``-0.0`` (``x + -0.0`` keeps
-the sign of a zero, ``x + 0.0`` does not) stay apart.  Random ops are never merged: each draw
-advances the generator.  Nodes holding a subgraph (fused kernels) are left alone.
+the sign of a zero, ``x + 0.0`` does not) stay apart.  Ops with an effect are never merged: each
+random draw advances the generator, each collective is a call the other processes make too.
+Nodes holding a subgraph (fused kernels) are left alone.
 
 The graph-substitution helpers here (remap_node, remap_graph) are shared by simplify.
 """
@@ -53,7 +54,7 @@ def literal_key(x):
 def node_key(node):
     """The key under which equal nodes meet, or None for nodes that must stay distinct."""
     op = REGISTRY.get(node.op)
-    if op is None or op.kind == "random":
+    if op is None or op.effect:
         return None
     try:
         return (node.op, literal_key(node.args),

@@ -1,16 +1,15 @@
 """Dead-code elimination: drop nodes whose values nobody reads, and unused inputs.
 
-Random ops are kept even when unused: they advance the generator, and later draws depend on
-it.  Inputs that no node, output or update reads are removed, except random generators.
+Ops with the ``effect`` facet are kept even when unused: a random op advances the generator
+(later draws depend on it), a collective is a call every other process makes too.  Inputs that
+no node, output or update reads are removed, except random generators.
 """
 from ..ops import REGISTRY
-
-EFFECTFUL_KINDS = ("random",)
 
 
 def has_effect(node):
     op = REGISTRY.get(node.op)
-    return op is not None and op.kind in EFFECTFUL_KINDS
+    return op is not None and op.effect
 
 
 def dce(graph):

@@ -23,11 +23,12 @@ MAX_ELEMENTS = 1 << 16
 
 
 def layout_sensitive_reads(graph):
-    """The values read by ops whose result depends on their input's strides."""
+    """The values read by ops whose result depends on their input's strides, and the values
+    views of those are taken of (``view(t(t(mm)))``: the product's layout decides the view's)."""
     found = set()
-    for node in graph.nodes:
+    for node in reversed(graph.nodes):
         op = REGISTRY.get(node.op)         # None for a fused node
-        if op is not None and op.reads_layout:
+        if op is not None and (op.reads_layout or (op.view and any(v in found for v in node.outs))):
             found.update(node.input_values())
     return found
 
@@ -82,7 +83,7 @@ def fold(graph):
 def _evaluate(node, known):
     """The node's results as arrays when it is a small computation on constants, else None."""
     op = REGISTRY.get(node.op)
-    if op is None or op.kind == "random" or (op.kind == "creation" and not op.constant):
+    if op is None or op.effect or (op.kind == "creation" and not op.constant):
         return None
     inputs = node.input_values()
     if not op.constant and (not inputs or any(v not in known for v in inputs)):

@@ -315,7 +315,8 @@ def _schedule(emitted):
     for k, (_, node) in enumerate(emitted):
         for v in node.outs:
             producer[v] = k
-    # random draws keep their order: each waits for the previous one (they share a generator)
+    # effects keep their order: each waits for the previous one (random draws share a
+    # generator; every process runs its collectives in the same order)
     draws = sorted((key, k) for k, (key, node) in enumerate(emitted) if has_effect(node))
     after = {k: prev for (_, prev), (_, k) in zip(draws, draws[1:])}
     waiting = [0] * len(emitted)

@@ -210,9 +210,12 @@ def _node_post_hooks(node, grad_inputs, grad_outputs):
 
 
 def _post_accumulate_hooks(leaf):
-    for hook in list(leaf._post_accumulate_grad_hooks):
+    hooks = list(leaf._post_accumulate_grad_hooks)
+    for hook in hooks:
         hook(leaf)
-    if TRACE.tracer is not None:        # after the hooks, so a hook's own reason is reported first
+    # after the hooks, so a hook's own reason is reported first; a hook marked ``traceable``
+    # does its work with dynograph ops, which the trace records (DistributedDataParallel's)
+    if TRACE.tracer is not None and not all(getattr(h, "traceable", False) for h in hooks):
         TRACE.tracer.graph_break("a post-accumulate-grad hook (register_post_accumulate_grad_hook) "
                                  "runs Python code during backward, which the graph does not replay")
 

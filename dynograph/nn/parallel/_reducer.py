@@ -7,7 +7,8 @@ copies its finished ``.grad`` into its bucket slot; when a bucket is full it is 
 world size and a non-blocking all-reduce starts, while backward goes on computing the rest.
 Buckets start strictly in index order on every rank, as MPI needs.  When the last parameter
 is in, every all-reduce is waited on and the averages go back into ``.grad`` (or ``.grad``
-becomes a view of the bucket, with ``gradient_as_bucket_view``).
+becomes a view of the bucket, with ``gradient_as_bucket_view``).  While a compiled training
+step is traced, the hooks record the same work as graph ops instead (``_traced.py``).
 
 A communication hook (``register_comm_hook``) replaces the division and all-reduce: it gets
 each ready bucket as a ``dist.GradBucket`` of the local gradients and returns a Future of the
@@ -20,6 +21,7 @@ import time
 import numpy as np
 
 from dynograph._trace_hook import TRACE
+from . import _traced as traced
 
 FIRST_BUCKET_BYTES = 1024 * 1024
 
@@ -103,17 +105,15 @@ class Reducer:
             self._mark(p)
 
     def _hook(self, p):
-        if TRACE.tracer is not None:
-            TRACE.tracer.graph_break(
-                "DistributedDataParallel averages gradients with all-reduces started from "
-                "backward hooks, which the compiled graph does not replay; compile the forward "
-                "(dynograph.compile(ddp_model)) and call loss.backward() and optimizer.step() "
-                "outside, or let this step run eagerly")
+        if TRACE.tracer is not None and traced.hook(self, p, TRACE.tracer):
+            return                  # a compiled step's trace: the averages are graph ops
         if not self.ddp.require_backward_grad_sync:
             return
         self._mark(p)
         if len(self.ready) == len(self.params):
             self._finish()
+
+    _hook.traceable = True          # under a trace its work is recorded (or it breaks the graph)
 
     def _mark(self, p):
         if id(p) in self.ready:

@@ -8,6 +8,7 @@ from dynograph import distributed as dist      # no MPI yet: mpi4py loads on fir
 from dynograph._trace_hook import TRACE
 from dynograph.distributed.algorithms.join import Join, Joinable, JoinHook
 from ..modules.module import Module
+from . import _traced as traced_ddp
 from ._reducer import Reducer
 
 
@@ -28,10 +29,10 @@ class DistributedDataParallel(Module, Joinable):
     ``hook`` (see dynograph.distributed.algorithms.ddp_comm_hooks), and ``join()`` trains on
     inputs of different lengths across ranks.
 
-    With ``dynograph.compile``: compile the forward (``dynograph.compile(ddp_model)``, or a
-    function returning the loss) and call ``backward()`` outside; the all-reduces then run in
-    backward right after the compiled gradient graph.  A compiled function that runs
-    ``backward()`` inside falls back to eager with a warning naming DistributedDataParallel.
+    With ``dynograph.compile``: a compiled training step (forward, ``backward()``, optimizer
+    step) holds each bucket's all-reduce as a collective node of its graph (``_traced.py``); a
+    compiled forward with ``backward()`` outside runs the all-reduces in the eager backward,
+    right after the compiled gradient graph.
     """
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
@@ -84,6 +85,8 @@ class DistributedDataParallel(Module, Joinable):
     def forward(self, *inputs, **kwargs):
         from dynograph.autograd.grad_mode import is_grad_enabled
         traced = TRACE.tracer is not None
+        if traced:
+            traced_ddp.guard_sync(self, TRACE.tracer)
         if self.reducer.in_progress and self.require_backward_grad_sync and is_grad_enabled() and not traced:
             raise RuntimeError(
                 "Expected to have finished reduction in the prior iteration before starting a new "
@@ -122,11 +125,10 @@ class DistributedDataParallel(Module, Joinable):
             syncing.wait()
             self.reducer.ranks_training = int(counting.result()[0].item())
         if self.find_unused_parameters and is_grad_enabled() and self.require_backward_grad_sync:
+            unused = _unused_parameters(out, self.reducer.params)
             if traced:
-                TRACE.tracer.graph_break(
-                    "DistributedDataParallel(find_unused_parameters=True) searches each forward's "
-                    "autograd graph, which a compiled replay does not build")
-            self.reducer.prepare(_unused_parameters(out, self.reducer.params))
+                traced_ddp.check_unused(self, TRACE.tracer, unused)
+            self.reducer.prepare(unused)
         return out
 
     def _syncs_buffers(self, buffers):
