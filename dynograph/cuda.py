@@ -1,41 +1,209 @@
-"""dynograph.cuda: CUDA device queries.
+"""dynograph.cuda: torch.cuda's device queries, events, memory statistics and seeds.
 
-This build has no CUDA runtime yet: ``is_available()`` is False and every attempt to
-put a tensor on a CUDA device raises one clear error (see runtime/device.py).
+Every driver call goes through runtime/cuda_driver.py, imported on first use (so ``import
+dynograph`` loads neither it nor pycuda).  Where CUDA cannot be used (no pycuda, no driver
+library, a driver that fails to initialize, no device) the functions answer as torch's do without
+CUDA: ``is_available()`` is False, ``device_count()`` and the memory statistics are 0,
+``empty_cache`` and ``manual_seed`` do nothing, and the rest raise ``NoCudaError`` (a
+RuntimeError) whose message names the reason and suggests device='cpu'.
 """
-from dynograph.runtime.device import as_device
+from dynograph.runtime.cuda_allocator import OutOfMemoryError
+from dynograph.runtime.device import device as _Device
 
-__all__ = ["is_available", "device_count", "current_device", "manual_seed", "manual_seed_all",
-           "synchronize", "empty_cache", "get_device_name"]
+__all__ = ["is_available", "is_initialized", "init", "device_count", "current_device", "set_device",
+           "get_device_name", "get_device_properties", "get_device_capability", "synchronize",
+           "Event", "memory_allocated", "max_memory_allocated", "memory_reserved",
+           "max_memory_reserved", "memory_stats", "reset_peak_memory_stats", "empty_cache",
+           "mem_get_info", "manual_seed", "manual_seed_all", "initial_seed", "OutOfMemoryError"]
+
+DEFAULT_SEED = 67280421310721       # torch's CUDA generators start from this seed too
+_seeds = {}                         # device index -> seed given to manual_seed
 
 
+def _driver():
+    from dynograph.runtime import cuda_driver
+    return cuda_driver
+
+
+def _index(device):
+    """The device index ``device`` (None, int, 'cuda:1', device) names; None is the current one."""
+    if device is None:
+        return _driver().current_device()
+    if isinstance(device, str):
+        device = _Device(device)
+    if isinstance(device, _Device):
+        if device.type != "cuda":
+            raise ValueError(f"Expected a cuda device, but got: {device}")
+        return _driver().current_device() if device.index is None else device.index
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device
+    raise ValueError(f"Expected a torch.device with a specified index or an integer, but got:{device}")
+
+
+def _checked(device):
+    drv = _driver()
+    drv.require()
+    return drv.check_index(_index(device))
+
+
+# -- availability and devices ------------------------------------------------------------------
 def is_available():
-    return False
+    """Whether a CUDA device can be used (never raises)."""
+    return _driver().unavailable() is None
+
+
+def is_initialized():
+    return _driver().is_initialized()
+
+
+def init():
+    """Initialize CUDA now; raises the reason it cannot be used."""
+    _driver().require()
 
 
 def device_count():
-    return 0
+    return _driver().device_count()
 
 
 def current_device():
-    as_device("cuda")
+    return _driver().current_device()
+
+
+def set_device(device):
+    """Make ``device`` the current one of this thread (a negative index does nothing, as in torch)."""
+    index = _index(device) if device is not None else -1
+    if index >= 0:
+        _driver().set_device(index)
 
 
 def get_device_name(device=None):
-    """The name of a CUDA device; without one, the error of any CUDA use."""
-    as_device("cuda" if device is None else device)
+    return _driver().name(_checked(device))
 
 
-def manual_seed(seed):
-    """Seeding CUDA generators is a no-op without a CUDA device (as in torch)."""
+def get_device_capability(device=None):
+    """(major, minor) compute capability."""
+    return _driver().capability(_checked(device))
 
 
-manual_seed_all = manual_seed
+class _CudaDeviceProperties:
+    """What get_device_properties returns; prints as torch's does."""
+
+    def __init__(self, fields):
+        self.__dict__.update(fields)
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+                f"total_memory={self.total_memory // 2 ** 20}MB, "
+                f"multi_processor_count={self.multi_processor_count}, pci_bus_id={self.pci_bus_id}, "
+                f"pci_device_id={self.pci_device_id}, pci_domain_id={self.pci_domain_id}, "
+                f"L2_cache_size={self.L2_cache_size // 2 ** 20}MB)")
+
+
+def get_device_properties(device=None):
+    return _CudaDeviceProperties(_driver().properties(_checked(device)))
 
 
 def synchronize(device=None):
-    as_device("cuda" if device is None else device)
+    """Wait for everything queued on ``device`` to finish."""
+    _driver().synchronize(_checked(device))
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of the device's memory, as the driver counts them."""
+    return _driver().mem_get_info(_checked(device))
+
+
+# -- events ------------------------------------------------------------------------------------
+class Event:
+    """A point in the device's queue of work: ``record()`` it, ``synchronize()`` on it, and with
+    ``enable_timing=True`` measure ``start.elapsed_time(end)`` in milliseconds."""
+
+    def __init__(self, enable_timing=False, blocking=False):
+        self._event = _driver().event(enable_timing, blocking)
+        self.enable_timing, self.blocking = enable_timing, blocking
+        self._recorded = False
+
+    def record(self):
+        """Record the event after the work queued so far on the current device."""
+        self._event.record()
+        self._recorded = True
+
+    def synchronize(self):
+        """Wait until the work before the recorded point is done."""
+        if self._recorded:
+            self._event.synchronize()
+
+    def query(self):
+        """Whether the work before the recorded point is done."""
+        return not self._recorded or bool(self._event.query())
+
+    def elapsed_time(self, end_event):
+        """Milliseconds from this event to ``end_event`` (both recorded, both timing)."""
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
+        if not (self._recorded and end_event._recorded):
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        return self._event.time_till(end_event._event)
+
+    def __repr__(self):
+        return f"<dynograph.cuda.Event {'recorded' if self._recorded else 'uninitialized'}>"
+
+
+# -- memory ------------------------------------------------------------------------------------
+def memory_stats(device=None):
+    """The caching allocator's counters in torch's names; {} before CUDA is initialized."""
+    drv = _driver()
+    if not drv.is_initialized():
+        return {}
+    return drv.allocator(_index(device)).stats()
+
+
+def memory_allocated(device=None):
+    """Bytes held by live tensors on ``device`` (sizes rounded as the allocator rounds them)."""
+    return memory_stats(device).get("allocated_bytes.all.current", 0)
+
+
+def max_memory_allocated(device=None):
+    return memory_stats(device).get("allocated_bytes.all.peak", 0)
+
+
+def memory_reserved(device=None):
+    """Bytes the caching allocator holds from the device, live or cached."""
+    return memory_stats(device).get("reserved_bytes.all.current", 0)
+
+
+def max_memory_reserved(device=None):
+    return memory_stats(device).get("reserved_bytes.all.peak", 0)
+
+
+def reset_peak_memory_stats(device=None):
+    """Start the peaks over from what is held now."""
+    _driver().allocator(_checked(device)).reset_peak_stats()
 
 
 def empty_cache():
-    """Nothing is cached without a CUDA device."""
+    """Give the cached, unused device memory back to the driver (other processes can then use it)."""
+    drv = _driver()
+    if drv.is_initialized():
+        for alloc in drv.allocators().values():
+            alloc.empty_cache()
+
+
+# -- seeds -------------------------------------------------------------------------------------
+def manual_seed(seed):
+    """Seed the current device's random numbers (kept until CUDA is used, as torch does)."""
+    seed = int(seed)
+    drv = _driver()
+    _seeds[drv.current_device() if drv.is_initialized() else 0] = seed
+
+
+def manual_seed_all(seed):
+    """Seed every device's random numbers."""
+    seed = int(seed)
+    for i in range(max(1, device_count())):
+        _seeds[i] = seed
+
+
+def initial_seed():
+    """The seed of the current device's random numbers."""
+    return _seeds.get(_checked(None), DEFAULT_SEED)

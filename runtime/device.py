@@ -62,7 +62,8 @@ def as_device(d):
     if d.type == "cpu":
         return CPU
     if d.type == "cuda":
-        raise NoCudaError(
-            "dynograph: no CUDA device is available (this build runs on the CPU; CUDA support "
-            "needs an NVIDIA GPU and the optional extra: pip install 'dynograph[cuda]')")
+        from . import cuda_driver       # imports pycuda, so only once CUDA is asked for
+        cuda_driver.require()           # the reason CUDA is unavailable, if it is
+        raise NoCudaError("dynograph: tensors cannot live on CUDA devices yet (dynograph.cuda's "
+                          "device queries, events and memory statistics work); use device='cpu'")
     raise RuntimeError(f"dynograph: device type '{d.type}' is not supported for tensors")
