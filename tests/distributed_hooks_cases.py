@@ -15,7 +15,7 @@ import traceback
 import dynograph
 import dynograph.distributed as dist
 from dynograph import nn
-from dynograph.distributed.algorithms import Join
+from dynograph.distributed.algorithms import Join, Joinable, JoinHook
 from dynograph.distributed.algorithms.ddp_comm_hooks import DDPCommHookType, default_hooks, register_ddp_comm_hook
 from dynograph.futures import Future
 from dynograph.nn.parallel import DistributedDataParallel as DDP
@@ -67,6 +67,17 @@ def work_futures_hold_the_outputs_and_chain():
     assert [x.tolist() for x in both.wait()[0].value()] == [[0.0, 0.0], [1.0, 1.0]]
     work.wait()
     assert work.get_future().value()[1].tolist() == [1.0, 1.0]     # a completed Work's future
+    polled = dist.all_reduce(dynograph.ones(3), async_op=True)
+    fut = polled.get_future()
+    while not fut.done():           # done() polls MPI (is_completed too)
+        pass
+    assert polled.is_completed() and fut.value()[0].tolist() == [2.0, 2.0, 2.0]
+    # a dropped handle: the tensor still gets the result, its buffer alive until MPI is done
+    kept = dynograph.ones(2)
+    dist.all_reduce(kept, async_op=True)
+    dist.barrier()
+    dist.all_reduce(dynograph.ones(1), async_op=True).wait()
+    assert kept.tolist() == [2.0, 2.0]
 
 
 # ---------------------------------------------------------------- communication hooks
@@ -344,6 +355,54 @@ def join_throw_on_early_termination_raises_on_every_rank():
     raises(lambda: Join([]), ValueError, "requires at least one joinable")
     with ddp.join(enable=False):
         ddp(x).sum().backward()
+
+
+class Summer(Joinable):
+    """A user's Joinable: sums a number over the ranks every iteration."""
+
+    def __init__(self, group=None):
+        super().__init__()
+        self.group = group or dist.group.WORLD
+        self.total = 0.0
+        self.last_joiner = None
+
+    def step(self, x):
+        Join.notify_join_context(self)
+        t = dynograph.tensor([float(x)])
+        dist.all_reduce(t, group=self.group)
+        self.total += t.item()
+
+    def join_hook(self, **kwargs):
+        summer = self
+
+        class Shadow(JoinHook):
+            def main_hook(self):
+                dist.all_reduce(dynograph.zeros(1), group=summer.group)
+
+            def post_hook(self, is_last_joiner):
+                summer.last_joiner = is_last_joiner
+
+        return Shadow()
+
+    @property
+    def join_device(self):
+        return dynograph.device("cpu")
+
+    @property
+    def join_process_group(self):
+        return self.group
+
+
+@check("join")
+def a_user_joinable():
+    summer = Summer()
+    with Join([summer]):
+        for _ in range(3 if rank() == 0 else 1):
+            summer.step(1 if rank() == 0 else 10)
+    assert summer.total == (13.0 if rank() == 0 else 11.0), summer.total
+    assert summer.last_joiner == (rank() == 0)
+    ddp = DDP(nn.Linear(2, 2), process_group=dist.new_group([0, 1]))
+    raises(lambda: Join([ddp, Summer()]), ValueError, "multiple process groups")
 
 
 # ---------------------------------------------------------------- entry point

@@ -1,7 +1,22 @@
 """Work: the handle a collective returns with ``async_op=True``."""
 import time
 
-from ._mpi import wait
+from ._mpi import mpi, wait
+
+# Works whose MPI operation may still run.  MPI reads and writes their buffers until it ends,
+# and a caller may drop the handle (as torch allows: the tensors get the result anyway), so
+# they stay referenced here until completed; each new Work completes the finished ones.
+_IN_FLIGHT = set()
+
+
+def _track(work):
+    # (Works with statuses, receives from any rank, complete only in their own wait, which
+    # reads the sender from the statuses)
+    done = [w for w in _IN_FLIGHT if w._statuses is None and mpi().Request.Testall(w._request_list())]
+    _IN_FLIGHT.difference_update(done)
+    _IN_FLIGHT.add(work)
+    for w in done:
+        w.wait()        # runs their finish and future callbacks (no wait left: MPI is done)
 
 
 class Work:
@@ -17,6 +32,7 @@ class Work:
         self._done = False
         self._exception = None
         self._future = None
+        _track(self)
 
     def wait(self, timeout=None):
         """Block until the operation finished; True, as torch.  ``timeout`` (a timedelta)
@@ -33,19 +49,23 @@ class Work:
         except Exception as e:
             self._exception = e
             self._done = True
+            _IN_FLIGHT.discard(self)
             if self._future is not None:
                 self._future.set_exception(e)
             raise
         self._done = True
+        _IN_FLIGHT.discard(self)
         if self._finish is not None:
             self._finish()
         if self._future is not None:
             self._future.set_result(self._tensors)
         return True
 
+    def _request_list(self):
+        return self._requests if isinstance(self._requests, list) else [self._requests]
+
     def is_completed(self):
-        from ._mpi import mpi
-        if not self._done and mpi().Request.Testall(self._requests, self._statuses):
+        if not self._done and mpi().Request.Testall(self._request_list(), self._statuses):
             self.wait()
         return self._done
 
