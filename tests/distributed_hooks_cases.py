@@ -92,6 +92,8 @@ def default_hooks_train_like_no_hook():
     assert_close(train(10, default_hooks.bf16_compress_hook), ref, "bf16_compress_hook", 3e-3)
     wrapped = default_hooks.fp16_compress_wrapper(default_hooks.allreduce_hook)
     assert_close(train(10, wrapped), ref, "fp16_compress_wrapper(allreduce_hook)", 5e-4)
+    assert_close(train(10, default_hooks.allreduce_hook, gradient_as_bucket_view=True), ref,
+                 "allreduce_hook, gradient_as_bucket_view")
     ddp = DDP(make_model(100))
     register_ddp_comm_hook(DDPCommHookType.ALLREDUCE, ddp, dist.group.WORLD)
     raises(lambda: ddp.register_comm_hook(None, default_hooks.allreduce_hook), RuntimeError,

@@ -119,11 +119,12 @@ class DistributedDataParallel(Module, Joinable):
             syncing = dist.all_reduce(dynograph.ones(1) if self._will_sync_backward() else dynograph.zeros(1),
                                       group=self.process_group, async_op=True)
         out = self.module(*inputs, **kwargs)
-        self.reducer.ranks_training = None
         if counting is not None:
             counting.wait()
             syncing.wait()
             self.reducer.ranks_training = int(counting.result()[0].item())
+        elif self.reducer.ranks_training is not None:
+            self.reducer.ranks_training = None      # out of join(): the whole world trains
         if self.find_unused_parameters and is_grad_enabled() and self.require_backward_grad_sync:
             unused = _unused_parameters(out, self.reducer.params)
             if traced:
