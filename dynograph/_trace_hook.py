@@ -37,6 +37,7 @@ class TraceHook(abc.ABC):
     """What the eager layers call on the installed trace (``TRACE.tracer``)."""
 
     ran_backward = False    # set by the autograd engine when a backward pass runs in the trace
+    undo = None             # while tracing ahead (a run that is put back afterwards): its journal
 
     @abc.abstractmethod
     def record(self, op, args, attrs, result, outs):

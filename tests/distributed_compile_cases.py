@@ -54,14 +54,13 @@ def same_on_both_ranks(tensors, what):
     assert everyone[0] == everyone[1], f"{what}: the ranks' tensors differ"
 
 
-def train_compiled(steps=10, **ddp_kwargs):
+def train_compiled(steps=10, compiled=True, **ddp_kwargs):
     """DDP trained ``steps`` steps by one compiled function (zero_grad, forward, backward, step)."""
     model = make_model(100 + rank())        # different on each rank: DDP copies rank 0's
     ddp = DDP(model, bucket_cap_mb=0.002, **ddp_kwargs)
     assert len(ddp.reducer.buckets) > 1
     opt = dynograph.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
 
-    @dynograph.compile
     def step(x, y):
         opt.zero_grad()
         loss = nn.functional.mse_loss(ddp(x), y)
@@ -69,6 +68,8 @@ def train_compiled(steps=10, **ddp_kwargs):
         opt.step()
         return loss
 
+    if compiled:
+        step = dynograph.compile(step)
     xs, ys = batches(steps, PER_RANK)
     with warnings.catch_warnings():
         warnings.simplefilter("error")      # a fallback warns: make it fail here
@@ -107,6 +108,16 @@ def compiled_step_equals_one_process_and_eager_ddp():
     assert step.hits >= 8, text
     wanted = [f"all_reduce of DistributedDataParallel bucket {b.index}" for b in ddp.reducer.buckets]
     assert all_reduces(step) == wanted, all_reduces(step)
+
+
+@check
+def a_compiled_rank_and_an_eager_rank_train_together():
+    """Rank 0 compiled (its first call traces, then traces ahead and puts that run back),
+    rank 1 eager: one round of bucket all-reduces per call on both, the same MPI calls."""
+    _, model, step = train_compiled(compiled=rank() == 0)
+    assert_close(list(model.parameters()), reference_weights(), "compiled rank 0, eager rank 1")
+    if rank() == 0:
+        assert step.hits >= 8 and step.eager_reason is None, str(step.explain())
 
 
 @check

@@ -7,12 +7,13 @@ to the same communicator.  Importing this module installs ``all_reduce`` in the 
 
 The data moves exactly as DistributedDataParallel's eager bucket all-reduces move it (one
 non-blocking ``Iallreduce``, waited on with the group's timeout): a rank whose step runs
-compiled meets the same MPI calls as a rank whose step runs eagerly.
+compiled meets the same MPI calls as a rank whose step runs eagerly, one round per call.
 """
 import time
 
 import numpy as np
 
+from dynograph._trace_hook import TRACE
 from dynograph.compiler.ops import collective
 from dynograph.runtime import dtypes
 from ._group import STATE
@@ -40,6 +41,11 @@ def group_named(name, what):
 def all_reduce(x, group, op, what):
     """``x`` reduced with ``op`` over the ranks of group ``group`` (a new array)."""
     pg = group_named(group, what)
+    tracer = TRACE.tracer
+    if tracer is not None and tracer.undo is not None:
+        # tracing ahead (compiled.py's look-ahead) runs the step once more and puts it all back:
+        # a collective there would meet the other ranks' next call.  Its values are not kept.
+        return np.array(x)
     src = np.ascontiguousarray(x)
     out = np.empty_like(src)
     deadline = time.monotonic() + pg.timeout
