@@ -155,14 +155,14 @@ def sequence_size(size, fn):
 
 # ---------------------------------------------------------------- zeros, ones, full, empty
 
-def _filled(shape, value, dtype, device, requires_grad, out, perm=None):
+def _filled(shape, value, dtype, device, requires_grad, out, strides=None):
     if device is not None:
         as_device(device)
     dtype = out_dtype(dtype, out) or D.get_default_dtype()
-    if perm is None:
+    if strides is None:
         t = call(C.full, shape=shape, fill_value=value, dtype=dtype)
     else:
-        t = call(C.full, shape=shape, fill_value=value, dtype=dtype, perm=perm)
+        t = call(C.full, shape=shape, fill_value=value, dtype=dtype, strides=strides)
     return finish_created(t, requires_grad, out)
 
 
@@ -217,25 +217,31 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False,
     return _filled((), s, dtype, device, requires_grad, None)
 
 
-def _memory_perm(memory_format, ndim):
-    """The layout permutation (outermost first) of a channels-last memory format."""
+def _memory_strides(memory_format, shape):
+    """The element strides of a channels-last memory format (None for contiguous_format)."""
     name = getattr(memory_format, "name", "contiguous_format")
     if name in ("channels_last", "channels_last_3d"):
         rank = 4 if name == "channels_last" else 5
-        if ndim != rank:
+        if len(shape) != rank:
             raise RuntimeError(f"required rank {rank} tensor to use {name} format")
-        return (0,) + tuple(builtins.range(2, rank)) + (1,)
+        # channels innermost, then width, height (and depth), batch outermost; unlike
+        # contiguous strides, PyTorch's multiply size-0 dimensions in as they are
+        strides, step = [0] * rank, 1
+        for d in (1,) + tuple(builtins.range(rank - 1, 1, -1)) + (0,):
+            strides[d] = step
+            step *= shape[d]
+        return tuple(strides)
     return None
 
 
-def _empty(shape, dtype, device, requires_grad, out, perm=None):
+def _empty(shape, dtype, device, requires_grad, out, strides=None):
     if device is not None:
         as_device(device)
     dtype = out_dtype(dtype, out) or D.get_default_dtype()
-    if perm is None:
+    if strides is None:
         t = call(C.empty, shape=shape, dtype=dtype)
     else:
-        t = call(C.empty, shape=shape, dtype=dtype, perm=perm)
+        t = call(C.empty, shape=shape, dtype=dtype, strides=strides)
     return finish_created(t, requires_grad, out)
 
 
@@ -243,8 +249,8 @@ def empty(*args, size=None, out=None, dtype=None, layout=None, device=None, requ
           pin_memory=False, memory_format=None):
     """An uninitialized tensor."""
     shape = parse_size(args, size, "empty")
-    perm = None if memory_format is None else _memory_perm(memory_format, len(shape))
-    return _empty(shape, dtype, device, requires_grad, out, perm)
+    strides = None if memory_format is None else _memory_strides(memory_format, shape)
+    return _empty(shape, dtype, device, requires_grad, out, strides)
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
@@ -263,21 +269,16 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
 
 # ---------------------------------------------------------------- *_like
 
-def _like_perm(input, memory_format):
-    """The layout a ``*_like`` result takes: input's own (if dense), the order of its
-    dimensions' strides (if not: PyTorch's infer_dense_strides) or a channels-last one."""
+def like_strides(input, memory_format):
+    """The element strides of a ``*_like`` result (None: contiguous): under preserve_format
+    those of a preserve_format copy (PyTorch's empty_like), else the format's own."""
     a = input._data
     name = getattr(memory_format, "name", "preserve_format")
     if name == "preserve_format":
-        if a.flags.c_contiguous or a.ndim < 2 or a.size == 0:
+        if a.flags.c_contiguous and a.size and 1 not in a.shape:
             return None
-        strides = a.strides if C.is_dense(a) else C.infer_dense_strides(a.shape, a.strides)
-        # outermost dimension first: larger strides outside
-        # size-1 dimensions go inside their equal-stride neighbour, so they keep its stride
-        return tuple(sorted(builtins.range(a.ndim), key=lambda d: (-strides[d], a.shape[d] == 1, d)))
-    if name == "contiguous_format":
-        return None
-    return _memory_perm(memory_format, a.ndim)
+        return C.preserved_strides(a)
+    return _memory_strides(memory_format, a.shape)
 
 
 def check_input(input, fn):
@@ -287,11 +288,11 @@ def check_input(input, fn):
 
 def _like(fn, input, value, dtype, device, requires_grad, memory_format):
     check_input(input, fn)
-    perm = _like_perm(input, memory_format)
+    strides = like_strides(input, memory_format)
     dtype = dtype_arg(dtype) or input.dtype
     if value is None:
-        return _empty(tuple(input._data.shape), dtype, device, requires_grad, None, perm)
-    return _filled(tuple(input._data.shape), value, dtype, device, requires_grad, None, perm)
+        return _empty(tuple(input._data.shape), dtype, device, requires_grad, None, strides)
+    return _filled(tuple(input._data.shape), value, dtype, device, requires_grad, None, strides)
 
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
@@ -642,7 +643,7 @@ def _array_of(data, dtype, fn="dynograph.tensor"):
         _np_dtype(data)
         _no_negative_strides(data)
         dt = dtype.np if dtype is not None else data.dtype
-        return C.cast(data, dt, order="K" if C.is_dense(data) else "C")
+        return C.numpy_strides(C.cast(data, dt, order="K" if C.is_dense(data) else "C"), data)
     if isinstance(data, np.generic):
         return _array_of(np.asarray(data), dtype)
     if isinstance(data, (str, bytes)):
@@ -674,8 +675,8 @@ def as_tensor(data, *, dtype=None, device=None):
         src = _np_dtype(data)
         _no_negative_strides(data)
         if dtype is None or dtype is src:
-            return Tensor._wrap(data)
-        return Tensor._wrap(C.cast(data, dtype.np))
+            return Tensor._wrap(C.numpy_strides(data, data))
+        return Tensor._wrap(C.numpy_strides(C.cast(data, dtype.np), data))
     return tensor(data, dtype=dtype)
 
 
@@ -703,7 +704,7 @@ def from_numpy(ndarray, /):
         raise TypeError(f"expected np.ndarray (got {name})")
     _np_dtype(ndarray)
     _no_negative_strides(ndarray)
-    return Tensor._wrap(ndarray)
+    return Tensor._wrap(C.numpy_strides(ndarray, ndarray))
 
 
 # ---------------------------------------------------------------- Tensor.new_*

@@ -126,6 +126,8 @@ def _simple(op, args):
             return None
     else:
         return None
+    if not x.size:                      # empty: the general path gives PyTorch's strides
+        return None
     entry = _SIMPLE.get(key, False)
     if entry is False:
         if x.dtype not in _KEPT:

@@ -20,7 +20,7 @@ from dynograph.runtime.device import as_device
 from dynograph._trace_hook import TRACE
 from ._convert import copy_recorded, records_write
 from ._creation import (parse_size, finish_created, out_dtype, as_int, tname, check_input, sequence_size,
-                        dtype_arg)
+                        dtype_arg, like_strides)
 from ._dispatch import call
 from ._inplace import check_inplace_leaf, check_no_internal_overlap
 from ._tensor import Tensor, tensor_method
@@ -348,33 +348,44 @@ def poisson(input, generator=None):
     return call(C.poisson, input, generator=_bits(generator))
 
 
+def _like(input, op, dtype, device, requires_grad, memory_format, generator, **attrs):
+    """A sample with ``input``'s shape laid out as ``empty_like(input)`` (PyTorch fills an
+    ``empty_like`` result in place)."""
+    shape = tuple(input._data.shape)
+    t = _create(op, shape, dtype, None, device, False, generator, **attrs)
+    strides = like_strides(input, memory_format)
+    if strides is not None and strides != t.stride():
+        t = call(C.empty, shape=shape, dtype=dtype, strides=strides).copy_(t)
+    return finish_created(t, requires_grad)
+
+
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
               requires_grad=False, memory_format=None):
-    """Uniform [0, 1) values with ``input``'s shape and dtype."""
+    """Uniform [0, 1) values with ``input``'s shape, dtype and layout."""
     check_input(input, "rand_like")
-    return _create(C.uniform, tuple(input._data.shape), dtype_arg(dtype) or input.dtype, None, device,
-                   requires_grad, generator, low=0.0, high=1.0)
+    return _like(input, C.uniform, dtype_arg(dtype) or input.dtype, device, requires_grad,
+                 memory_format, generator, low=0.0, high=1.0)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
                requires_grad=False, memory_format=None):
-    """Standard normal values with ``input``'s shape and dtype."""
+    """Standard normal values with ``input``'s shape, dtype and layout."""
     check_input(input, "randn_like")
-    return _create(C.normal, tuple(input._data.shape), dtype_arg(dtype) or input.dtype, None, device,
-                   requires_grad, generator, mean=0.0, std=1.0)
+    return _like(input, C.normal, dtype_arg(dtype) or input.dtype, device, requires_grad,
+                 memory_format, generator, mean=0.0, std=1.0)
 
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None,
                  device=None, requires_grad=False, memory_format=None):
-    """Integers in [low, high) with ``input``'s shape and dtype: ``randint_like(x, high)`` or
-    ``randint_like(x, low, high)``."""
+    """Integers in [low, high) with ``input``'s shape, dtype and layout: ``randint_like(x,
+    high)`` or ``randint_like(x, low, high)``."""
     check_input(input, "randint_like")
     if high is None:
         low, high = 0, low
     lo = _int_arg(low, "randint_like", "low", 2)
     hi = _int_arg(high, "randint_like", "high", 3)
-    return _create(C.randint, tuple(input._data.shape), dtype_arg(dtype) or input.dtype, None, device,
-                   requires_grad, generator, low=lo, high=hi)
+    return _like(input, C.randint, dtype_arg(dtype) or input.dtype, device, requires_grad,
+                 memory_format, generator, low=lo, high=hi)
 
 
 # ---------------------------------------------------------------- in-place fills

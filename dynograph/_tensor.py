@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from dynograph._trace_hook import TRACE
+from dynograph.compiler.ops.creation import with_torch_strides
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import CPU, as_device
 
@@ -73,6 +74,8 @@ class Tensor:
 
     @staticmethod
     def _wrap(array):
+        if not array.size:
+            array = with_torch_strides(array)
         t = object.__new__(Tensor)
         t._data = array
         return t

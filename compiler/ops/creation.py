@@ -135,48 +135,82 @@ def check_scalar(value, dtype):
             f"value cannot be converted to type {dtype.cpp_type} without overflow")
 
 
-def _perm_shape(shape, perm):
-    return tuple(shape[p] for p in perm)
+def contiguous_strides(shape):
+    """Row-major element strides as PyTorch gives them (a size-0 dimension counts as 1, so
+    an empty tensor has the strides of a non-empty one; numpy gives it zeros)."""
+    out, step = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        out[d] = step
+        step *= max(shape[d], 1)
+    return tuple(out)
 
 
-def _inverse(perm):
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return tuple(inv)
+def on_strides(flat, shape, strides):
+    """The ``numel``-element array ``flat`` seen with ``shape`` and element ``strides``
+    (dense ones: every element once, whatever the strides of its size-1 dimensions)."""
+    item = flat.itemsize
+    return np.lib.stride_tricks.as_strided(flat, shape, tuple(s * item for s in strides))
+
+
+_STRIDED = type(np.lib.stride_tricks.as_strided(np.empty(1)).base)
+
+
+def with_torch_strides(a):
+    """``a`` itself, or for a new size-0 array (to which numpy gives zero strides) the same
+    empty array with PyTorch's contiguous strides, so that views of it take PyTorch's.  Zero
+    strides set on purpose stay: a view of elements (a size-1 dimension expanded to 0) or
+    an ``on_strides`` array (``numpy_strides``)."""
+    if a.size or not a.ndim or any(a.strides) or getattr(a.base, "size", 0) or \
+            type(a.base) is _STRIDED:
+        return a
+    return on_strides(a.reshape(-1), a.shape, contiguous_strides(a.shape))
+
+
+def numpy_strides(a, src):
+    """``a`` (a copy of the numpy array ``src`` or ``src`` itself) with src's element strides
+    kept where it is empty: PyTorch's tensor/from_numpy keep them, numpy's zeros included."""
+    if a.size or not a.ndim:
+        return a
+    return on_strides(a.reshape(-1), a.shape, tuple(s // src.itemsize for s in src.strides))
 
 
 # ---------------------------------------------------------------- creation
 
-def _full(*, shape, fill_value, dtype, perm=None):
-    if perm is None:
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _full(*, shape, fill_value, dtype, strides=None):
+    if strides is None and _numel(shape):
         return _alloc(shape, dtype, lambda: _np_full(shape, fill_value, dtype.np))
-    pshape = _perm_shape(shape, perm)
-    out = _alloc(shape, dtype, lambda: _np_full(pshape, fill_value, dtype.np))
-    return out.transpose(_inverse(perm))
+    flat = _alloc(shape, dtype, lambda: _np_full((_numel(shape),), fill_value, dtype.np))
+    return on_strides(flat, shape, contiguous_strides(shape) if strides is None else strides)
 
 
-def _full_meta(*, shape, fill_value, dtype, perm=None):
+def _full_meta(*, shape, fill_value, dtype, strides=None):
     check_scalar(fill_value, dtype)
     return TensorSpec(tuple(shape), dtype)
 
 
 full = define("full", "creation", _full, meta=_full_meta, differentiable=False,
-              doc="A tensor of ``shape`` filled with ``fill_value``; ``perm`` lays it out "
-                  "like a permuted tensor (outermost dimension first).", constant=True,
-              lowering=lambda b, *, shape, fill_value, dtype, perm=None: b.const(fill_value, dtype))
+              doc="A tensor of ``shape`` filled with ``fill_value``; ``strides`` (in elements, "
+                  "dense) lays it out like another tensor.", constant=True,
+              lowering=lambda b, *, shape, fill_value, dtype, strides=None: b.const(fill_value, dtype))
 
 
-def _empty(*, shape, dtype, perm=None):
-    if perm is None:
+def _empty(*, shape, dtype, strides=None):
+    if strides is None and _numel(shape):
         return _alloc(shape, dtype, lambda: np.empty(shape, dtype.np))
-    pshape = _perm_shape(shape, perm)
-    return _alloc(shape, dtype, lambda: np.empty(pshape, dtype.np)).transpose(_inverse(perm))
+    flat = _alloc(shape, dtype, lambda: np.empty((_numel(shape),), dtype.np))
+    return on_strides(flat, shape, contiguous_strides(shape) if strides is None else strides)
 
 
 empty = define("empty", "creation", _empty,
-               meta=lambda *, shape, dtype, perm=None: TensorSpec(tuple(shape), dtype),
-               differentiable=False, doc="An uninitialized tensor.")
+               meta=lambda *, shape, dtype, strides=None: TensorSpec(tuple(shape), dtype),
+               differentiable=False, doc="An uninitialized tensor (``strides``: as ``full``'s).")
 
 
 def _cpp_double(x):
@@ -350,21 +384,23 @@ def is_dense(a):
     return True
 
 
-def infer_dense_strides(shape, strides):
-    """PyTorch's strides (in elements) for a dense copy of a non-dense tensor that keeps its
-    dimensions' order: dimensions sorted by stride, innermost first (a stable insertion sort
-    in which a zero stride compares with nothing and equal strides put the smaller size
-    inside), then contiguous strides in that order, a size-0 dimension counting as 1."""
+def _stride_order(shape, operands):
+    """The dimensions innermost first, as PyTorch's TensorIterator orders them from its
+    operands' element strides: a stable insertion sort asking each operand in turn, where a
+    zero stride (broadcast) says nothing and equal strides put the smaller size inside."""
     ndim = len(shape)
     perm = list(range(ndim - 1, -1, -1))
 
-    def after(d0, d1):              # whether dimension d0 belongs outside d1
-        s0, s1 = strides[d0], strides[d1]
-        if s0 == 0 or s1 == 0:
-            return None
-        if s0 != s1:
-            return s0 > s1
-        return True if shape[d0] > shape[d1] else None
+    def after(d0, d1):              # whether dimension d0 belongs outside d1 (None: no say)
+        for strides in operands:
+            s0, s1 = strides[d0], strides[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return s0 > s1
+            if shape[d0] > shape[d1]:
+                return True
+        return None
     for i in range(1, ndim):
         d1 = i
         for d0 in range(i - 1, -1, -1):
@@ -374,29 +410,70 @@ def infer_dense_strides(shape, strides):
                 d1 = d0
             elif swap is False:
                 break
-    out = [0] * ndim
+    return perm
+
+
+def infer_dense_strides(shape, strides):
+    """PyTorch's strides (in elements) for a dense copy of a non-dense tensor that keeps its
+    dimensions' order: contiguous strides in ``_stride_order``, a size-0 dimension counting
+    as 1."""
+    out = [0] * len(shape)
     step = 1
-    for d in perm:
+    for d in _stride_order(shape, (strides,)):
         out[d] = step
         step *= max(shape[d], 1)
     return tuple(out)
 
 
+def iterator_strides(shape, operands):
+    """The element strides of the result of shape ``shape`` that PyTorch's TensorIterator
+    allocates for ``operands`` ((shape, element strides) of each, a Python number as a 0-dim
+    operand).  The dimensions take the operands' stride order, multiplying sizes as they
+    are (a size-0 dimension gives the dimensions outside it stride 0), except where all
+    operands are contiguous and of one shape (as every empty one is): then contiguous."""
+    if 0 in shape and all(s == shape for s, _ in operands):
+        return contiguous_strides(shape)
+    ndim = len(shape)
+    aligned = []
+    for s, st in operands:      # a broadcast dimension steps 0
+        pad = ndim - len(s)
+        aligned.append(tuple(0 if d < pad or (s[d - pad] == 1 and shape[d] != 1) else st[d - pad]
+                             for d in range(ndim)))
+    perm = _stride_order(shape, aligned)
+    if perm == list(range(ndim - 1, -1, -1)):
+        return contiguous_strides(shape)
+    out, step = [0] * ndim, 1
+    for d in perm:
+        out[d] = step
+        step *= shape[d]
+    return tuple(out)
+
+
+def preserved_strides(a):
+    """The element strides a preserve_format copy (or ``*_like`` result) of ``a`` takes in
+    PyTorch: a non-overlapping and dense (or empty) ``a``'s own, those of its size-1
+    dimensions included, else those ``infer_dense_strides`` gives."""
+    own = tuple(s // a.itemsize for s in a.strides)
+    return own if is_dense(a) else infer_dense_strides(a.shape, own)
+
+
 def _preserved(a, out):
-    """``out`` (a copy of ``a``) with the strides a preserve_format copy takes in PyTorch: a
-    dense ``a``'s own strides (those of its size-1 dimensions included), else those
-    ``infer_dense_strides`` gives.  numpy keeps no strides for empty arrays."""
-    if a.size == 0 or (a.strides == out.strides and a.itemsize == out.itemsize):
+    """``out`` (a copy of ``a``) with the strides ``preserved_strides`` gives."""
+    if a.size and a.strides == out.strides and a.itemsize == out.itemsize:
         return out                  # a dense input's own strides already (a copy is dense)
-    item = a.itemsize
-    own = tuple(s // item for s in a.strides)
-    want = own if is_dense(a) else infer_dense_strides(a.shape, own)
-    if tuple(s // out.itemsize for s in out.strides) == want:
+    want = preserved_strides(a)
+    if a.size and tuple(s // out.itemsize for s in out.strides) == want:
         return out
-    buf = np.empty(max(1, sum((n - 1) * s for n, s in zip(a.shape, want)) + 1), out.dtype)
-    moved = np.lib.stride_tricks.as_strided(buf, a.shape, tuple(s * out.itemsize for s in want))
+    moved = on_strides(np.empty((a.size,), out.dtype), a.shape, want)
     moved[...] = out
     return moved
+
+
+def _inverse(perm):
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
 
 
 def channels_last_copy(a, np_dtype, rank, name):

@@ -10,6 +10,7 @@ import functools
 import numpy as np
 
 from .core import TensorSpec
+from .creation import contiguous_strides, iterator_strides, on_strides, preserved_strides
 
 __all__ = ["elementwise", "quiet", "restore"]
 
@@ -76,4 +77,27 @@ def elementwise(op, operands, values, attrs):
             r = r.astype(odtn)      # a float64 result past float32's range is inf, quietly
     finally:
         restore(token)
+    if not r.size and r.ndim:       # numpy gives an empty result zero strides
+        return with_iterator_strides(op, r, values)
     return r
+
+
+# ops whose PyTorch kernels take a number after the first operand as a parameter (clamp's
+# bounds, pow's exponent, lerp's weight), where others wrap it as a 0-dim operand
+_NUMBER_PARAMETERS = frozenset({"clamp", "pow", "lerp"})
+
+
+def with_iterator_strides(op, r, values):
+    """The empty result ``r`` with the strides PyTorch's TensorIterator gives it."""
+    if op.name == "masked_fill" or (op.name == "pow" and type(values[0]) is not _ndarray):
+        # PyTorch fills a contiguous copy; its number ** tensor kernel allocates contiguous
+        return on_strides(r.reshape(-1), r.shape, contiguous_strides(r.shape))
+    if op.name == "nan_to_num":     # PyTorch fills an empty_like result
+        return on_strides(r.reshape(-1), r.shape, preserved_strides(values[0]))
+    operands = []
+    for i, v in enumerate(values):
+        if type(v) is _ndarray:
+            operands.append((v.shape, tuple(s // v.itemsize for s in v.strides)))
+        elif v is not None and not (i and op.name in _NUMBER_PARAMETERS):
+            operands.append(((), ()))
+    return on_strides(r.reshape(-1), r.shape, iterator_strides(r.shape, operands))

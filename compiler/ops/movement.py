@@ -14,6 +14,7 @@ from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
 from . import eager
 from .core import define, TensorSpec, wrap_dim, wrap_dims, type_name
+from .creation import on_strides, preserved_strides
 from .eager import call as _call
 
 _ndarray = np.ndarray
@@ -410,7 +411,7 @@ def unsqueeze_strides(shape, strides, dim, unit=1):
 
 def _unsqueeze(x, dim):
     shape = x.shape[:dim] + (1,) + x.shape[dim:]
-    if x.flags.c_contiguous:
+    if x.flags.c_contiguous and x.size:         # (an empty one's strides may be any)
         return x.reshape(shape)
     strides = unsqueeze_strides(x.shape, x.strides, dim, x.itemsize)
     out = x.reshape(shape)              # adding a unit dim never copies; numpy's strides
@@ -736,7 +737,10 @@ _ALL = _pyslice(None)
 
 
 def _flip(x, dims):
-    return x[tuple(_REVERSE if i in dims else _ALL for i in range(x.ndim))].copy()
+    # PyTorch writes the flipped elements into an empty_like(x): x's own layout where dense
+    out = on_strides(np.empty((x.size,), x.dtype), x.shape, preserved_strides(x))
+    out[...] = x[tuple(_REVERSE if i in dims else _ALL for i in range(x.ndim))]
+    return out
 
 
 flip = define("flip", "movement", _flip,
@@ -786,7 +790,8 @@ def _repeat_meta(x, repeats):
 def _repeat(x, repeats):
     if len(repeats) < x.ndim or min(repeats, default=0) < 0:
         raise ValueError("repeats")
-    return np.tile(x, repeats)
+    out = np.tile(x, repeats)
+    return out if out.size else np.empty(out.shape, x.dtype)    # (numpy may keep x's strides)
 
 
 def _repeat_vjp(ctx, g):
