@@ -14,7 +14,10 @@ import dynograph as dg
 from dynograph.compiler import interpreter
 from dynograph.compiler.ir import Graph, Input, Node, TensorType, Value
 from dynograph.compiler.cuda import CompileError, CudaSource, compile_cubin, emulate, source
+from dynograph.compiler.cuda.gemm import matmul_kernel
+from dynograph.compiler.cuda.philox import RandomKernel, RandomSource
 from dynograph.compiler.cuda.render import render
+from dynograph.compiler.lowering.conv import Weights, direct_convolution
 from dynograph.compiler.lowering import program
 from dynograph.compiler.lowering.kernel import describe
 from dynograph.compiler.lowering.program import PLANS
@@ -338,23 +341,49 @@ def representative_kernels():
             ("amax", (f32.astype(np.float16),), {"dim": (0,)})]:
         _, arrays, node = graph_of(op, args, **attrs)
         kernels.append(describe(node, [layout(a) for a in arrays]))
+    # block and warp reductions, GEMMs of each dtype, a convolution as implicit GEMM
+    for op, args, attrs in [("sum", (sample(np.float32, (3, 3000)),), {"dim": (1,)}),
+                            ("var", (sample(np.float64, (4, 3000)),), {"dim": (1,)}),
+                            ("all", (sample(np.bool_, (100, 100)),), {"dim": (1,)}),
+                            ("amax", (sample(np.float16, (100, 100)),), {"dim": (1,)})]:
+        _, arrays, node = graph_of(op, args, **attrs)
+        kernels.append(describe(node, [layout(a) for a in arrays]))
+    for dt in (np.float32, np.float64, np.float16, D.bfloat16.np):
+        a, b = np.zeros((100, 70), dt), np.zeros((80, 70), dt).T
+        kernels.append(matmul_kernel(a, b, np.zeros((100, 80), dt), np.zeros(80, dt), 0.5, 2.0))
+    kernels.append(matmul_kernel(np.zeros((3, 9, 70), np.float32), np.zeros((3, 70, 20), np.float32),
+                                 np.zeros((3, 9, 20), np.float32)))
+    kernels.append(direct_convolution((2, 6, 10, 10), (600, 100, 10, 1),
+                                      Weights.forward((27, 9, 3, 1), 2, 8), 1, 2, 16, (3, 3),
+                                      (1, 1), (1, 1), D.float32))
     model = mlp()
     step = dg.compile(make_step(model, dg.optim.Adam(model.parameters(), lr=1e-2)), backend="llvm")
     x, y = batches(1)[0]
     step(x, y)
     kernels += [p.kernel for p in compiled_kernels(step)]
-    return list({CudaSource(k).name: CudaSource(k) for k in kernels}.values())
+    sources = list({CudaSource(k).name: CudaSource(k) for k in kernels}.values())
+    # the Philox kernels of each random op
+    sources += [RandomSource(RandomKernel(*k)) for k in [
+        ("uniform", 1000, D.float32, (0.0, 1.0)), ("normal", 1000, D.float64, (0.0, 1.0)),
+        ("normal", 1000, D.bfloat16, (1.0, 2.0)), ("bernoulli", 1000, D.float16, ()),
+        ("bernoulli_scalar", 1000, D.bool, (0.5,)), ("dropout", 1000, D.float32, (0.1,))]]
+    return sources
 
 
 @needs_nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_cubins_compile_without_spills(arch):
     sources = representative_kernels()
+    kinds = {s.name: getattr(s, "mapping", None) and s.mapping.kind for s in sources}
+    assert {"thread", "warp", "block", "gemm", None} <= set(kinds.values())
     found = compile_cubin(sources, arch)
     assert set(found) == {s.name for s in sources}
     for r in found.values():
         assert r.registers > 0 and r.spill_stores == 0 and r.spill_loads == 0
         assert r.cubin.startswith(b"\x7fELF")
+        # block reductions and GEMM tiles stage values in shared memory, within the limit
+        assert (r.shared > 0) == (kinds[r.name] in ("block", "gemm"))
+        assert r.shared <= source.SHARED_LIMIT
 
 
 def test_ptxas_report_parsing_and_limits():

@@ -34,7 +34,7 @@ HEADER = r"""/* Two ways to run a grid.  dg_emulate: every thread of the grid in
    between two barriers of the warp's 32 threads. */
 #include <math.h>
 #include <string.h>
-#include <condition_variable>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -59,15 +59,18 @@ static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
 }
 
 struct dg_barrier {     /* n threads wait until all n arrived; reusable */
-  std::mutex m;
-  std::condition_variable cv;
-  unsigned n, waiting = 0, generation = 0;
+  std::atomic<unsigned> arrived{0}, generation{0};
+  unsigned n;
   explicit dg_barrier(unsigned n) : n(n) {}
   void wait() {
-    std::unique_lock<std::mutex> lock(m);
-    unsigned g = generation;
-    if (++waiting == n) { waiting = 0; ++generation; cv.notify_all(); }
-    else cv.wait(lock, [&] { return generation != g; });
+    unsigned g = generation.load(std::memory_order_acquire);
+    if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
+      arrived.store(0, std::memory_order_relaxed);
+      generation.fetch_add(1, std::memory_order_release);
+      generation.notify_all();
+    } else {
+      while (generation.load(std::memory_order_acquire) == g) generation.wait(g);
+    }
   }
 };
 
@@ -149,10 +152,11 @@ static void dg_emulate_block(void (*k)(A...), void **args, unsigned grid, unsign
   for (auto &th : threads) th.join();
 }
 """
-FLAGS = ["-std=c++17", "-O1", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-w"]
+FLAGS = ["-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-w"]
 _LAUNCHER = ('extern "C" void {0}__launch(void **dg_args, unsigned dg_grid, unsigned dg_block) '
              '{{ {1}({0}, dg_args, dg_grid, dg_block); }}')
 
+EMULATED_THREADS = 64       # the block size of reductions run by EMULATION
 _lock = threading.Lock()
 _folder = {}                # pid -> the folder of this process's shared objects
 _libraries = {}             # source hash -> CDLL
@@ -286,7 +290,9 @@ class EmulationBackend(Backend):
         return Launcher(_load(path, path), source)
 
     def launch(self, fn, kernel, addresses):
-        fn(addresses)
+        # reductions in blocks of 64 threads (two warps: the join through shared memory
+        # runs) rather than 256: a quarter of the OS threads and barriers to emulate
+        fn(addresses, *fn.source.launch_shape(EMULATED_THREADS))
 
     def matmul(self, a, b, out, bias=None, alpha=1, beta=1):
         """``out = a @ b`` (addmm's ``beta * bias + alpha * (a @ b)`` with ``bias``) by the

@@ -30,8 +30,9 @@ _SIDE = TILE // PER_THREAD
 
 
 class GemmRenderer(Renderer):
+    # no __launch_bounds__: ptxas then spilled the bfloat16 kernel's registers to fit a
+    # register budget it chose (48); unbounded it uses 64, which 256 threads can have
     kind = f"; gemm {TILE}x{TILE} tiles"
-    bounds = f"__launch_bounds__({THREADS}) "
 
     def __init__(self, kernel, name):
         super().__init__(kernel, name)
@@ -54,8 +55,9 @@ class GemmRenderer(Renderer):
         self.open(f"for (long long tile = blockIdx.x; tile < {tiles}LL; tile += gridDim.x)")
         self.emit(f"const long long n0 = tile % {n_tiles}LL * {TILE};")
         self.emit(f"const long long m0 = tile / {n_tiles}LL % {m_tiles}LL * {TILE};")
-        self.emit(f"const long long batch = tile / {n_tiles * m_tiles}LL;")
-        self.split_index("batch", c.batch)
+        if c.batch:
+            self.emit(f"const long long batch = tile / {n_tiles * m_tiles}LL;")
+            self.split_index("batch", c.batch)
         self.emit(f"{acc_t} acc[{PER_THREAD}][{PER_THREAD}];")
         self.emit("#pragma unroll")
         self.emit(f"for (int u = 0; u < {PER_THREAD * PER_THREAD}; ++u) "
@@ -113,21 +115,22 @@ class GemmRenderer(Renderer):
         self.close()
 
     def epilogue(self, m, n):
-        """The stores of each of the thread's outputs inside the output."""
-        self.emit("#pragma unroll")
-        self.open(f"for (int u = 0; u < {PER_THREAD * PER_THREAD}; ++u)")
-        self.emit(f"const long long row = m0 + ty + {_SIDE} * (u / {PER_THREAD}), "
-                  f"col = n0 + tx + {_SIDE} * (u % {PER_THREAD});")
-        self.emit(f"if (row >= {m}LL || col >= {n}LL) continue;")
-        self.split_index("row", self.c.m)
-        self.split_index("col", self.c.n)
-        self.acc_values[0] = f"acc[u / {PER_THREAD}][u % {PER_THREAD}]"
-        cache = {}
-        for s, strides in self.s.outer_stores:
-            self.store(s, strides, cache)
-        for a in self.c.m + self.c.n:
-            self.scope.discard(a)
-        self.close()
+        """The stores of each of the thread's outputs inside the output, written out for each
+        (constant indices keep the accumulators in registers)."""
+        for u in range(PER_THREAD * PER_THREAD):
+            i, j = divmod(u, PER_THREAD)
+            row, col = self.var("row"), self.var("col")
+            self.emit(f"const long long {row} = m0 + ty + {_SIDE * i}, "
+                      f"{col} = n0 + tx + {_SIDE * j};")
+            self.open(f"if ({row} < {m}LL && {col} < {n}LL)")
+            self.split_index(row, self.c.m)
+            self.split_index(col, self.c.n)
+            self.acc_values[0] = f"acc[{i}][{j}]"
+            for s, strides in self.s.outer_stores:
+                self.store(s, strides, {})
+            for a in self.c.m + self.c.n:
+                self.scope.discard(a)
+            self.close()
 
 
 def matmul_kernel(a, b, out, bias=None, alpha=1, beta=1):

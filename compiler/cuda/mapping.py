@@ -118,7 +118,13 @@ def _choose(kernel):
             if row >= BLOCK_ROW or kept < FEW_ROWS:
                 return Mapping("block", kept, THREADS)
             return Mapping("warp", kept, THREADS)
-    return Mapping("thread", kept, THREADS)
+    return per_thread_mapping(kernel)
+
+
+def per_thread_mapping(kernel):
+    """The ``thread`` Mapping of ``kernel``, whatever mapping_of chooses."""
+    s = schedule(kernel)
+    return Mapping("thread", math.prod(s.domain[a] for a in s.outer_axes), THREADS)
 
 
 def mapping_of(kernel):
@@ -130,10 +136,12 @@ def mapping_of(kernel):
 
 
 def launch_shape(m, threads=None, max_blocks=MAX_BLOCKS):
-    """(blocks, threads per block) covering mapping ``m``'s work; ``threads`` may lower the
-    block size of the per-thread mapping (the cooperative ones need theirs)."""
+    """(blocks, threads per block) covering mapping ``m``'s work; ``threads`` may change the
+    block size, except a GEMM's (checked by ``check_block``)."""
     if m.kind == "thread":
         threads = max(1, min(threads or m.threads, m.work))
         return max(1, min(max_blocks, -(-m.work // threads))), threads
-    per_block = m.threads // WARP if m.kind == "warp" else 1
-    return max(1, min(max_blocks, -(-m.work // per_block))), m.threads
+    threads = m.threads if m.kind == "gemm" else threads or m.threads
+    m.check_block(threads)
+    per_block = threads // WARP if m.kind == "warp" else 1
+    return max(1, min(max_blocks, -(-m.work // per_block))), threads

@@ -503,11 +503,11 @@ class Renderer(ExpressionWalker):
         return f"({reg_type(dt)})({x} >> {y})"     # arithmetic on signed types
 
 
-def render(kernel, name):
+def render(kernel, name, per_thread=False):
     """CUDA C source of ``kernel`` as a ``__global__`` function called ``name``, in the mapping
-    mapping.py chooses for it."""
+    mapping.py chooses for it (``per_thread``: one thread per kept index whatever it is)."""
     from .mapping import mapping_of         # the mappings' renderers derive from Renderer
-    kind = mapping_of(kernel).kind
+    kind = "thread" if per_thread else mapping_of(kernel).kind
     if kind == "gemm":
         from .gemm import GemmRenderer as cls
     elif kind in ("block", "warp"):

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass, field
 
 
-from .mapping import MAX_BLOCKS, THREADS, launch_shape, mapping_of
+from .mapping import MAX_BLOCKS, THREADS, launch_shape, mapping_of, per_thread_mapping
 from .render import render
 
 SHARED_LIMIT = 48 * 1024    # static shared memory per block
@@ -21,13 +21,15 @@ REGISTERS_PER_SM = 65536
 
 
 class CudaSource:
-    """``kernel`` rendered as the ``__global__`` function ``name`` (default ``dg_<key>``)."""
+    """``kernel`` rendered as the ``__global__`` function ``name`` (default ``dg_<key>``) in its
+    mapping (mapping.py), or one thread per kept index with ``per_thread`` (the reference the
+    cooperative mappings are checked against)."""
 
-    def __init__(self, kernel, name=None):
+    def __init__(self, kernel, name=None, per_thread=False):
         self.kernel = kernel
         self.name = name or f"dg_{kernel.key}"
-        self.mapping = mapping_of(kernel)
-        self.text = render(kernel, self.name)
+        self.mapping = per_thread_mapping(kernel) if per_thread else mapping_of(kernel)
+        self.text = render(kernel, self.name, per_thread)
 
     @property
     def cooperative(self):
@@ -40,7 +42,7 @@ class CudaSource:
 
     def launch_shape(self, threads=None, max_blocks=MAX_BLOCKS):
         """(blocks, threads per block) covering the kernel's work: its mapping's threads, warps,
-        blocks or tiles (``threads`` may lower a per-thread kernel's block)."""
+        blocks or tiles (``threads`` may change the block, except a GEMM's)."""
         return launch_shape(self.mapping, threads, max_blocks)
 
     def cubin(self, arch="sm_80"):
