@@ -72,6 +72,16 @@ def test_all_reduce_is_an_effect_every_pass_keeps_in_order():
     assert fused and all(m.op != "all_reduce" for sub in fused for m in sub.nodes)
 
 
+def test_viz_draws_the_all_reduce_as_a_collective():
+    import dynograph.viz as viz
+    from dynograph.viz.render import KIND_COLORS
+    graph = viz.from_ir(parse_graph(STEP))
+    drawn = [n for n in graph.nodes if n.label == "all_reduce"]
+    assert [n.kind for n in drawn] == ["collective"] * 3
+    assert drawn[0].attrs["what"] == "'bucket 0'" and KIND_COLORS["collective"] != KIND_COLORS["op"]
+    assert f'fillcolor="{KIND_COLORS["collective"]}"' in viz.render(parse_graph(STEP), format="dot")
+
+
 def test_all_reduce_outside_a_process_group_says_so():
     from dynograph.distributed import DistError
     from dynograph.distributed import _compiled  # noqa: F401  (installs the MPI side)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 class VizNode:
     id: str
     label: str                      # first line: the op; the box shows it
-    kind: str = "op"                # op | fused | input kind (param, buffer...) | output | update | grad
+    kind: str = "op"                # op | fused | collective | input kind (param...) | output | update | grad
     types: list = field(default_factory=list)       # "f32[5,16]" per output value
     attrs: dict = field(default_factory=dict)       # literal attributes, as text
     source: str = ""                # "file.py:12 in step": the user's line that created the op
@@ -95,6 +95,16 @@ def _edge(out, producer, value, target):
         out.edges.append((src, target, str(value.type)))
 
 
+def _kind(node, sub):
+    """'fused' for a kernel, 'collective' for an op that communicates with the other processes
+    (DistributedDataParallel's all-reduce: drawn in a color of its own), else 'op'."""
+    if sub is not None:
+        return "fused"
+    from dynograph.compiler.ops import REGISTRY
+    op = REGISTRY.get(node.op)
+    return "collective" if op is not None and op.kind == "collective" else "op"
+
+
 def _add_nodes(out, nodes, producer, prefix, group, expand, code):
     from dynograph.compiler.text import print_graph
     for j, node in enumerate(nodes):
@@ -106,7 +116,7 @@ def _add_nodes(out, nodes, producer, prefix, group, expand, code):
             continue
         name = node.attrs.get("name", "") if sub is not None else ""
         label = f"{node.op} {name}".strip()
-        vn = VizNode(nid, label, "fused" if sub is not None else "op", [str(v.type) for v in node.outs],
+        vn = VizNode(nid, label, _kind(node, sub), [str(v.type) for v in node.outs],
                      attrs, node.source, group)
         if sub is not None:
             vn.detail = print_graph(sub)

@@ -5,7 +5,8 @@ FORMATS = ("text", "dot", "svg", "html", "json")
 EXTENSIONS = {"text": ".dg", "dot": ".dot", "svg": ".svg", "html": ".html", "json": ".json"}
 
 # fill colors of boxes that are not in a fusion group
-KIND_COLORS = {"op": "#ffffff", "fused": "#ffe9a8", "input": "#d9ecff", "param": "#e3f5d8",
+KIND_COLORS = {"op": "#ffffff", "fused": "#ffe9a8", "collective": "#ffc9c9", "input": "#d9ecff",
+               "param": "#e3f5d8",
                "buffer": "#e8e0f5", "state": "#f2e6d9", "const": "#eeeeee", "scalar": "#eeeeee",
                "rng": "#eeeeee", "output": "#cfe3ff", "update": "#d8f0e0", "grad": "#ffffff",
                "leaf": "#eeeeee", "source": "#fff4d6"}
