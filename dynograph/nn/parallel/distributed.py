@@ -119,9 +119,9 @@ class DistributedDataParallel(Module, Joinable):
             syncing = dist.all_reduce(dynograph.ones(1) if self._will_sync_backward() else dynograph.zeros(1),
                                       group=self.process_group, async_op=True)
         out = self.module(*inputs, **kwargs)
-        if counting is not None:
-            counting.wait()
+        if syncing is not None:
             syncing.wait()
+        if counting is not None:
             self.reducer.ranks_training = int(counting.result()[0].item())
         elif self.reducer.ranks_training is not None:
             self.reducer.ranks_training = None      # out of join(): the whole world trains
@@ -192,6 +192,8 @@ class DistributedDataParallel(Module, Joinable):
     @contextlib.contextmanager
     def no_sync(self):
         """Gradients of the backward passes inside accumulate locally, without all-reduce."""
+        if TRACE.tracer is not None:        # a compiled step depends on the flag as it was before
+            traced_ddp.guard_sync(self, TRACE.tracer)
         old = self.require_backward_grad_sync
         self.require_backward_grad_sync = False
         try:
