@@ -170,7 +170,8 @@ def no_sync_around_and_inside_the_compiled_step():
         accumulate(shard(xs[2]), shard(ys[2]))
         assert_close([p.grad for p in ddp.parameters()], want, f"no_sync round {rounds}", 1e-6)
     assert accumulate.eager_reason is None and accumulate_inside.eager_reason is None
-    assert accumulate.hits >= 2, accumulate.explain()
+    assert accumulate.hits >= 2 and accumulate.misses == 2, str(accumulate.explain())
+    assert accumulate_inside.hits == 2 and accumulate_inside.misses == 1, str(accumulate_inside.explain())
     graphs = {len([n for n in e.graph.nodes if n.op == "all_reduce"]) for e in accumulate.entries}
     assert 0 in graphs and len(ddp.reducer.buckets) in graphs, graphs
     assert all(n.op != "all_reduce" for e in accumulate_inside.entries for n in e.graph.nodes)
