@@ -42,3 +42,6 @@ class GradBucket:
     def __repr__(self):
         return (f"GradBucket(index={self._index}, {len(self._parameters)} parameters, "
                 f"{self._flat.numel()} {self._flat.dtype} values)")
+
+
+GradBucket.__module__ = "dynograph.distributed"
