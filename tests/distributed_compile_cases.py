@@ -185,6 +185,15 @@ def find_unused_parameters_compiles_when_every_parameter_is_used():
     ddp, model, step = train_compiled(find_unused_parameters=True)
     assert_close(list(model.parameters()), reference_weights(), "find_unused_parameters")
     assert all_reduces(step)[-1] == "all_reduce of DistributedDataParallel's used parameters"
+    # a compiled forward alone would skip the used-parameter all-reduce after backward: eager
+    forward = dynograph.compile(ddp)
+    x, y = (t[0] for t in batches(1, PER_RANK))
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        for _ in range(2):
+            nn.functional.mse_loss(forward(shard(x)), shard(y)).backward()
+    reason = forward._compiled_call.eager_reason or ""
+    assert "backward() outside the compiled function" in reason, reason
 
 
 @check
