@@ -92,6 +92,7 @@ OTHER_CASES = {
     "log_normal": (lambda a: a.log_normal_(), lambda: (r(3).detach(),)),
     "strided_view": None,       # made by the tracer itself: covered by test_functionalized_views
     "strided_scatter": None,
+    "all_reduce": None,         # a collective: tests/test_distributed_compile.py (2 ranks under MPI)
 }
 OTHER_CASES.update(BREADTH_CASES)     # special functions and decompositions without a derivative
 
