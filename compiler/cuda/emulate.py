@@ -1,8 +1,11 @@
 """Rendered CUDA C kernels run on the CPU: the source after ``HEADER`` (which defines
 ``__global__``, ``blockIdx``/``threadIdx``/``blockDim``/``gridDim`` and the bit-cast intrinsics
 on the host), compiled with the host C++ compiler into a shared object and loaded with ctypes.
-A launch runs every thread of the grid in turn, so the renderer's indexing, grid-stride loops,
-reductions and scalar semantics are tested on machines without a GPU.
+A launch of a per-thread kernel runs every thread of the grid in turn; a cooperative kernel's
+(mapping.py: block and warp reductions, GEMM tiles) runs one OS thread per CUDA thread of a
+block with a barrier for ``__syncthreads()`` and emulated warp shuffles (``COOPERATIVE``, added
+to translation units that need it).  So the renderer's indexing, grid-stride loops, reductions,
+shared memory and scalar semantics are tested on machines without a GPU.
 
 Several kernels compile into one shared object (``build``); objects are cached by a hash of
 their text in a folder of this process, removed at exit.  ``EMULATION`` is the same as a
@@ -25,27 +28,16 @@ from .mapping import mapping_of
 from .source import CudaSource
 
 # what rendered kernels need from CUDA, on the host (a string: the package ships Python only)
-HEADER = r"""/* Two ways to run a grid.  dg_emulate: every thread of the grid in turn on one OS thread,
-   for kernels whose threads share no memory and never wait for each other (one thread per
-   kept index).  dg_emulate_block: one OS thread per CUDA thread of a block, the blocks in turn,
-   for kernels that cooperate (block and warp reductions, tiled products): __shared__ variables
-   are static (one block runs at a time, launches are serialized), __syncthreads() is a barrier
-   of the block's threads, and a warp shuffle exchanges values through one slot per thread
-   between two barriers of the warp's 32 threads. */
+HEADER = r"""/* A launch of a per-thread kernel (threads that share no memory and never wait for each
+   other) runs every thread of the grid in turn on one OS thread. */
 #include <math.h>
 #include <string.h>
-#include <atomic>
-#include <memory>
-#include <mutex>
-#include <thread>
 #include <utility>
-#include <vector>
 
 #define __global__
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static
-#define __launch_bounds__(...)
 
 struct dim3 { unsigned int x, y, z; };
 static thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
@@ -56,60 +48,6 @@ static inline double __longlong_as_double(long long u) { double f; memcpy(&f, &u
 static inline long long __double_as_longlong(double f) { long long u; memcpy(&u, &f, 8); return u; }
 static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
   return (unsigned int)(((unsigned long long)a * b) >> 32);
-}
-
-struct dg_barrier {     /* n threads wait until all n arrived; reusable */
-  std::atomic<unsigned> arrived{0}, generation{0};
-  unsigned n;
-  explicit dg_barrier(unsigned n) : n(n) {}
-  void wait() {
-    unsigned g = generation.load(std::memory_order_acquire);
-    if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
-      arrived.store(0, std::memory_order_relaxed);
-      generation.fetch_add(1, std::memory_order_release);
-      generation.notify_all();
-    } else {
-      while (generation.load(std::memory_order_acquire) == g) generation.wait(g);
-    }
-  }
-};
-
-struct dg_block {       /* what a block's threads share */
-  dg_barrier all;
-  std::vector<std::unique_ptr<dg_barrier>> warps;
-  std::vector<unsigned long long> slots;     /* one shuffle slot per thread */
-  explicit dg_block(unsigned threads) : all(threads), slots(threads) {
-    for (unsigned w = 0; w * 32 < threads; ++w)
-      warps.emplace_back(new dg_barrier(threads - w * 32 < 32 ? threads - w * 32 : 32));
-  }
-};
-static thread_local dg_block *dg_current = nullptr;
-static std::mutex dg_launch_lock;      /* one launch at a time: __shared__ is static */
-
-static inline void __syncthreads() { if (dg_current) dg_current->all.wait(); }
-
-/* the value lane `from` of this thread's warp holds (its own where `from` is outside) */
-template <class T>
-static inline T dg_shuffle(T v, unsigned from, bool inside) {
-  dg_block *b = dg_current;
-  unsigned t = threadIdx.x;
-  dg_barrier &warp = *b->warps[t >> 5];
-  unsigned long long raw = 0;
-  memcpy(&raw, &v, sizeof(T));
-  b->slots[t] = raw;
-  warp.wait();
-  T out = v;
-  if (inside && from < blockDim.x) memcpy(&out, &b->slots[from], sizeof(T));
-  warp.wait();
-  return out;
-}
-template <class T>
-static inline T __shfl_down_sync(unsigned, T v, unsigned delta) {
-  return dg_shuffle(v, threadIdx.x + delta, (threadIdx.x & 31u) + delta < 32u);
-}
-template <class T>
-static inline T __shfl_sync(unsigned, T v, int lane) {
-  return dg_shuffle(v, (threadIdx.x & ~31u) + (unsigned)lane, true);
 }
 
 /* Run kernel k over a grid of `grid` blocks of `block` threads, its arguments the addresses
@@ -131,28 +69,94 @@ static void dg_emulate(void (*k)(A...), void **args, unsigned grid, unsigned blo
     }
   }
 }
+"""
+
+# what translation units of cooperative kernels add: one OS thread per CUDA thread of a block
+COOPERATIVE = r"""/* A launch of a cooperative kernel (block and warp reductions, GEMM tiles) runs one OS
+   thread per CUDA thread of a block, the blocks in turn: __shared__ variables are static (one
+   block runs at a time, launches are serialized), __syncthreads() is a barrier of the block's
+   threads, and a warp shuffle exchanges values through one slot per thread between two
+   barriers of the warp's threads. */
+#include <pthread.h>
+
+struct dg_block {       /* what a block's threads share */
+  pthread_barrier_t all;
+  pthread_barrier_t warps[32];
+  unsigned long long slots[1024];     /* one shuffle slot per thread */
+};
+static thread_local dg_block *dg_current = nullptr;
+static pthread_mutex_t dg_launch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline void __syncthreads() { pthread_barrier_wait(&dg_current->all); }
+
+/* the value lane `from` of this thread's warp holds (its own where `from` is outside) */
+template <class T>
+static inline T dg_shuffle(T v, unsigned from, bool inside) {
+  dg_block *b = dg_current;
+  unsigned t = threadIdx.x;
+  unsigned long long raw = 0;
+  memcpy(&raw, &v, sizeof(T));
+  b->slots[t] = raw;
+  pthread_barrier_wait(&b->warps[t >> 5]);
+  T out = v;
+  if (inside && from < blockDim.x) memcpy(&out, &b->slots[from], sizeof(T));
+  pthread_barrier_wait(&b->warps[t >> 5]);
+  return out;
+}
+template <class T>
+static inline T __shfl_down_sync(unsigned, T v, unsigned delta) {
+  return dg_shuffle(v, threadIdx.x + delta, (threadIdx.x & 31u) + delta < 32u);
+}
+template <class T>
+static inline T __shfl_sync(unsigned, T v, int lane) {
+  return dg_shuffle(v, (threadIdx.x & ~31u) + (unsigned)lane, true);
+}
+
+template <class... A>
+struct dg_thread_args { void (*k)(A...); void **args; unsigned grid, block, t; dg_block *shared; };
+
+template <class... A>
+static void *dg_thread(void *p) {
+  dg_thread_args<A...> *a = (dg_thread_args<A...> *)p;
+  dg_current = a->shared;
+  gridDim = dim3{a->grid, 1, 1};
+  blockDim = dim3{a->block, 1, 1};
+  threadIdx = dim3{a->t, 0, 0};
+  for (unsigned b = a->grid; b-- > 0;) {
+    blockIdx = dim3{b, 0, 0};
+    dg_call(a->k, a->args, std::index_sequence_for<A...>{});
+    pthread_barrier_wait(&a->shared->all);   /* the next block reuses the shared memory */
+  }
+  return nullptr;
+}
 
 template <class... A>
 static void dg_emulate_block(void (*k)(A...), void **args, unsigned grid, unsigned block) {
-  std::lock_guard<std::mutex> lock(dg_launch_lock);
-  dg_block shared(block);
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < block; ++t)
-    threads.emplace_back([&, t] {
-      dg_current = &shared;
-      gridDim = dim3{grid, 1, 1};
-      blockDim = dim3{block, 1, 1};
-      threadIdx = dim3{t, 0, 0};
-      for (unsigned b = grid; b-- > 0;) {
-        blockIdx = dim3{b, 0, 0};
-        dg_call(k, args, std::index_sequence_for<A...>{});
-        shared.all.wait();     /* the block's shared memory is reused by the next */
-      }
-    });
-  for (auto &th : threads) th.join();
+  pthread_mutex_lock(&dg_launch_lock);
+  dg_block *shared = new dg_block;
+  pthread_barrier_init(&shared->all, nullptr, block);
+  for (unsigned w = 0; w * 32 < block; ++w)
+    pthread_barrier_init(&shared->warps[w], nullptr, block - w * 32 < 32 ? block - w * 32 : 32);
+  dg_thread_args<A...> *args_of = new dg_thread_args<A...>[block];
+  pthread_t *threads = new pthread_t[block];
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 1 << 20);
+  for (unsigned t = 0; t < block; ++t) {
+    args_of[t] = dg_thread_args<A...>{k, args, grid, block, t, shared};
+    pthread_create(&threads[t], &attr, dg_thread<A...>, &args_of[t]);
+  }
+  for (unsigned t = 0; t < block; ++t) pthread_join(threads[t], nullptr);
+  pthread_attr_destroy(&attr);
+  for (unsigned w = 0; w * 32 < block; ++w) pthread_barrier_destroy(&shared->warps[w]);
+  pthread_barrier_destroy(&shared->all);
+  delete[] threads;
+  delete[] args_of;
+  delete shared;
+  pthread_mutex_unlock(&dg_launch_lock);
 }
 """
-FLAGS = ["-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-w"]
+FLAGS = ["-std=c++17", "-O1", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-w"]
 _LAUNCHER = ('extern "C" void {0}__launch(void **dg_args, unsigned dg_grid, unsigned dg_block) '
              '{{ {1}({0}, dg_args, dg_grid, dg_block); }}')
 
@@ -177,8 +181,11 @@ def _workdir():
 
 
 def translation_unit(sources):
-    """One C++ file: the emulation header, the kernels, a launcher per kernel."""
-    parts = [HEADER] + [s.text for s in sources] + [_launcher(s) for s in sources]
+    """One C++ file: the emulation header (and its cooperative part where a kernel needs it),
+    the kernels, a launcher per kernel."""
+    cooperative = any(s.cooperative for s in sources)
+    parts = [HEADER] + ([COOPERATIVE] if cooperative else []) + [s.text for s in sources] + \
+        [_launcher(s) for s in sources]
     return "\n".join(parts) + "\n"
 
 
