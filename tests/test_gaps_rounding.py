@@ -147,3 +147,64 @@ def _same_bits_but_a_few_ulps(ours, theirs):
     assert differ.mean() < 0.005, f"{differ.sum()} differ"
     ulp = 2.0 ** -7 if "bfloat16" in str(theirs.dtype) else 2.0 ** -10
     np.testing.assert_allclose(d[differ], t[differ], rtol=ulp * 1.01)
+
+
+FUSED_FORMS = {
+    "lerp(number)": lambda T, x, y, z, w, v: T.lerp(x, y, v),
+    "lerp(tensor)": lambda T, x, y, z, w, v: T.lerp(x, y, w * v),
+    "lerp broadcast": lambda T, x, y, z, w, v: T.lerp(x.reshape(-1, 50), y[:50], w[:50]),
+    "addcmul": lambda T, x, y, z, w, v: T.addcmul(x, y, z, value=v),
+    "addcmul broadcast": lambda T, x, y, z, w, v: T.addcmul(x.reshape(-1, 50), y[:50], z[:1], value=v),
+    "addcdiv": lambda T, x, y, z, w, v: T.addcdiv(x, y, z, value=v),
+    "Tensor.addcmul_": lambda T, x, y, z, w, v: x.clone().addcmul_(y, z, value=v),
+    "Tensor.lerp_": lambda T, x, y, z, w, v: x.clone().lerp_(y, v),
+}
+
+
+@pytest.mark.parametrize("dt", HALF + ["float32", "float64"])
+def test_lerp_addcmul_addcdiv_round_as_torchs_fused_kernels(torch, dt):
+    """torch's lerp and addcmul kernels compute in float (double for float64) with one fused
+    multiply-add (w * (b - a) + a, or (w - 1) * (b - a) + b; value * t1 * t2 + x), addcdiv
+    as x + value * t1 / t2 in that order; the number in the compute dtype."""
+    rng = np.random.default_rng(5)
+    x, y, z = (_values(torch, dt, n=5000, seed=s, scale=10.0).to(getattr(torch, dt)) for s in (6, 7, 8))
+    x = x.clamp(-1e4, 1e4)                   # (inf - inf: nan either way, but not the point)
+    w = torch.tensor(rng.uniform(-1.5, 1.5, 5000)).to(getattr(torch, dt))
+    ours_in = [from_torch(t) for t in (x, y, z, w)]
+    for v in (0.3, 0.7, 1 / 3, 2.5, -0.4, 1, 0.5, -0.5):
+        for form, f in FUSED_FORMS.items():
+            theirs = f(torch, x, y, z, w, v)
+            ours = f(dynograph, *ours_in, v)
+            assert ours.dtype is getattr(dynograph, dt), form
+            _same_bits(ours, theirs)
+
+
+def test_fused_multiply_add_rounds_once_at_ties(torch):
+    """(1 + 2**-12)**2 + 2**-60 lies just above a float32 tie: float64 arithmetic rounds it
+    onto the tie (and float32 rounding then to even); the fused multiply-add rounds up."""
+    a = np.float32(1 + 2 ** -12)
+    for c in (2.0 ** -60, -2.0 ** -60, 2.0 ** -130, 0.0):
+        for T in (torch, dynograph):
+            x, z = T.full((40,), float(a)), T.full((40,), c)
+            got = T.addcmul(z, x, x).numpy()
+            if T is torch:
+                want = got
+        np.testing.assert_array_equal(got, want)
+    bound = dynograph.addcmul(dynograph.full((40,), 2.0 ** -60), dynograph.full((40,), float(a)),
+                              dynograph.full((40,), float(a)))
+    assert bound[0].item() == 1 + 2 ** -11 + 2 ** -23
+
+
+@pytest.mark.parametrize("dt", HALF + ["float32"])
+def test_fused_ops_keep_their_gradients(torch, dt):
+    x, y, z = (torch.tensor([1.5, -2.25, 3.0, 0.5]).to(getattr(torch, dt)).requires_grad_()
+               for _ in range(3))
+    ours = [from_torch(t, True) for t in (x, y, z)]
+    for f in (lambda T, a, b, c: T.lerp(a, b, 0.3), lambda T, a, b, c: T.addcmul(a, b, c, value=0.7),
+              lambda T, a, b, c: T.addcdiv(a, b, c, value=-0.4), lambda T, a, b, c: T.lerp(a, b, c)):
+        f(torch, x, y, z).sum().backward()
+        f(dynograph, *ours).sum().backward()
+        for t, o in zip((x, y, z), ours):
+            if t.grad is not None:
+                _same_bits(o.grad, t.grad)
+                t.grad, o.grad = None, None

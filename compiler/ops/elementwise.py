@@ -26,6 +26,7 @@ import numpy as np
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.lazy import LazyModule
 from .core import define, result_type, to_float, type_name, TensorSpec, broadcast_shapes
+from .fused import fma
 from ..lowering.scalar import Unsupported
 
 _special = LazyModule("scipy.special")
@@ -1584,9 +1585,12 @@ masked_fill = define_elementwise(
 
 
 def _lerp(a, b, w):
-    # torch's formula: exact at both ends and monotonic
+    # torch's formula, exact at both ends and monotonic, with its kernels' fused
+    # multiply-add: w * (b - a) + a for small weights, (w - 1) * (b - a) + b otherwise
+    if not isinstance(w, np.ndarray):
+        w = np.asarray(w, a.dtype)          # the weight in the compute dtype
     small = np.abs(w) < 0.5
-    return np.where(small, a + w * (b - a), b - (b - a) * (1 - w))
+    return fma(np.where(small, w, w - 1), b - a, np.where(small, a, b))
 
 
 def _lerp_rule(a, b, w):
@@ -1615,10 +1619,10 @@ lerp = define_elementwise("lerp", _lerp, _lerp_rule, _lerp_vjp,
 
 
 def _addcmul(x, t1, t2, value=1):
-    prod = np.multiply(t1, t2)
-    if value != 1:
-        prod = prod * _addc_value_np(x, value)
-    return np.add(x, prod)
+    # torch: value * t1 * t2 + x, the multiply-add fused (value in the compute dtype)
+    if x.dtype.kind in "iub":
+        return np.add(x, np.multiply(t1, t2) * _addc_value_np(x, value))
+    return fma(t1 if value == 1 else np.asarray(value, x.dtype) * t1, t2, x)
 
 
 def _addc_value_np(x, value):
@@ -1651,20 +1655,21 @@ def _addcdiv_rule(x, t1, t2, value=1):
 
 
 def _addcdiv(x, t1, t2, value=1):
-    q = np.true_divide(t1, t2)
-    return np.add(x, q if value == 1 else q * value)
+    # torch: x + value * t1 / t2, in that order (value in the compute dtype)
+    return np.add(x, np.true_divide(t1 if value == 1 else np.asarray(value, x.dtype) * t1, t2))
 
 
+# the gradients as PyTorch's derivative formulas group them (which rounds alike in half types)
 def _addcmul_vjp(ctx, g):
     _, t1, t2 = ctx.inputs
     v = ctx.attrs.get("value", 1)
-    return (g, ctx.needs(1) and g * t2 * v, ctx.needs(2) and g * t1 * v)
+    return (g, ctx.needs(1) and g * (t2 * v), ctx.needs(2) and g * (t1 * v))
 
 
 def _addcdiv_vjp(ctx, g):
     _, t1, t2 = ctx.inputs
     v = ctx.attrs.get("value", 1)
-    return (g, ctx.needs(1) and g * v / t2, ctx.needs(2) and -g * v * t1 / (t2 * t2))
+    return (g, ctx.needs(1) and g * (v / t2), ctx.needs(2) and -g * (v * t1 / (t2 * t2)))
 
 
 addcmul = define_elementwise("addcmul", _addcmul, _addcmul_rule, _addcmul_vjp, lowering=_lower_addcmul)
