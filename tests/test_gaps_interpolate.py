@@ -60,3 +60,31 @@ def test_uint8_same_size_is_a_copy(torch):
     y = F.interpolate(x, size=(6, 8), mode="bicubic")
     np.testing.assert_array_equal(y.numpy(), img)
     assert y.data_ptr() != x.data_ptr()
+
+
+@pytest.mark.parametrize("mode", ["bicubic", "bilinear"])
+def test_uint8_three_channels_to_one_pixel(torch, mode):
+    """torch 2.13 fails an internal assert ("please report a bug to PyTorch") resizing a
+    3-channel uint8 image to 1x1 on its AVX path, with and without antialias.  That is a bug,
+    not a documented limit: dynograph returns the result torch's other paths compute, each
+    channel resized alone and the image padded to four channels agreeing."""
+    img = _image(17, 23, 3, seed=4)
+    for antialias in (False, True):
+        for align in (False, True):
+            kw = dict(size=(1, 1), mode=mode, antialias=antialias, align_corners=align)
+            try:
+                torch.nn.functional.interpolate(torch.tensor(img), **kw)
+                raised = False
+            except RuntimeError as e:
+                raised = True
+                assert "INTERNAL ASSERT FAILED" in str(e)
+            alone = np.concatenate([torch.nn.functional.interpolate(
+                torch.tensor(img[:, c:c + 1]), **kw).numpy() for c in range(3)], axis=1)
+            four = torch.nn.functional.interpolate(
+                torch.tensor(np.concatenate([img, img[:, :1]], axis=1)), **kw)[:, :3].numpy()
+            np.testing.assert_array_equal(alone, four)
+            ours = F.interpolate(dynograph.tensor(img), **kw)
+            np.testing.assert_array_equal(ours.numpy(), alone)
+            if not raised:          # a torch that fixed it must agree as well
+                np.testing.assert_array_equal(
+                    torch.nn.functional.interpolate(torch.tensor(img), **kw).numpy(), alone)

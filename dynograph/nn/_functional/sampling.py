@@ -356,7 +356,12 @@ def _uint8_resize(input, out, scales, align_corners, mode, antialias):
     """Bilinear/bicubic resizing of a uint8 image as PyTorch's uint8 kernels compute it: one
     dimension at a time (the last first, a dimension of unchanged size skipped), each pass in
     integers with fixed-point weights: (sum of pixel * weight + 2**(p-1)) >> p, saturated to
-    uint8 before the next pass."""
+    uint8 before the next pass.
+
+    A 3-channel image resized to 1x1 is resized here too, although PyTorch 2.13's CPU kernel
+    fails an internal assert there ("num_channels == unpacked_output.size(0) INTERNAL ASSERT
+    FAILED ... please report a bug to PyTorch"): a bug, not a documented limit; its other
+    paths (each channel alone, or four channels) give these values."""
     x = input
     for i in reversed(range(len(out))):
         dim = 2 + i
