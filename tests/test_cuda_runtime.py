@@ -4,6 +4,7 @@ and its message; torch's answers without CUDA; a fake pycuda driver for the path
 (devices, properties, events, memory through the caching allocator); ``import dynograph`` loads
 neither pycuda nor the driver module."""
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -15,6 +16,8 @@ import pytest
 import dynograph
 from dynograph.runtime import cuda_driver
 from dynograph.runtime.device import NoCudaError
+
+sys.path.insert(0, os.path.dirname(__file__))
 
 
 # -- a fake pycuda.driver ----------------------------------------------------------------------
@@ -138,6 +141,27 @@ class FakeDriver(types.ModuleType):
             if base <= address and address + n <= base + len(mem):
                 return mem, address - base
         raise self.Error("invalid device pointer")
+
+    def module_from_buffer(self, image):
+        drv = self
+
+        class Function:
+            def prepare(self, arg_format):
+                self.arg_format = arg_format
+
+            def prepared_call(self, grid, block, *addresses):
+                assert len(addresses) == len(self.arg_format)
+                drv.calls.append(("launch", self.name, grid, block, addresses))
+                if self.name.endswith("_divides"):          # a divisor was 0: raise the flag
+                    drv.memcpy_htod(addresses[-1], np.ones(1, np.uint8))
+
+        class Module:
+            def get_function(self, name):
+                fn = Function()
+                fn.name = name
+                return fn
+        drv.calls.append(("load", image))
+        return Module()
 
     def memcpy_htod(self, address, array):
         mem, at = self._span(address, array.nbytes)
@@ -387,6 +411,39 @@ def test_seeds(gpu):
     cuda.manual_seed_all(9)
     cuda.set_device(1)
     assert cuda.initial_seed() == 9
+
+
+def test_backend_loads_and_launches_through_the_driver(gpu):
+    """The cuda backend's load, launch, allocate and address on the fake driver: the launch shape
+    is the kernel's mapping's, and a kernel dividing integers gets a device flag whose value comes
+    back into the host flag the program passes."""
+    from dynograph.compiler.cuda.backend import CudaBackend
+    from dynograph.compiler.cuda.mapping import launch_shape, mapping_of
+    from dynograph.compiler.lowering.kernel import describe
+    from test_llvm_backend import graph_of, sample
+
+    x = sample(np.int32, (40, 50))
+    for op, divides in [("add", False), ("remainder", True)]:
+        _, arrays, node = graph_of(op, (x, x))
+        kernel = describe(node, [(tuple(s // 4 for s in a.strides), 0) for a in arrays])
+        assert kernel.divides_integers == divides
+        gpu.calls.clear()
+        backend = CudaBackend(0)
+        assert backend.arch == 86 and backend.name == "cuda:0"
+        name = "dg_k" + ("_divides" if divides else "")
+        fn = backend.load(b"cubin", name, kernel)
+        inputs = [backend.allocate(a.shape, a.dtype) for a in arrays]
+        out = backend.allocate((40, 50), np.int32)
+        fault = np.zeros(1, np.uint8)
+        addresses = [backend.address(a) for a in [*inputs, out]]
+        backend.launch(fn, kernel, addresses + ([fault.ctypes.data] if divides else []))
+        launches = [c for c in gpu.calls if c[0] == "launch"]
+        grid, block = launch_shape(mapping_of(kernel))
+        assert launches[0][1:4] == (name, (grid, 1), (block, 1, 1))
+        assert launches[0][4][:3] == tuple(addresses)
+        if divides:
+            assert launches[0][4][3] == backend._flag.address != fault.ctypes.data
+        assert fault[0] == divides
 
 
 def test_tensors_do_not_go_to_a_gpu_yet(gpu):
