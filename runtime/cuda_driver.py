@@ -264,9 +264,9 @@ def event(enable_timing=False, blocking=False):
     """A driver event (record, synchronize, query, time_till)."""
     drv = require()
     activate()
-    flags = 0 if enable_timing else drv.event_flags.DISABLE_TIMING
+    flags = 0 if enable_timing else int(drv.event_flags.DISABLE_TIMING)
     if blocking:
-        flags |= drv.event_flags.BLOCKING_SYNC
+        flags |= int(drv.event_flags.BLOCKING_SYNC)
     return drv.Event(flags)
 
 
