@@ -71,7 +71,9 @@ def current_device():
 
 def set_device(device):
     """Make ``device`` the current one of this thread (a negative index does nothing, as in torch)."""
-    index = _index(device) if device is not None else -1
+    if device is None:
+        raise ValueError("Expected a torch.device with a specified index or an integer, but got:None")
+    index = _index(device)
     if index >= 0:
         _driver().set_device(index)
 

@@ -296,6 +296,8 @@ def test_without_cuda_as_torch_without_cuda(fresh):
     for T in (torch, dynograph):
         with pytest.raises(ValueError, match="Expected a cuda device, but got: cpu"):
             T.cuda.set_device("cpu")
+        with pytest.raises(ValueError, match="Expected a torch.device with a specified index"):
+            T.cuda.set_device(None)
         with pytest.raises(RuntimeError):
             T.cuda.Event(enable_timing=True)
 
