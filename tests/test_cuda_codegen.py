@@ -345,7 +345,9 @@ def representative_kernels():
     for op, args, attrs in [("sum", (sample(np.float32, (3, 3000)),), {"dim": (1,)}),
                             ("var", (sample(np.float64, (4, 3000)),), {"dim": (1,)}),
                             ("all", (sample(np.bool_, (100, 100)),), {"dim": (1,)}),
-                            ("amax", (sample(np.float16, (100, 100)),), {"dim": (1,)})]:
+                            ("amax", (sample(np.float16, (100, 100)),), {"dim": (1,)}),
+                            ("argmax", (sample(np.float32, (3, 3000)),), {"dim": 1}),
+                            ("argmin", (sample(np.int32, (100, 100)),), {"dim": 1})]:
         _, arrays, node = graph_of(op, args, **attrs)
         kernels.append(describe(node, [layout(a) for a in arrays]))
     for dt in (np.float32, np.float64, np.float16, D.bfloat16.np):

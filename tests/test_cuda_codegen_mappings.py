@@ -60,13 +60,27 @@ def reduction_cases():
         ("nansum", _with_nans(sample(np.float32, (80, 100)), 7), {"dim": (1,)}, "warp"),
         ("std", sample(np.float32, (2, 2500)), {"dim": (1,)}, "block"),
         ("sum", sample(BF16, (2, 9000)), {"dim": (1,)}, "block"),
+        ("argmax", _ties(_with_nans(sample(np.float32, (3, 3000)), 701)), {"dim": 1}, "block"),
+        ("argmin", _ties(sample(np.float32, (4000,))), {}, "block"),
+        ("argmax", np.full((2, 100), -np.inf, np.float32), {"dim": 1}, "block"),
+        ("argmin", sample(np.int32, (100, 100)), {"dim": 1}, "warp"),
+        ("argmax", _with_nans(sample(np.float16, (70, 300)), 29), {"dim": 1}, "warp"),
     ]
+
+
+def _ties(x):
+    """``x`` with its extremes repeated at later positions (the first must be picked)."""
+    x = x.copy()
+    flat = x.reshape(-1)
+    flat[len(flat) // 2::97] = np.nanmax(flat)
+    flat[len(flat) // 3::89] = np.nanmin(flat)
+    return x
 
 
 def exact(kernel):
     """Whether the cooperative result must equal the per-thread one bit for bit: no float sum
     or product (whose terms the mappings add in other orders)."""
-    return all(not r.dtype.is_floating_point or r.combine in ("max", "min")
+    return all(not r.dtype.is_floating_point or r.combine in ("max", "min", "argmax", "argmin")
                for r in kernel.reductions)
 
 
@@ -201,6 +215,27 @@ def test_matrix_products_of_a_program_run_the_emulated_gemm(monkeypatch):
         got = program.run(g, arrays, backend=emulate.EMULATION)[0][0]
         assert_same(got, interpreter.run(g, arrays)[0][0], 2e-5, op)
     assert len(calls) == 3
+
+
+@needs_cxx
+def test_max_pooling_over_large_windows_picks_as_the_per_thread_path():
+    """Windows of 100 elements take the warp or block mapping: the max and the position of
+    its first occurrence, or of the last NaN (``argmax_pool``), as the interpreter."""
+    from test_cuda_codegen import _multi_output_graph
+    x = sample(np.float32, (2, 3, 10, 10))       # one window per plane: not column-wise
+    flat = x.reshape(-1)
+    flat[:200:37] = np.nan                      # NaNs in two planes, ties of 9 in the others
+    flat[3::41] = flat[4::41] = 9.0
+    g = _multi_output_graph("max_pool2d_with_indices", x, kernel_size=[10, 10], stride=[10, 10],
+                            padding=[0, 0], dilation=[1, 1], ceil_mode=False)
+    ref = interpreter.run(g, [x])[0]
+    got = program.run(g, [x], backend=emulate.EMULATION)[0]
+    for r, o in zip(ref, got):
+        assert_same(o, r, None, "max_pool2d")
+    from dynograph.compiler.lowering import pool
+    kinds = {mapping_of(p.kernel).kind for node_plans in pool._PLANS.values()
+             for p, *_ in node_plans.values() if p is not None and p.backend is emulate.EMULATION}
+    assert kinds & {"warp", "block"}, kinds
 
 
 def _conv_plans():

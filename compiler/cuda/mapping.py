@@ -13,12 +13,13 @@
   epilogue of the total: a matrix product, a convolution read as an implicit GEMM) computed
   in 64 x 64 tiles of the output through shared memory (gemm.py).
 
-Arg reductions keep the per-thread mapping (their ties and NaNs pick by position).
+Arg reductions join (value, position) pairs, so every mapping picks the element the per-thread
+scan picks (the first extreme; NaNs: the first, or the last for max pooling's ``argmax_pool``).
 """
 import math
 from dataclasses import dataclass
 
-from ..lowering.schedule import ARG_COMBINES, schedule
+from ..lowering.schedule import schedule
 
 WARP = 32
 WARP_ROW = 64           # rows this long or longer: a warp per kept index
@@ -113,8 +114,7 @@ def _choose(kernel):
                 -(-c.size(s.domain, c.n) // TILE)
             return Mapping("gemm", tiles, THREADS, c)
         row = math.prod(s.domain[a] for a in s.red_axes)
-        arg = any(r.combine in ARG_COMBINES for r in kernel.reductions)
-        if not arg and not s.columnwise and row >= WARP_ROW:
+        if not s.columnwise and row >= WARP_ROW:
             if row >= BLOCK_ROW or kept < FEW_ROWS:
                 return Mapping("block", kept, THREADS)
             return Mapping("warp", kept, THREADS)

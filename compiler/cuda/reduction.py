@@ -15,8 +15,10 @@ and products are the same terms in another order (strided partials joined by a t
 blocks of BLOCK elements joined in order), so they agree with the per-thread path and the CPU
 within float reassociation, and a total does not depend on the grid, only on the block size.
 """
-from .render import Renderer, const, reg_type
+from dynograph.runtime import dtypes as D
+from ..lowering.schedule import ARG_COMBINES
 from .mapping import WARP, mapping_of
+from .render import Renderer, const, reg_type
 
 FULL_MASK = "0xffffffffu"
 
@@ -40,6 +42,8 @@ class CooperativeRenderer(Renderer):
                     red = self.k.reductions[j]
                     self.scratch[j] = f"shared{j}"
                     self.emit(f"__shared__ {reg_type(red.dtype)} shared{j}[32];")
+                    if red.combine in ARG_COMBINES:
+                        self.emit(f"__shared__ long long shared{j}_at[32];")
             self.emit("const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;")
             self.open(f"for (long long t = blockIdx.x; t < {total}LL; t += gridDim.x)")
             self.width, self.first = "blockDim.x", "threadIdx.x"
@@ -67,16 +71,24 @@ class CooperativeRenderer(Renderer):
         self.open(f"for (long long {e} = {self.first}; {e} < {self.s_total(axes)}LL; "
                   f"{e} += {self.width})")
         self.split_index(e, axes)
+        self.flat = e
         body(dict(cache))
         for a in axes:
             self.scope.discard(a)
         self.close()
 
+    def position(self):
+        """The row-major index over the reduce axes of the current element: its flat index."""
+        return self.flat
+
     def body(self):
         cache = {}
         for group in self.s.groups:
             reds = [self.k.reductions[j] for j in group]
-            self.acc_values.update(zip(group, self.reduce(reds, group, cache)))
+            if reds[0].combine in ARG_COMBINES:
+                self.acc_values[group[0]] = self.arg_reduce(reds[0], group[0], cache)
+            else:
+                self.acc_values.update(zip(group, self.reduce(reds, group, cache)))
         if self.s.outer_stores:
             self.open(f"if ({self.first} == 0)")
             for s, strides in self.s.outer_stores:
@@ -120,6 +132,60 @@ class CooperativeRenderer(Renderer):
             self.emit(f"{t} = {self.scratch[j]}[0];")
         self.emit("__syncthreads();     // the slots are rewritten for the next kept index")
         return totals
+
+    def arg_reduce(self, red, j, cache):
+        """The position of the first extreme element (as the per-thread path picks it): each
+        thread scans its elements in order, then (value, position) pairs are joined, the
+        extreme winning, the lower position on a tie (NaNs: the first, or the last for
+        ``argmax_pool``)."""
+        best, where = self.var("best"), self.var("at")
+        self.emit(f"{reg_type(red.dtype)} {best} = {const(red.identity, red.dtype)};")
+        self.emit(f"long long {where} = 0;")
+        self.hoist([red.value], cache)
+
+        def scan(inner):
+            v = self.gen(red.value, inner)
+            self.open(f"if ({self.better(red, v, best)})")
+            self.emit(f"{best} = {v};")
+            self.emit(f"{where} = {self.position()};")
+            self.close()
+        self.row_loop(scan, cache)
+        self.arg_join(red, best, where)
+        if not self.block:
+            self.emit(f"{where} = {self.shuffle('__shfl_sync', where, '0', D.int64)};")
+            return where
+        values, places = self.scratch[j], f"{self.scratch[j]}_at"
+        self.emit(f"if (lane == 0) {values}[warp] = {best}, {places}[warp] = {where};")
+        self.emit("__syncthreads();")
+        self.open("if (warp == 0)")
+        self.emit(f"{best} = lane < (blockDim.x >> 5) ? {values}[lane] : "
+                  f"{const(red.identity, red.dtype)};")
+        self.emit(f"{where} = lane < (blockDim.x >> 5) ? {places}[lane] : 0;")
+        self.arg_join(red, best, where)
+        self.emit(f"if (lane == 0) {places}[0] = {where};")
+        self.close()
+        self.emit("__syncthreads();")
+        self.emit(f"{where} = {places}[0];")
+        self.emit("__syncthreads();     // the slots are rewritten for the next kept index")
+        return where
+
+    def arg_join(self, red, best, where):
+        """(best, where) joined over the warp's lanes: lane 0 ends with the row's pick."""
+        self.open("for (int offset = 16; offset > 0; offset >>= 1)")
+        v, at = self.var("o"), self.var("o_at")
+        self.emit(f"const {reg_type(red.dtype)} {v} = "
+                  f"{self.shuffle('__shfl_down_sync', best, 'offset', red.dtype)};")
+        self.emit(f"const long long {at} = "
+                  f"{self.shuffle('__shfl_down_sync', where, 'offset', D.int64)};")
+        # the later of two candidates wins only where the scan would have replaced the
+        # earlier with it; on equal values (and two NaNs but for argmax_pool) the earlier stays
+        first, second = f"{at} < {where}", f"{at} > {where}"
+        take = f"{first} ? !({self.better(red, best, v)}) : ({second} && {self.better(red, v, best)})"
+        self.open(f"if ({take})")
+        self.emit(f"{best} = {v};")
+        self.emit(f"{where} = {at};")
+        self.close()
+        self.close()
 
     def warp_join(self, reds, totals):
         """Each total joined over the 32 lanes of the warp: lane 0 ends with the whole."""

@@ -330,18 +330,23 @@ class Renderer(ExpressionWalker):
 
         def body(inner):
             v = self.gen(red.value, inner)
-            better = f"{v} {'<' if red.combine == 'argmin' else '>'} {best}"
-            if red.dtype.is_floating_point:
-                nan = f"{v} != {v}"
-                if red.combine != "argmax_pool":
-                    nan = f"({nan} && {best} == {best})"
-                better = f"{better} || {nan}"
-            self.open(f"if ({better})")
+            self.open(f"if ({self.better(red, v, best)})")
             self.emit(f"{best} = {v};")
             self.emit(f"{where} = {self.position()};")
             self.close()
         self.nest(list(self.red_axes), body, cache)
         return where
+
+    @staticmethod
+    def better(red, v, best):
+        """Whether ``v``, met after ``best`` in the row, replaces it in arg reduction ``red``."""
+        better = f"{v} {'<' if red.combine == 'argmin' else '>'} {best}"
+        if red.dtype.is_floating_point:
+            nan = f"{v} != {v}"
+            if red.combine != "argmax_pool":
+                nan = f"({nan} && {best} == {best})"
+            better = f"{better} || {nan}"
+        return better
 
     def position(self):
         """The row-major index over the reduce axes of the current element."""
