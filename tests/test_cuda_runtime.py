@@ -451,3 +451,11 @@ def test_backend_loads_and_launches_through_the_driver(gpu):
 def test_tensors_do_not_go_to_a_gpu_yet(gpu):
     with pytest.raises(NoCudaError, match="tensors cannot live on CUDA devices yet.*device='cpu'"):
         dynograph.zeros(2, device="cuda")
+
+
+def test_pycuda_wheel_script_checks_its_arguments():
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools",
+                          "build_pycuda_wheel.sh")
+    assert subprocess.run(["bash", "-n", script]).returncode == 0
+    out = subprocess.run(["bash", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "usage:" in out.stderr and "OUT_DIR [PYTHON]" in out.stderr
