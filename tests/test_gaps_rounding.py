@@ -140,8 +140,10 @@ def test_half_tensor_with_a_number_in_other_ops(torch, dt, form):
 
 
 def _same_bits_but_a_few_ulps(ours, theirs):
-    """torch's vectorized pow/atan2 are not numpy's float32 functions: an ulp there flips a
-    half rounding now and then; all but a few elements are the same bits, those one ulp off."""
+    """torch computes half pow/atan2 in float with SLEEF's vectorized powf/atan2f (within an
+    ulp, not correctly rounded; the loop's scalar tail with libm) and rounds that once to the
+    half type.  dynograph's float values (float64's atan2 rounded to float; numpy's powf) are
+    an ulp off now and then, which flips a half rounding for a few elements per million."""
     t, d = theirs.float().numpy(), ours.float().numpy()
     differ = ~((t == d) | (np.isnan(t) & np.isnan(d)))
     assert differ.mean() < 0.005, f"{differ.sum()} differ"
@@ -208,3 +210,24 @@ def test_fused_ops_keep_their_gradients(torch, dt):
             if t.grad is not None:
                 _same_bits(o.grad, t.grad)
                 t.grad, o.grad = None, None
+
+
+def test_atan2_is_near_torchs_float_kernel(torch):
+    """float32 atan2 is float64's rounded to float (torch's SLEEF atan2f differs from that in
+    1.4% of elements, from numpy's float32 arctan2 in 17%); half atan2 rounds it once more,
+    as torch rounds its float result: a few elements per million differ."""
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal(1 << 18) * 10).astype(np.float32)
+    b = (rng.standard_normal(1 << 18) * 3).astype(np.float32)
+    theirs = torch.atan2(torch.tensor(a), torch.tensor(b)).numpy()
+    ours = dynograph.atan2(dynograph.tensor(a), dynograph.tensor(b)).numpy()
+    assert (ours != theirs).mean() < 0.03
+    np.testing.assert_allclose(ours, theirs, rtol=2.5e-7, atol=1e-30)
+    for dt in HALF:
+        x, y = torch.tensor(a).to(getattr(torch, dt)), torch.tensor(b).to(getattr(torch, dt))
+        for other in (y, torch.tensor(2.7182818), torch.tensor(-0.1)):
+            theirs = torch.atan2(x, other)
+            ours = dynograph.atan2(from_torch(x), from_torch(other))
+            assert str(ours.dtype) == "dynograph." + dt
+            t, d = theirs.float().numpy(), ours.float().numpy()
+            assert (t != d).sum() <= 4, (dt, (t != d).sum())
