@@ -58,7 +58,7 @@ static void dg_call(void (*k)(A...), void **args, std::index_sequence<I...>) {
 }
 
 template <class... A>
-static void dg_emulate(void (*k)(A...), void **args, unsigned grid, unsigned block) {
+static int dg_emulate(void (*k)(A...), void **args, unsigned grid, unsigned block) {
   gridDim = dim3{grid, 1, 1};
   blockDim = dim3{block, 1, 1};
   for (unsigned b = grid; b-- > 0;) {
@@ -68,6 +68,7 @@ static void dg_emulate(void (*k)(A...), void **args, unsigned grid, unsigned blo
       dg_call(k, args, std::index_sequence_for<A...>{});
     }
   }
+  return 0;
 }
 """
 
@@ -115,9 +116,18 @@ static inline T __shfl_sync(unsigned, T v, int lane) {
 template <class... A>
 struct dg_thread_args { void (*k)(A...); void **args; unsigned grid, block, t; dg_block *shared; };
 
+static pthread_mutex_t dg_start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t dg_start_cond = PTHREAD_COND_INITIALIZER;
+static int dg_start = 0;      /* 0: wait, 1: run, -1: give up (a thread could not be started) */
+
 template <class... A>
 static void *dg_thread(void *p) {
   dg_thread_args<A...> *a = (dg_thread_args<A...> *)p;
+  pthread_mutex_lock(&dg_start_lock);
+  while (dg_start == 0) pthread_cond_wait(&dg_start_cond, &dg_start_lock);
+  int go = dg_start;
+  pthread_mutex_unlock(&dg_start_lock);
+  if (go < 0) return nullptr;
   dg_current = a->shared;
   gridDim = dim3{a->grid, 1, 1};
   blockDim = dim3{a->block, 1, 1};
@@ -130,8 +140,9 @@ static void *dg_thread(void *p) {
   return nullptr;
 }
 
+/* 0, or -1 when the block's threads could not all be started (nothing ran then) */
 template <class... A>
-static void dg_emulate_block(void (*k)(A...), void **args, unsigned grid, unsigned block) {
+static int dg_emulate_block(void (*k)(A...), void **args, unsigned grid, unsigned block) {
   pthread_mutex_lock(&dg_launch_lock);
   dg_block *shared = new dg_block;
   pthread_barrier_init(&shared->all, nullptr, block);
@@ -142,11 +153,17 @@ static void dg_emulate_block(void (*k)(A...), void **args, unsigned grid, unsign
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 1 << 20);
-  for (unsigned t = 0; t < block; ++t) {
-    args_of[t] = dg_thread_args<A...>{k, args, grid, block, t, shared};
-    pthread_create(&threads[t], &attr, dg_thread<A...>, &args_of[t]);
+  dg_start = 0;
+  unsigned started = 0;
+  for (; started < block; ++started) {
+    args_of[started] = dg_thread_args<A...>{k, args, grid, block, started, shared};
+    if (pthread_create(&threads[started], &attr, dg_thread<A...>, &args_of[started])) break;
   }
-  for (unsigned t = 0; t < block; ++t) pthread_join(threads[t], nullptr);
+  pthread_mutex_lock(&dg_start_lock);
+  dg_start = started == block ? 1 : -1;
+  pthread_cond_broadcast(&dg_start_cond);
+  pthread_mutex_unlock(&dg_start_lock);
+  for (unsigned t = 0; t < started; ++t) pthread_join(threads[t], nullptr);
   pthread_attr_destroy(&attr);
   for (unsigned w = 0; w * 32 < block; ++w) pthread_barrier_destroy(&shared->warps[w]);
   pthread_barrier_destroy(&shared->all);
@@ -154,11 +171,12 @@ static void dg_emulate_block(void (*k)(A...), void **args, unsigned grid, unsign
   delete[] args_of;
   delete shared;
   pthread_mutex_unlock(&dg_launch_lock);
+  return started == block ? 0 : -1;
 }
 """
 FLAGS = ["-std=c++17", "-O1", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-w"]
-_LAUNCHER = ('extern "C" void {0}__launch(void **dg_args, unsigned dg_grid, unsigned dg_block) '
-             '{{ {1}({0}, dg_args, dg_grid, dg_block); }}')
+_LAUNCHER = ('extern "C" int {0}__launch(void **dg_args, unsigned dg_grid, unsigned dg_block) '
+             '{{ return {1}({0}, dg_args, dg_grid, dg_block); }}')
 
 EMULATED_THREADS = 64       # the block size of reductions run by EMULATION
 _lock = threading.Lock()
@@ -236,7 +254,7 @@ class Launcher:
         self.source = source
         self.fn = getattr(lib, source.name + "__launch")
         self.fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint, ctypes.c_uint]
-        self.fn.restype = None
+        self.fn.restype = ctypes.c_int
 
     def __call__(self, addresses, grid=None, block=None):
         if grid is None or block is None:
@@ -246,7 +264,9 @@ class Launcher:
         if mapping is not None:
             mapping.check_block(block)
         args = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
-        self.fn(args, grid, block)
+        if self.fn(args, grid, block):
+            raise RuntimeError(f"the CUDA emulation could not start {block} threads for a block "
+                               f"of {self.source.name}")
 
     def run(self, arrays, grid=None, block=None):
         """Launch on numpy arrays (the kernel's buffers in order); raises torch's
