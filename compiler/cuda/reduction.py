@@ -15,6 +15,8 @@ and products are the same terms in another order (strided partials joined by a t
 blocks of BLOCK elements joined in order), so they agree with the per-thread path and the CPU
 within float reassociation, and a total does not depend on the grid, only on the block size.
 """
+import math
+
 from dynograph.runtime import dtypes as D
 from ..lowering.schedule import ARG_COMBINES
 from .mapping import WARP, mapping_of
@@ -35,7 +37,7 @@ class CooperativeRenderer(Renderer):
 
     def kernel_body(self):
         outer = self.s.outer_axes
-        total = self.s_total(outer)
+        total = self.count(outer)
         if self.block:
             for group in self.s.groups:
                 for j in group:
@@ -57,18 +59,16 @@ class CooperativeRenderer(Renderer):
         self.body()
         self.close()
 
-    def s_total(self, axes):
-        n = 1
-        for a in axes:
-            n *= self.domain[a]
-        return n
+    def count(self, axes):
+        """The number of indices over ``axes``."""
+        return math.prod(self.domain[a] for a in axes)
 
     def row_loop(self, body, cache):
         """``body(cache)`` for this thread's elements of the row: the flattened reduce axes
         from its lane in steps of the width."""
         axes = list(self.red_axes)
         e = self.var("e")
-        self.open(f"for (long long {e} = {self.first}; {e} < {self.s_total(axes)}LL; "
+        self.open(f"for (long long {e} = {self.first}; {e} < {self.count(axes)}LL; "
                   f"{e} += {self.width})")
         self.split_index(e, axes)
         self.flat = e
