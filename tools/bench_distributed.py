@@ -11,8 +11,9 @@ call waited on with a timeout).  Each repeat starts after a barrier; the median 
 the algorithm bandwidth (bytes / time) and the ratio to mpi4py's.
 
 Part 2 — the MLP training step of tools/bench (784-512-512-10, SGD momentum, 128 samples per
-rank): one process without DDP, then ``--nproc`` ranks with DistributedDataParallel, eager
-and with the forward compiled.  Throughput is samples per second over all ranks; the 2-rank
+rank): one process without DDP, then ``--nproc`` ranks with DistributedDataParallel, eager,
+with the forward compiled, and with the whole step compiled (its bucket all-reduces nodes of
+the graph).  Throughput is samples per second over all ranks; the 2-rank
 eager step is split into forward, backward (gradient hooks copy into buckets and start the
 all-reduces), the wait for the all-reduces after backward, and the optimizer step; a step
 under ``no_sync()`` (no communication) shows what communication adds.  On a machine with
@@ -134,7 +135,41 @@ def bench_mlp(steps, distributed):
                 if i >= 3:
                     local.append(time.perf_counter() - t0)
             results["eager, no_sync (no communication)"] = {"step": 1e3 * statistics.median(local)}
+    results["compiled step"] = {"step": _compiled_step_ms(steps, distributed, x, y)}
     return results
+
+
+def _compiled_step_ms(steps, distributed, x, y):
+    """The whole step compiled (zero_grad, forward, backward, optimizer step): with DDP, its
+    bucket all-reduces are nodes of the graph."""
+    import dynograph
+    from dynograph import nn
+    dynograph.manual_seed(0)
+    net = mlp(dynograph)
+    if distributed:
+        import dynograph.distributed as dist
+        from dynograph.nn.parallel import DistributedDataParallel as DDP
+        net = DDP(net)
+    opt = dynograph.optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
+
+    @dynograph.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    times = []
+    for i in range(steps + 3):
+        if distributed:
+            dist.barrier()
+        t0 = time.perf_counter()
+        step(x, y)
+        if i >= 3:
+            times.append(time.perf_counter() - t0)
+    assert step.eager_reason is None, step.eager_reason
+    return 1e3 * statistics.median(times)
 
 
 def worker(ns):
@@ -192,7 +227,7 @@ def report(single, multi, nproc):
     print()
     print("MLP 784-512-512-10 training step, 128 samples per rank (median ms per step)")
     per_rank = 128
-    for mode in ("eager", "compiled forward"):
+    for mode in ("eager", "compiled forward", "compiled step"):
         t1 = single["mlp"][mode]["step"]
         tn = multi["mlp"][mode]["step"]
         speedup = (nproc * per_rank / tn) / (per_rank / t1)
