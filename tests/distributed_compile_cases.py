@@ -43,9 +43,15 @@ def shard(t):
 
 
 def all_reduces(compiled):
-    """The all_reduce nodes of the graph the compiled function replays, by their ``what``."""
-    entry = compiled.entries[-1]
-    return [n.attrs["what"] for n in entry.graph.nodes if n.op == "all_reduce"]
+    """The all-reduces the graph the compiled function replays starts, by their ``what``; each
+    is waited on, after every start (backward computes on while they travel)."""
+    nodes = compiled.entries[-1].graph.nodes
+    starts = [n.attrs["what"] for n in nodes if n.op == "all_reduce_start"]
+    waits = [n.attrs["what"] for n in nodes if n.op == "all_reduce_wait"]
+    assert waits == starts, (starts, waits)
+    order = [n.op for n in nodes if n.op.startswith("all_reduce")]
+    assert order == ["all_reduce_start"] * len(starts) + ["all_reduce_wait"] * len(waits), order
+    return starts
 
 
 def same_on_both_ranks(tensors, what):
@@ -134,7 +140,7 @@ def the_all_reduce_is_drawn_by_viz():
     import dynograph.viz as viz
     _, _, step = train_compiled(steps=3)
     graph = step.graphs()[-1]
-    assert "all_reduce" in viz.render(graph, format="dot")
+    assert "all_reduce_start" in viz.render(graph, format="dot")
     assert "all_reduce of DistributedDataParallel bucket 0" in viz.render(graph, format="text")
 
 
@@ -172,9 +178,9 @@ def no_sync_around_and_inside_the_compiled_step():
     assert accumulate.eager_reason is None and accumulate_inside.eager_reason is None
     assert accumulate.hits >= 2 and accumulate.misses == 2, str(accumulate.explain())
     assert accumulate_inside.hits == 2 and accumulate_inside.misses == 1, str(accumulate_inside.explain())
-    graphs = {len([n for n in e.graph.nodes if n.op == "all_reduce"]) for e in accumulate.entries}
+    graphs = {len([n for n in e.graph.nodes if n.op == "all_reduce_start"]) for e in accumulate.entries}
     assert 0 in graphs and len(ddp.reducer.buckets) in graphs, graphs
-    assert all(n.op != "all_reduce" for e in accumulate_inside.entries for n in e.graph.nodes)
+    assert all(not n.op.startswith("all_reduce") for e in accumulate_inside.entries for n in e.graph.nodes)
 
 
 # ---------------------------------------------------------------- what falls back

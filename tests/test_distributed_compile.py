@@ -48,36 +48,43 @@ def test_two_ranks_compiled_ddp_steps(tmp_path):
 STEP = """graph {
   input %0: f32[6] g
   %1: f32[6] = div(%0, 2)
-  %2: f32[6] = all_reduce(%1, group='world', reduce_op='sum', what='bucket 0')
+  %2: f32[6] = all_reduce_start(%1, group='world', reduce_op='sum', what='bucket 0')
   %3: u8[3] = full(shape=(3,), fill_value=1, dtype=uint8)
-  %4: u8[3] = all_reduce(%3, group='world', reduce_op='max', what='used 1')
-  %5: u8[3] = all_reduce(%3, group='world', reduce_op='max', what='used 2')
-  %6: f32[6] = mul(%2, 3)
-  return %6
+  %4: u8[3] = all_reduce_start(%3, group='world', reduce_op='max', what='used 1')
+  %5: u8[3] = all_reduce_start(%3, group='world', reduce_op='max', what='used 2')
+  %6: f32[6] = mul(%0, 5)
+  %7: f32[6] = all_reduce_wait(%2, %1, what='bucket 0')
+  %8: u8[3] = all_reduce_wait(%4, %3, what='used 1')
+  %9: u8[3] = all_reduce_wait(%5, %3, what='used 2')
+  %10: f32[6] = mul(%7, %6)
+  return %10
 }"""
+COLLECTIVES = ("all_reduce_start", "all_reduce_wait")
 
 
 def test_all_reduce_is_an_effect_every_pass_keeps_in_order():
     """Unread (dce), equal to another (cse), of a constant (fold), between fusible ops (fusion):
-    each all_reduce stays, in its order; the text form round-trips."""
-    op = REGISTRY["all_reduce"]
-    assert op.kind == "collective" and op.effect and not op.differentiable
+    each start and wait stays, in its order; the text form round-trips."""
+    for name in COLLECTIVES:
+        op = REGISTRY[name]
+        assert op.kind == "collective" and op.effect and not op.differentiable
     assert REGISTRY["uniform"].effect and not REGISTRY["add"].effect
     graph = parse_graph(STEP)
     assert print_graph(parse_graph(print_graph(graph))) == print_graph(graph)
     out, _ = optimize(graph)
-    kept = [n.attrs["what"] for n in out.nodes if n.op == "all_reduce"]
-    assert kept == ["bucket 0", "used 1", "used 2"], print_graph(out)
+    kept = [(n.op[11:], n.attrs["what"]) for n in out.nodes if n.op in COLLECTIVES]
+    assert kept == [("start", "bucket 0"), ("start", "used 1"), ("start", "used 2"),
+                    ("wait", "bucket 0"), ("wait", "used 1"), ("wait", "used 2")], print_graph(out)
     fused = [n.attrs["graph"] for n in out.nodes if n.op == "fused"]
-    assert fused and all(m.op != "all_reduce" for sub in fused for m in sub.nodes)
+    assert fused and all(m.op not in COLLECTIVES for sub in fused for m in sub.nodes)
 
 
 def test_viz_draws_the_all_reduce_as_a_collective():
     import dynograph.viz as viz
     from dynograph.viz.render import KIND_COLORS
     graph = viz.from_ir(parse_graph(STEP))
-    drawn = [n for n in graph.nodes if n.label == "all_reduce"]
-    assert [n.kind for n in drawn] == ["collective"] * 3
+    drawn = [n for n in graph.nodes if n.label in COLLECTIVES]
+    assert [n.kind for n in drawn] == ["collective"] * 6
     assert drawn[0].attrs["what"] == "'bucket 0'" and KIND_COLORS["collective"] != KIND_COLORS["op"]
     assert f'fillcolor="{KIND_COLORS["collective"]}"' in viz.render(parse_graph(STEP), format="dot")
 
@@ -87,8 +94,10 @@ def test_all_reduce_outside_a_process_group_says_so():
     from dynograph.distributed import _compiled  # noqa: F401  (installs the MPI side)
     with pytest.raises(DistError, match="process group 'world'.*init_process_group"):
         interpreter.run(parse_graph(STEP), [np.ones(6, np.float32)])
+    with pytest.raises(DistError, match="waiting for an all-reduce that was not started"):
+        REGISTRY["all_reduce_wait"].impl(np.ones(2), np.ones(2), what="all_reduce of x")
     with pytest.raises(ValueError, match="unknown reduce_op 'avg'"):
-        REGISTRY["all_reduce"].meta(_Spec((2,)), group="world", reduce_op="avg", what="x")
+        REGISTRY["all_reduce_start"].meta(_Spec((2,)), group="world", reduce_op="avg", what="x")
 
 
 class _Spec:

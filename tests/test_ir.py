@@ -92,7 +92,8 @@ OTHER_CASES = {
     "log_normal": (lambda a: a.log_normal_(), lambda: (r(3).detach(),)),
     "strided_view": None,       # made by the tracer itself: covered by test_functionalized_views
     "strided_scatter": None,
-    "all_reduce": None,         # a collective: tests/test_distributed_compile.py (2 ranks under MPI)
+    "all_reduce_start": None,   # collectives: tests/test_distributed_compile.py (2 ranks under MPI)
+    "all_reduce_wait": None,
 }
 OTHER_CASES.update(BREADTH_CASES)     # special functions and decompositions without a derivative
 

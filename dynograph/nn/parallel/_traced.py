@@ -2,14 +2,16 @@
 
 While ``dynograph.compile`` traces a step whose ``backward()`` reaches a DDP model, the reducer's
 gradient hooks do a bucket's work with dynograph ops, which the trace records, instead of
-starting MPI calls of their own: the bucket's gradients flattened into one tensor and divided by
-the world size, an ``all_reduce`` node (the op set's collective primitive, run on every call of
-the compiled step; passes never drop, merge or reorder it), and the slices of its result written
-back into ``.grad`` (into the bucket itself with ``gradient_as_bucket_view``, as eagerly).  The
-traced call runs for real, so it averages too.  Bucket by bucket and in the same order, the
-ranks divide the same numbers and sum them with the same MPI call as eager DDP: a compiled
-step gives eager DDP's gradients bit for bit, and a rank whose step runs compiled pairs with a
-rank whose step runs eagerly.
+starting MPI calls of their own.  When backward has produced a bucket's gradients: the
+gradients flattened into one tensor and divided by the world size, and an
+``all_reduce_start`` node (the op set's collective primitives, run on every call of the
+compiled step; passes never drop, merge or reorder them), so the program computes the rest of
+backward while the bucket travels.  After the last bucket: an ``all_reduce_wait`` node per
+bucket, and the slices of its result written back into ``.grad`` (into the bucket itself with
+``gradient_as_bucket_view``, as eagerly).  The traced call runs for real, so it averages too.
+Bucket by bucket and in the same order, the ranks divide the same numbers and sum them with
+the same MPI call as eager DDP: a compiled step gives eager DDP's gradients bit for bit, and a
+rank whose step runs compiled pairs with a rank whose step runs eagerly.
 """
 import weakref
 
@@ -18,7 +20,7 @@ from dynograph._dispatch import call
 from dynograph._shape import cat
 from dynograph._tensor import Tensor
 from dynograph.autograd.grad_mode import no_grad
-from dynograph.compiler.ops.collective import all_reduce
+from dynograph.compiler.ops.collective import all_reduce_start, all_reduce_wait
 from dynograph.distributed._compiled import group_name
 from dynograph.runtime.dtypes import uint8
 
@@ -42,11 +44,15 @@ def hook(reducer, p, tracer):
     reducer.where[id(p)][0].pending -= 1
     buckets = reducer.buckets
     while reducer.next_bucket < len(buckets) and buckets[reducer.next_bucket].pending == 0:
-        reduce_bucket(reducer, buckets[reducer.next_bucket])
+        start_bucket(reducer, buckets[reducer.next_bucket])
         reducer.next_bucket += 1
-    if reducer.next_bucket == len(buckets):
-        if reducer.used is not None:
-            reduce_used(reducer)
+    if reducer.next_bucket == len(buckets):       # backward is done with this model: wait
+        used = start_used(reducer) if reducer.used is not None else None
+        for b in buckets:
+            finish_bucket(reducer, b)
+        if used is not None:
+            with no_grad():
+                call(all_reduce_wait, *used, what=USED)
         reducer._reset()
     return True
 
@@ -98,14 +104,26 @@ def guard_sync(ddp, tracer):
                     lambda: ddp.require_backward_grad_sync)
 
 
-def reduce_bucket(reducer, bucket):
-    """Average ``bucket``'s gradients over the ranks as graph ops (see the module note)."""
-    pg, n = reducer.pg, reducer.pg.size()
+USED = "all_reduce of DistributedDataParallel's used parameters"
+
+
+def start_bucket(reducer, bucket):
+    """Start averaging ``bucket``'s gradients over the ranks (graph ops, see the module note)."""
+    pg = reducer.pg
+    what = f"all_reduce of DistributedDataParallel bucket {bucket.index}"
     with no_grad():
         grads = [p._grad.reshape(-1) for p in bucket.params]
-        flat = (grads[0] if len(grads) == 1 else cat(grads)) / n      # eager divides first too
-        total = call(all_reduce, flat, group=group_name(pg), reduce_op="sum",
-                     what=f"all_reduce of DistributedDataParallel bucket {bucket.index}")
+        flat = (grads[0] if len(grads) == 1 else cat(grads)) / pg.size()  # eager divides first too
+        bucket.traced = (call(all_reduce_start, flat, group=group_name(pg), reduce_op="sum",
+                              what=what), flat, what)
+
+
+def finish_bucket(reducer, bucket):
+    """Wait for ``bucket``'s average and write it into the ``.grad`` of its parameters."""
+    started, flat, what = bucket.traced
+    bucket.traced = None
+    with no_grad():
+        total = call(all_reduce_wait, started, flat, what=what)
         if reducer.ddp.gradient_as_bucket_view:
             _bucket_tensor(bucket).copy_(total)
         for i, p in enumerate(bucket.params):
@@ -118,13 +136,15 @@ def reduce_bucket(reducer, bucket):
                 p._grad.copy_(total[lo:hi].view(p._data.shape))
 
 
-def reduce_used(reducer):
-    """find_unused_parameters: the all-reduce of the used-parameter flags eager DDP makes after
+def start_used(reducer):
+    """find_unused_parameters: the all-reduce of the used-parameter flags eager DDP starts after
     the last bucket (every parameter was used here, or the trace broke; the result, every flag
-    set, changes nothing, but the other ranks take part in the call)."""
+    set, changes nothing, but the other ranks take part in the call).  The (result, flags) to
+    wait on."""
     with no_grad():
-        call(all_reduce, ones(len(reducer.params), dtype=uint8), group=group_name(reducer.pg),
-             reduce_op="max", what="all_reduce of DistributedDataParallel's used parameters")
+        flags = ones(len(reducer.params), dtype=uint8)
+        return call(all_reduce_start, flags, group=group_name(reducer.pg), reduce_op="max",
+                    what=USED), flags
 
 
 def _bucket_tensor(bucket):
