@@ -5,7 +5,9 @@ infer_dense_strides); every *_like function takes the same strides.  Random chai
 (permute, slice, step, expand, unsqueeze) are compared with torch on the same strides.
 
 Empty tensors have PyTorch's strides (contiguous ones where created, numpy's zeros never):
-creation ops, views of them and op results, elementwise results taking TensorIterator's."""
+creation ops, views of them and op results, elementwise results taking TensorIterator's.
+Reductions and scans give contiguous results and sort an empty_like one, whatever the
+input's layout (numpy would keep its order in the first and give the second row-major)."""
 import random
 
 import numpy as np
@@ -137,8 +139,8 @@ EMPTY = ["T.empty(0, 3)", "T.zeros(2, 0, 3)", "T.ones(0)", "T.full((3, 0), 1.5)"
          "T.empty(0, 3).t()", "T.ones(2, 3).t()[:0]", "T.ones(2, 0, 3).permute(2, 0, 1)",
          "T.ones(3, 4)[:, :0].t()", "T.ones(3, 4, 0).permute(1, 2, 0)[:, :, :2]",
          "T.ones(4, 3)[:, ::2][2:2]", "T.ones(4, 3)[4:]", "T.arange(0.0)", "T.ones(0, 1, 3)"]
-# creation, views and op results; those whose strides torch gives by another rule than
-# the ones above (reductions keep a size-1 dimension's stride: see the module note) left out
+# creation, views and op results (composites whose last step is not torch's kernel, like
+# softmax's division, lay out as that step does, and are left out)
 RESULTS = [
     "x", "x + 1", "x + x", "x * T.tensor(2.0)", "x.exp()", "x + x.contiguous()",
     "x + T.ones(x.shape[-1])", "x.add(1, alpha=2)", "T.where(x > 0, x, 1.0)", "x.double()",
@@ -154,7 +156,8 @@ RESULTS = [
     "T.cat([x, x])", "T.stack([x, x])", "x.repeat(2, *[1] * (x.dim() - 1))",
     "x.to(T.float16)", "x.new_zeros(x.shape)", "T.zeros_like(x)", "T.rand_like(x)",
     "x[None].expand(3, *x.shape)", "x[..., :1].expand_as(x) if x.shape[-1] else x",
-    "T.ones(1).expand(0)", "T.ones(1, 1).expand(0, 2)",
+    "T.ones(1).expand(0)", "T.ones(1, 1).expand(0, 2)", "x.sum(-1, keepdim=True).expand_as(x)",
+    "x.sum(0, keepdim=True)", "x.sum(-1)", "x.mean(-1)", "x.prod(-1)", "x.sort(-1)[0]",
 ]
 
 
@@ -192,3 +195,27 @@ def test_creation_ops_give_empty_tensors_contiguous_strides(torch, shape):
             assert getattr(dynograph, name)(a).stride() == getattr(torch, name)(a).stride()
         assert dynograph.tensor(a, dtype=dynograph.float16).stride() == \
             torch.tensor(a, dtype=torch.float16).stride()
+
+
+REDUCED = ["x.sum(-1)", "x.sum(0)", "x.sum(1, keepdim=True)", "x.sum((0, -1))", "x.mean(-1)",
+           "x.amax(0)", "x.amin(-1, keepdim=True)", "x.max(-1)[0]", "x.max(0)[1]", "x.min(1)[0]",
+           "x.argmax(-1)", "x.argmin(0)", "x.prod(0)", "x.std(-1)", "x.var(0)",
+           "T.var_mean(x, -1)[0]", "T.std_mean(x, 0)[1]", "x.norm(dim=-1)", "x.logsumexp(-1)",
+           "(x > 3).all(-1)", "(x > 3).any(0)", "x.nansum(-1)", "x.nanmean(0)",
+           "x.count_nonzero(-1)", "x.aminmax(dim=-1)[0]", "x.median(-1)[0]", "x.mode(-1)[0]",
+           "x.kthvalue(1, 0)[0]", "x.topk(2, -1)[1]", "x.cumsum(0)", "x.cumsum(-1)",
+           "x.cumprod(1)", "x.cummax(0)[0]", "x.cummin(0)[1]", "x.logcumsumexp(-1)",
+           "x.sort(-1)[0]", "x.sort(0)[1]", "x.argsort(-1)", "x.msort()", "x.sum()"]
+LAYOUTS = ["T.arange(24.0).reshape(2, 3, 4).permute(2, 0, 1)",
+           "T.arange(24.0).reshape(2, 3, 4)[:, :, ::2]", "T.arange(24.0).reshape(2, 3, 4).transpose(0, 2)",
+           "T.arange(24.0).reshape(2, 3, 4).permute(1, 2, 0)[:, 1:]", "T.arange(24.0).reshape(2, 3, 4)",
+           "T.arange(24.0).reshape(2, 3, 4, 1).permute(3, 2, 0, 1)[..., 1:]"]
+
+
+def test_reductions_scans_and_sorts_take_torchs_layout(torch):
+    for base in LAYOUTS:
+        for expr in REDUCED:
+            theirs = eval(expr, {"T": torch, "x": eval(base, {"T": torch})})
+            ours = eval(expr, {"T": dynograph, "x": eval(base, {"T": dynograph})})
+            assert ours.stride() == theirs.stride(), (base, expr)
+            np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)

@@ -457,7 +457,7 @@ def preserved_strides(a):
     return own if is_dense(a) else infer_dense_strides(a.shape, own)
 
 
-def _preserved(a, out):
+def as_preserved(a, out):
     """``out`` (a copy of ``a``) with the strides ``preserved_strides`` gives."""
     if a.size and a.strides == out.strides and a.itemsize == out.itemsize:
         return out                  # a dense input's own strides already (a copy is dense)
@@ -476,6 +476,19 @@ def _inverse(perm):
     return tuple(inv)
 
 
+def as_contiguous(a):
+    """``a`` with PyTorch's contiguous strides: itself, a view (where only size-1 dimensions'
+    strides differ) or a row-major copy."""
+    if not a.flags.c_contiguous:
+        return np.ascontiguousarray(a)
+    if a.ndim < 2 or 1 not in a.shape or not a.size:
+        return a
+    want = contiguous_strides(a.shape)
+    if tuple(s // a.itemsize for s in a.strides) == want:
+        return a
+    return on_strides(a.reshape(-1), a.shape, want)
+
+
 def channels_last_copy(a, np_dtype, rank, name):
     if a.ndim != rank:
         raise RuntimeError(f"required rank {rank} tensor to use {name} format")
@@ -491,7 +504,7 @@ def convert(a, np_dtype, memory_format="preserve"):
     if memory_format == "channels_last_3d":
         return channels_last_copy(a, np_dtype, 5, "channels_last_3d")
     if memory_format == "preserve":
-        return _preserved(a, cast(a, np_dtype, order="K"))
+        return as_preserved(a, cast(a, np_dtype, order="K"))
     return cast(a, np_dtype, order="C")
 
 

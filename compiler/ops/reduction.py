@@ -17,7 +17,8 @@ import math
 import numpy as np
 
 from dynograph.runtime import dtypes as D
-from .core import TensorSpec, define, type_name, wrap_dim, wrap_dims
+from .core import REGISTRY, TensorSpec, define, type_name, wrap_dim, wrap_dims
+from .creation import as_contiguous, as_preserved
 from .indexing import DATA_DEPENDENT
 from ..lowering.scalar import Composite, Reduction, highest, lowest
 
@@ -1241,3 +1242,25 @@ def _histc_meta(x, bins=100, min=0, max=0):  # noqa: A002
 
 histc = define("histc", "other", _histc_impl, meta=_histc_meta, differentiable=False,
                doc="Histogram with equal-width bins between min and max.")
+
+
+# ---------------------------------------------------------------- result layouts
+
+# PyTorch allocates the results of reductions, scans and selections (topk, kthvalue, median,
+# mode) contiguous, and sort's like its input (empty_like: the input's own strides where
+# dense); numpy lays out the first in the input's order (or as a view) and sort's row-major.
+def _laid_out(impl, layout):
+    def run(x, *args, **attrs):
+        r = impl(x, *args, **attrs)
+        if type(r) is tuple:
+            return tuple(layout(x, o) for o in r)
+        return layout(x, r)
+    run.__name__, run.__doc__ = impl.__name__, impl.__doc__
+    return run
+
+
+for _op in [op for op in REGISTRY.values() if op.area == "reduction"]:
+    if _op is sort:
+        _op.impl = _laid_out(_op.impl, as_preserved)
+    elif _op.kind in ("reduction", "scan", "sort"):
+        _op.impl = _laid_out(_op.impl, lambda x, r: as_contiguous(r))
