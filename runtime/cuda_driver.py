@@ -71,7 +71,7 @@ def _probe():
         raise
     try:
         drv.init()
-    except Exception as e:       # pycuda's driver errors derive from its own Error
+    except drv.Error as e:       # every driver error pycuda raises derives from it
         text = str(e)
         if "no CUDA-capable device" in text or "NO_DEVICE" in text:
             return Unavailable(NO_DEVICE, text), None
