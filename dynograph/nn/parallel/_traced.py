@@ -10,8 +10,9 @@ backward while the bucket travels.  After the last bucket: an ``all_reduce_wait`
 bucket, and the slices of its result written back into ``.grad`` (into the bucket itself with
 ``gradient_as_bucket_view``, as eagerly).  The traced call runs for real, so it averages too.
 Bucket by bucket and in the same order, the ranks divide the same numbers and sum them with
-the same MPI call as eager DDP: a compiled step gives eager DDP's gradients bit for bit, and a
-rank whose step runs compiled pairs with a rank whose step runs eagerly.
+the same MPI call as eager DDP: from the same local gradients a compiled step averages to eager
+DDP's values bit for bit, and a rank whose step runs compiled pairs with a rank whose step runs
+eagerly.
 """
 import weakref
 
