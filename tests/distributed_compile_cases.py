@@ -270,6 +270,20 @@ def a_rank_that_skips_the_compiled_step_times_out_naming_the_all_reduce():
     assert backward.eager_reason is None
 
 
+@check
+def groups_of_the_same_ranks_keep_their_own_names():
+    from dynograph.distributed._compiled import group_name, group_named
+    a, b = dist.new_group([0, 1]), dist.new_group([0, 1])
+    name_a, name_b = group_name(a), group_name(b)
+    assert name_a != name_b and group_named(name_a, "x") is a and group_named(name_b, "x") is b
+    assert group_name(dist.group.WORLD) == "world"
+    dist.destroy_process_group(a)
+    assert group_name(b) == name_b and group_named(name_b, "x") is b
+    raises(lambda: group_named(name_a, "all_reduce of x"), dist.DistError,
+           f"process group {name_a!r}, which does not exist (any more)")
+    dist.destroy_process_group(b)
+
+
 # ---------------------------------------------------------------- the job
 
 

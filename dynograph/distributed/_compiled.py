@@ -2,16 +2,18 @@
 primitives on MPI.
 
 A graph names its process group by a string (graph attributes are text): ``"world"`` for the
-default group, ``"group[0, 1]"`` for a subgroup (``"group[0, 1]#2"`` for the third live group of
-those ranks).  Every rank creates its groups in the same order, so every rank resolves a name
-to the same communicator.  Importing this module installs them in the op set.
+default group, ``"group[0, 1]"`` for a subgroup (``"group[0, 1]#2"`` when another group of those
+ranks had the name first).  A name stays with its group while the group lives; each process
+resolves the names of its own graphs.  Importing this module installs them in the op set.
 
 The data moves exactly as DistributedDataParallel's eager bucket all-reduces move it (one
 non-blocking ``Iallreduce`` per bucket, started as backward produces its gradients and waited
 on after backward with the group's timeout): a rank whose step runs compiled meets the same MPI
 calls as a rank whose step runs eagerly, one round per call.
 """
+import itertools
 import time
+import weakref
 
 import numpy as np
 
@@ -22,19 +24,27 @@ from ._group import STATE
 from ._mpi import DistError, buffer, reduce_op, wait
 
 
+_NAMES = weakref.WeakKeyDictionary()       # ProcessGroup -> its name in graphs
+_GROUPS = weakref.WeakValueDictionary()     # name -> ProcessGroup
+_SERIAL = itertools.count(2)
+
+
 def group_name(pg):
     """The name a graph gives process group ``pg``."""
-    if pg is STATE.world:
-        return "world"
-    same = [g for g in STATE.groups if g is not STATE.world and g.ranks == pg.ranks]
-    k = same.index(pg) if pg in same else 0
-    return f"group{pg.ranks}" + (f"#{k}" if k else "")
+    name = _NAMES.get(pg)
+    if name is None:
+        name = "world" if pg is STATE.world else f"group{pg.ranks}"
+        if name != "world" and _GROUPS.get(name) is not None:
+            name = f"{name}#{next(_SERIAL)}"
+        _NAMES[pg] = name
+        _GROUPS[name] = pg          # a new default group takes "world" over from a destroyed one
+    return name
 
 
 def group_named(name, what):
-    for g in STATE.groups:
-        if g.comm is not None and group_name(g) == name:
-            return g
+    g = _GROUPS.get(name)
+    if g is not None and g.comm is not None:
+        return g
     raise DistError(f"dynograph.distributed.{what}: the compiled step communicates on process "
                     f"group {name!r}, which does not exist (any more) in this process: "
                     "destroy_process_group ended it, or init_process_group was not called")
