@@ -24,7 +24,7 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .mapping import MAX_BLOCKS, THREADS
-from .render import PRELUDE, _float_literal, mem_type
+from .render import PRELUDE, float_literal, mem_type
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57         # the round multipliers
 W0, W1 = 0x9E3779B9, 0xBB67AE85         # the key schedule's increments (golden ratio, sqrt 3 - 1)
@@ -157,7 +157,7 @@ class RandomSource:
         wide = dt is D.float64          # two words per uniform draw
 
         def num(value):                 # constants in the compute type, as the CPU's ops
-            return _float_literal(value, D.float64 if wide else D.float32)
+            return float_literal(value, D.float64 if wide else D.float32)
         if k.op == "uniform":
             low, high = k.params
             out = [f"const {c} u = {self.uniform('2 * j' if wide else 'j')};"]
@@ -203,7 +203,7 @@ class RandomSource:
             return (f"((double)(r.w[{word}] >> 5) * 67108864.0 + (double)(r.w[{word} + 1] >> 6)"
                     f"{extra}) * 1.1102230246251565e-16")
         digits = _DIGITS[dt]
-        return f"(float)((r.w[{word}] >> {32 - digits}){extra}) * {_float_literal(2.0 ** -digits, D.float32)}"
+        return f"(float)((r.w[{word}] >> {32 - digits}){extra}) * {float_literal(2.0 ** -digits, D.float32)}"
 
     def fn(self, name):
         return name if self.kernel.dtype is D.float64 else name + "f"

@@ -104,7 +104,7 @@ def _signed(literal):
     return f"({literal})" if literal.startswith("-") else literal
 
 
-def _float_literal(value, dt):
+def float_literal(value, dt):
     """``value`` rounded to ``dt`` (half types round, then compute in float) as a C literal."""
     v = np.asarray(value, dtype=dt.np)
     if dt is D.float64:
@@ -122,7 +122,7 @@ def const(value, dt):
     if dt is D.bool:
         return "true" if value else "false"
     if dt.is_floating_point:
-        return _float_literal(value, dt)
+        return float_literal(value, dt)
     v = int(value)
     if dt is D.int64:
         if v == -(1 << 63):
