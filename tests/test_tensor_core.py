@@ -83,6 +83,8 @@ def test_len_and_iteration():
 
 
 def test_cuda_is_unavailable_with_one_clear_error():
+    if dynograph.cuda.is_available():
+        pytest.skip("a usable GPU here: tests/test_cuda_runtime.py checks its errors")
     assert dynograph.cuda.is_available() is False
     assert dynograph.cuda.device_count() == 0
     for fn in (lambda: dynograph.ones(2).cuda(), lambda: dynograph.ones(2, device="cuda"),
