@@ -108,6 +108,8 @@ def _simple(op, args):
                 y = b._data
                 if x.dtype is not y.dtype or x.shape != y.shape:
                     return None
+                if not (x.flags.c_contiguous and y.flags.c_contiguous):
+                    return None         # the general path lays the result out as PyTorch
                 key = (op, x.dtype, None)
                 values = (x, y)
                 grad = a._rg or b._rg

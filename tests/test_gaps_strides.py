@@ -6,8 +6,9 @@ infer_dense_strides); every *_like function takes the same strides.  Random chai
 
 Empty tensors have PyTorch's strides (contiguous ones where created, numpy's zeros never):
 creation ops, views of them and op results, elementwise results taking TensorIterator's.
-Reductions and scans give contiguous results and sort an empty_like one, whatever the
-input's layout (numpy would keep its order in the first and give the second row-major)."""
+Reductions, scans and softmax give contiguous results and sort an empty_like one, whatever
+the input's layout (numpy would keep its order in the first and give the second row-major);
+elementwise results lay their elements out in TensorIterator's order."""
 import random
 
 import numpy as np
@@ -205,17 +206,59 @@ REDUCED = ["x.sum(-1)", "x.sum(0)", "x.sum(1, keepdim=True)", "x.sum((0, -1))", 
            "x.count_nonzero(-1)", "x.aminmax(dim=-1)[0]", "x.median(-1)[0]", "x.mode(-1)[0]",
            "x.kthvalue(1, 0)[0]", "x.topk(2, -1)[1]", "x.cumsum(0)", "x.cumsum(-1)",
            "x.cumprod(1)", "x.cummax(0)[0]", "x.cummin(0)[1]", "x.logcumsumexp(-1)",
-           "x.sort(-1)[0]", "x.sort(0)[1]", "x.argsort(-1)", "x.msort()", "x.sum()"]
+           "x.sort(-1)[0]", "x.sort(0)[1]", "x.argsort(-1)", "x.msort()", "x.sum()",
+           "x.softmax(-1)", "x.log_softmax(0)", "T.nn.functional.softmin(x, 1)",
+           "T.nn.functional.normalize(x, dim=-1)"]
 LAYOUTS = ["T.arange(24.0).reshape(2, 3, 4).permute(2, 0, 1)",
            "T.arange(24.0).reshape(2, 3, 4)[:, :, ::2]", "T.arange(24.0).reshape(2, 3, 4).transpose(0, 2)",
            "T.arange(24.0).reshape(2, 3, 4).permute(1, 2, 0)[:, 1:]", "T.arange(24.0).reshape(2, 3, 4)",
            "T.arange(24.0).reshape(2, 3, 4, 1).permute(3, 2, 0, 1)[..., 1:]"]
 
 
-def test_reductions_scans_and_sorts_take_torchs_layout(torch):
+def test_reductions_scans_sorts_and_softmax_take_torchs_layout(torch):
     for base in LAYOUTS:
         for expr in REDUCED:
             theirs = eval(expr, {"T": torch, "x": eval(base, {"T": torch})})
             ours = eval(expr, {"T": dynograph, "x": eval(base, {"T": dynograph})})
             assert ours.stride() == theirs.stride(), (base, expr)
             np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+ELEMENTWISE = ["a + b", "a * b", "T.maximum(a, b)", "a + b[0:1]", "a + b.sum(-1, keepdim=True)",
+               "T.where(a > 3, a, b)", "a / b.amax(0, keepdim=True)", "a.exp()", "a + 1",
+               "a.add(b, alpha=2)", "T.atan2(a, b)", "a.lerp(b, 0.3)", "a.addcmul(a, b)",
+               "a - b[..., :1]", "a * 2 + b", "b[:1] * a", "T.pow(2, a)", "a.masked_fill(b > 5, 0)"]
+
+
+def test_elementwise_results_take_tensor_iterators_layout(torch):
+    """Broadcast operands, operands laid out differently: the result's elements lie in memory
+    in the order TensorIterator gives (the first operand's where they disagree), not
+    numpy's.  (A size-1 dimension's stride is left out: torch derives it in ways that
+    place no element differently.  Operands whose own size-1 dimensions have odd strides
+    are not generated: numpy counts them as row-major, and such a broadcast can still take
+    numpy's order.)"""
+    rng = random.Random(7)
+
+    def make(T, shape, perm, step):
+        x = (T.arange(float(np.prod(shape))).reshape(shape) + 1).permute(perm)
+        return x[..., ::2] if step and x.shape[-1] > 2 else x
+    checked = 0
+    for _ in range(200):
+        shape = tuple(rng.choice([2, 3, 4]) for _ in range(3))
+        pa, pb = rng.sample(range(3), 3), rng.sample(range(3), 3)
+        step = rng.random() < 0.3
+        for expr in ELEMENTWISE:
+            try:
+                theirs = eval(expr, {"T": torch, "a": make(torch, shape, pa, step),
+                                     "b": make(torch, shape, pb, step)})
+            except RuntimeError:         # shapes that do not broadcast
+                continue
+            ours = eval(expr, {"T": dynograph, "a": make(dynograph, shape, pa, step),
+                               "b": make(dynograph, shape, pb, step)})
+            big = [d for d, n in enumerate(theirs.shape) if n > 1]
+            assert [ours.stride(d) for d in big] == [theirs.stride(d) for d in big], \
+                (expr, shape, pa, pb, step, theirs.stride(), ours.stride())
+            assert ours.is_contiguous() == theirs.is_contiguous()
+            np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+            checked += 1
+    assert checked > 1500           # (shapes that do not broadcast skipped)

@@ -427,15 +427,20 @@ def infer_dense_strides(shape, strides):
 
 def iterator_strides(shape, operands):
     """The element strides of the result of shape ``shape`` that PyTorch's TensorIterator
-    allocates for ``operands`` ((shape, element strides) of each, a Python number as a 0-dim
-    operand).  The dimensions take the operands' stride order, multiplying sizes as they
-    are (a size-0 dimension gives the dimensions outside it stride 0), except where all
-    operands are contiguous and of one shape (as every empty one is): then contiguous."""
-    if 0 in shape and all(s == shape for s, _ in operands):
-        return contiguous_strides(shape)
+    allocates for ``operands`` ((shape, element strides, whether dense) of each, a Python
+    number as a 0-dim dense operand).  Operands of one shape that are all empty (so
+    contiguous) give contiguous strides, all dense with the same strides those strides;
+    otherwise the dimensions take the operands' stride order, multiplying sizes as they are
+    (a size-0 dimension gives the dimensions outside it stride 0)."""
+    if all(s == shape for s, _, _ in operands):
+        if 0 in shape:
+            return contiguous_strides(shape)
+        first = operands[0][1]
+        if all(dense and st == first for _, st, dense in operands):
+            return first
     ndim = len(shape)
     aligned = []
-    for s, st in operands:      # a broadcast dimension steps 0
+    for s, st, _ in operands:   # a broadcast dimension steps 0
         pad = ndim - len(s)
         aligned.append(tuple(0 if d < pad or (s[d - pad] == 1 and shape[d] != 1) else st[d - pad]
                              for d in range(ndim)))
@@ -474,6 +479,19 @@ def _inverse(perm):
     for i, p in enumerate(perm):
         inv[p] = i
     return tuple(inv)
+
+
+def relaid(a, strides):
+    """``a`` with element ``strides`` (dense ones): itself, a view where only size-1
+    dimensions' strides differ, or a copy."""
+    item = a.itemsize
+    if a.strides == tuple(s * item for s in strides):
+        return a
+    if a.size and all(n == 1 or st == s * item for n, st, s in zip(a.shape, a.strides, strides)):
+        return np.lib.stride_tricks.as_strided(a, a.shape, tuple(s * item for s in strides))
+    out = on_strides(np.empty((a.size,), a.dtype), a.shape, strides)
+    out[...] = a
+    return out
 
 
 def as_contiguous(a):

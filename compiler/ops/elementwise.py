@@ -1166,8 +1166,13 @@ def _pow(a, b):
         f = _POW_SHORTCUTS.get(b)
         return f(a) if f is not None else np.power(a, b)
     if b.dtype.kind in "iu" and (_is_int_array(a) or isinstance(a, int)):
-        return _int_pow(a, b)
-    return _power(*_half_operands(a, b))
+        r = _int_pow(a, b)
+    else:
+        r = _power(*_half_operands(a, b))
+    # torch's number ** tensor kernel allocates its result contiguous (evaluate.py keeps it)
+    if type(a) is not np.ndarray and type(r) is np.ndarray and not r.flags.c_contiguous:
+        return r.copy(order="C")
+    return r
 
 
 def _power(base, exp):

@@ -10,7 +10,8 @@ import functools
 import numpy as np
 
 from .core import TensorSpec
-from .creation import contiguous_strides, iterator_strides, on_strides, preserved_strides
+from .creation import (contiguous_strides, is_dense, iterator_strides, preserved_strides,
+                       relaid)
 
 __all__ = ["elementwise", "quiet", "restore"]
 
@@ -47,6 +48,7 @@ def elementwise(op, operands, values, attrs):
     cast = False
     shape = None
     broadcast = False
+    strided = False
     for a in values:
         if type(a) is _ndarray:
             # ``is`` first: numpy's builtin dtypes are singletons, and ``!=`` costs more
@@ -56,6 +58,8 @@ def elementwise(op, operands, values, attrs):
                 shape = a.shape
             elif a.shape != shape:
                 broadcast = True
+            if not a.flags.c_contiguous:
+                strided = True
     if broadcast:
         op.meta(*[TensorSpec(v.shape, o.dtype) if type(v) is _ndarray else o
                   for o, v in zip(operands, values)], **attrs)     # PyTorch's broadcast error
@@ -77,7 +81,9 @@ def elementwise(op, operands, values, attrs):
             r = r.astype(odtn)      # a float64 result past float32's range is inf, quietly
     finally:
         restore(token)
-    if not r.size and r.ndim:       # numpy gives an empty result zero strides
+    # numpy lays out a result by its own rule (and an empty one with zero strides): where an
+    # operand is not row-major, or the result is empty, take PyTorch's
+    if (strided or not r.size) and r.ndim:
         return with_iterator_strides(op, r, values)
     return r
 
@@ -88,16 +94,20 @@ _NUMBER_PARAMETERS = frozenset({"clamp", "pow", "lerp"})
 
 
 def with_iterator_strides(op, r, values):
-    """The empty result ``r`` with the strides PyTorch's TensorIterator gives it."""
+    """``r`` with the strides PyTorch's TensorIterator gives the result (a view where only
+    size-1 dimensions' strides differ, else a copy)."""
     if op.name == "masked_fill" or (op.name == "pow" and type(values[0]) is not _ndarray):
         # PyTorch fills a contiguous copy; its number ** tensor kernel allocates contiguous
-        return on_strides(r.reshape(-1), r.shape, contiguous_strides(r.shape))
-    if op.name == "nan_to_num":     # PyTorch fills an empty_like result
-        return on_strides(r.reshape(-1), r.shape, preserved_strides(values[0]))
-    operands = []
-    for i, v in enumerate(values):
-        if type(v) is _ndarray:
-            operands.append((v.shape, tuple(s // v.itemsize for s in v.strides)))
-        elif v is not None and not (i and op.name in _NUMBER_PARAMETERS):
-            operands.append(((), ()))
-    return on_strides(r.reshape(-1), r.shape, iterator_strides(r.shape, operands))
+        # (as elementwise.py's pow does itself, where no operand is strided)
+        want = contiguous_strides(r.shape)
+    elif op.name == "nan_to_num":   # PyTorch fills an empty_like result
+        want = preserved_strides(values[0])
+    else:
+        operands = []
+        for i, v in enumerate(values):
+            if type(v) is _ndarray:
+                operands.append((v.shape, tuple(s // v.itemsize for s in v.strides), is_dense(v)))
+            elif v is not None and not (i and op.name in _NUMBER_PARAMETERS):
+                operands.append(((), (), True))
+        want = iterator_strides(r.shape, operands)
+    return relaid(r, want)

@@ -280,13 +280,14 @@ def _shifted(x, dim):
 
 
 def _softmax_input(name, input, dim, dtype):
-    """input cast to dtype; PyTorch's kernels refuse integer and bool inputs."""
+    """input cast to dtype and contiguous (PyTorch's kernels work on a contiguous copy, so
+    their results are contiguous); they refuse integer and bool inputs."""
     x = input if dtype is None else input.to(dtype)
     if not x.dtype.is_floating_point:
         last = "lastdim_" if dim % max(x.dim(), 1) == max(x.dim(), 1) - 1 else ""
         raise NotImplementedError(
             f"\"{name}_{last}kernel_impl\" not implemented for '{type_name(x.dtype)}'")
-    return x
+    return x.contiguous()
 
 
 def _log_softmax(x, dim):
