@@ -663,6 +663,16 @@ def _is_float_array(x):
     return D.is_floating(x.dtype)
 
 
+def _kept(rule):
+    """``rule`` with a half result type as the compute type too: the impl then sees the half
+    type and converts the operands itself (``_half_operands``), and compiled kernels convert
+    a number operand to the half type."""
+    def kept(*xs, **attrs):
+        ct, dt = rule(*xs, **attrs)
+        return (dt, dt) if dt in _OPMATH else (ct, dt)
+    return kept
+
+
 def _unary(name, fn, rule, vjp, **kw):
     return define_elementwise(name, fn, rule, vjp, **kw)
 
@@ -819,6 +829,14 @@ round = _unary("round", _round, _round_rule, _zero_grad,  # noqa: A001
 
 
 def _logit(x, eps=None):
+    if _is_half_array(x):
+        # torch's half kernel computes in the half type, rounding every step
+        dt = x.dtype
+        x = x.astype(np.float32)
+        if eps is not None:
+            lo = _to_half(eps, dt)
+            x = np.clip(x, lo, _to_half(1 - lo, dt))
+        return np.log(_to_half(x / _to_half(1 - x, dt), dt))
     if eps is not None:
         x = np.clip(x, eps, 1 - eps)
     return np.log(x / (1 - x))
@@ -832,7 +850,7 @@ def _logit_vjp(ctx, g):
     return (d.masked_fill((x < eps) | (x > 1 - eps), 0),)
 
 
-logit = _unary("logit", _logit, promote_float, _logit_vjp, lowering=_lower_logit)
+logit = _unary("logit", _logit, _kept(promote_float), _logit_vjp, lowering=_lower_logit)
 
 
 def _polygamma(x, n):
@@ -1081,16 +1099,6 @@ def _half_operands(a, b):
     return a, b
 
 
-def _kept(rule):
-    """``rule`` with a half result type as the compute type too: the impl then sees the half
-    type and converts the operands itself (``_half_operands``), and compiled kernels convert
-    a number operand to the half type."""
-    def kept(*xs, **attrs):
-        ct, dt = rule(*xs, **attrs)
-        return (dt, dt) if dt in _OPMATH else (ct, dt)
-    return kept
-
-
 def _remainder(a, b):
     if _is_int_array(a) or _is_int_array(b) or (type(a) is int and type(b) is int):
         _check_int_divisor(a, b)
@@ -1319,7 +1327,12 @@ logaddexp2 = define_elementwise(
 
 
 def _xlogy(a, b):
-    out = a * np.log(b)
+    half = a.dtype if _is_half_array(a) else b.dtype if _is_half_array(b) else None
+    a, b = _half_operands(a, b)
+    log = np.log(b)
+    if half is not None:            # torch's half kernel rounds log(b) to the half type
+        log = _to_half(log, half)
+    out = a * log
     return np.where((np.asarray(a) == 0) & ~np.isnan(b), 0, out)
 
 
@@ -1337,7 +1350,7 @@ def _xlogy_vjp(ctx, g):
 
 
 xlogy = define_elementwise(
-    "xlogy", _xlogy, promote_float, _xlogy_vjp,
+    "xlogy", _xlogy, _kept(promote_float), _xlogy_vjp,
     grad_name=by_operands({(True, True): "XlogyBackward0", (False, True): "XlogyBackward1",
                            (True, False): "XlogyBackward2"}), lowering=_lower_xlogy)
 

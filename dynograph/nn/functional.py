@@ -95,14 +95,24 @@ def leaky_relu_(input, negative_slope=0.01):
 def _expm1_neg(input, scale=1.0):
     # expm1 of the non-positive part only: the discarded branch never overflows, so its zero
     # gradient never meets an infinity (0 * inf would be nan)
-    x = input.clamp(max=0)
+    x = input.masked_fill(input > 0, 0)      # (keeps -0: elu(-0) is -0)
     return (x / scale).expm1() if scale != 1.0 else x.expm1()
+
+
+def _in_float(input, compute):
+    """``compute(input)``, for a float16/bfloat16 input computed in float32 and rounded once
+    to its type, as PyTorch's activation kernels do (each step of the formula rounding to
+    the half type would differ in a third of the elements)."""
+    if input.dtype is _d.float16 or input.dtype is _d.bfloat16:
+        return compute(input.float()).to(input.dtype)
+    return compute(input)
 
 
 def elu(input, alpha=1.0, inplace=False):
     """input where positive, alpha * (exp(input) - 1) elsewhere."""
     _check_float(input, "elu_cpu")
-    return _inplace_result(input, _d.where(input > 0, input, _expm1_neg(input) * alpha), inplace)
+    out = _in_float(input, lambda x: _d.where(x > 0, x, _expm1_neg(x) * alpha))
+    return _inplace_result(input, out, inplace)
 
 
 def elu_(input, alpha=1.0):
@@ -113,7 +123,7 @@ def elu_(input, alpha=1.0):
 def selu(input, inplace=False):
     """scale * elu(input, alpha) with the self-normalizing constants."""
     _check_float(input, "elu_cpu")
-    out = _d.where(input > 0, input, _expm1_neg(input) * _SELU_ALPHA) * _SELU_SCALE
+    out = _in_float(input, lambda x: _d.where(x > 0, x, _expm1_neg(x) * _SELU_ALPHA) * _SELU_SCALE)
     return _inplace_result(input, out, inplace)
 
 
@@ -127,7 +137,7 @@ def celu(input, alpha=1.0, inplace=False):
     _check_float(input, "elu_cpu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    out = _d.where(input > 0, input, _expm1_neg(input, alpha) * alpha)
+    out = _in_float(input, lambda x: _d.where(x > 0, x, _expm1_neg(x, alpha) * alpha))
     return _inplace_result(input, out, inplace)
 
 
@@ -140,34 +150,39 @@ def gelu(input, approximate="none"):
     """Gaussian error linear unit; approximate='tanh' uses the tanh formula."""
     _check_float(input, "GeluKernelImpl")
     if approximate == "none":
-        return input * 0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf())
+        return _in_float(input, lambda x: x * 0.5 * (1.0 + (x * (1.0 / math.sqrt(2.0))).erf()))
     if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * 0.5 * (1.0 + inner.tanh())
+        def tanh_gelu(x):
+            inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+            return x * 0.5 * (1.0 + inner.tanh())
+        return _in_float(input, tanh_gelu)
     raise RuntimeError("approximate argument must be either none or tanh.")
 
 
 def silu(input, inplace=False):
     """input * sigmoid(input)."""
     _check_float(input, "silu_cpu")
-    return _inplace_result(input, input * input.sigmoid(), inplace)
+    return _inplace_result(input, _in_float(input, lambda x: x * x.sigmoid()), inplace)
 
 
 def mish(input, inplace=False):
     """input * tanh(softplus(input))."""
     _check_float(input, "mish_cpu")
-    return _inplace_result(input, input * softplus(input).tanh(), inplace)
+    return _inplace_result(input, _in_float(input, lambda x: x * softplus(x).tanh()), inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * input)) / beta, linear where beta * input > threshold."""
     _check_float(input, "softplus_cpu")
-    scaled = input * beta
-    # exp of the clamped value: the linear branch never overflows the discarded one
-    soft = scaled.clamp(max=threshold).exp().log1p()
-    if beta != 1.0:
-        soft = soft / beta
-    return _d.where(scaled > threshold, input, soft)
+
+    def compute(x):
+        scaled = x * beta
+        # exp of the clamped value: the linear branch never overflows the discarded one
+        soft = scaled.clamp(max=threshold).exp().log1p()
+        if beta != 1.0:
+            soft = soft / beta
+        return _d.where(scaled > threshold, x, soft)
+    return _in_float(input, compute)
 
 
 def softsign(input):
@@ -178,8 +193,8 @@ def softsign(input):
 def hardsigmoid(input, inplace=False):
     """relu6(input + 3) / 6."""
     _check_float(input, "hardsigmoid_cpu")
-    out = _d.where((input > -3.0) & (input < 3.0), input / 6 + 0.5,
-                   (input / 6 + 0.5).clamp(0.0, 1.0).detach())
+    out = _in_float(input, lambda x: _d.where((x > -3.0) & (x < 3.0), x / 6 + 0.5,
+                                              (x / 6 + 0.5).clamp(0.0, 1.0).detach()))
     return _inplace_result(input, out, inplace)
 
 
@@ -187,7 +202,7 @@ def hardswish(input, inplace=False):
     """input * relu6(input + 3) / 6."""
     _check_float(input, "hardswish_cpu")
     # gradient 0 up to -3 (inclusive), x/3 + 1/2 inside, 1 from 3 on, as PyTorch's kernel
-    out = _d.where(input <= -3.0, input * 0.0, _d.where(input < 3.0, input * (input + 3) / 6, input))
+    out = _in_float(input, lambda x: _d.where(x <= -3.0, x * 0.0, _d.where(x < 3.0, x * (x + 3) / 6, x)))
     return _inplace_result(input, out, inplace)
 
 
@@ -204,7 +219,8 @@ def tanh(input):
 def logsigmoid(input):
     """log(sigmoid(input)) = -softplus(-input), stable for large |input|."""
     _check_float(input, "log_sigmoid_cpu")
-    return 0.0 - _softplus(-input)     # 0.0 - (not neg): log(sigmoid(1000)) is +0.0 as in torch
+    # 0.0 - (not neg): log(sigmoid(1000)) is +0.0 as in torch
+    return _in_float(input, lambda x: 0.0 - _softplus(-x))
 
 
 def tanhshrink(input):
@@ -300,8 +316,11 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("softmax", input.dim(), _stacklevel)
     x = _softmax_input("softmax", input, dim, dtype)
-    e = _shifted(x, dim).exp()
-    return e / e.sum(dim, keepdim=True)
+
+    def compute(x):
+        e = _shifted(x, dim).exp()
+        return e / e.sum(dim, keepdim=True)
+    return _in_float(x, compute)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
@@ -309,7 +328,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
     x = _softmax_input("log_softmax", input, dim, dtype)
-    return _log_softmax(x, dim)
+    return _in_float(x, lambda x: _log_softmax(x, dim))
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
