@@ -1612,8 +1612,9 @@ masked_fill = define_elementwise(
 def _lerp(a, b, w):
     # torch's formula, exact at both ends and monotonic, with its kernels' fused
     # multiply-add: w * (b - a) + a for small weights, (w - 1) * (b - a) + b otherwise
-    if not isinstance(w, np.ndarray):
-        w = np.asarray(w, a.dtype)          # the weight in the compute dtype
+    if not isinstance(w, np.ndarray) or w.ndim == 0:
+        w = a.dtype.type(w)                 # the weight in the compute dtype
+        return fma(w, b - a, a) if builtins.abs(w) < 0.5 else fma(w - 1, b - a, b)
     small = np.abs(w) < 0.5
     return fma(np.where(small, w, w - 1), b - a, np.where(small, a, b))
 

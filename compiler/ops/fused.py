@@ -13,7 +13,7 @@ _SPLIT = 134217729.0        # 2**27 + 1
 def fma(a, b, c):
     """``a * b + c`` with one rounding, for float32 and float64 arrays (and numbers, which
     take the arrays' dtype); other dtypes round twice."""
-    dt = np.result_type(a, b, c)
+    dt = c.dtype if type(c) is np.ndarray else np.result_type(a, b, c)
     if dt == _F32:
         return _fma32(a, b, c)
     if dt == _F64:
@@ -33,16 +33,16 @@ _TINY = 2.0 ** -125         # below: float32's ties lie elsewhere (subnormals)
 
 
 def _fma32(a, b, c):
-    p = np.asarray(a, _F32).astype(_F64) * np.asarray(b, _F32)        # exact
-    c = np.asarray(c, _F32).astype(_F64)
-    s = np.asarray(p + c)
+    p = np.multiply(a, b, dtype=_F64)                                 # exact
+    s = np.add(p, c, dtype=_F64)
     # the double rounding (to float64, then float32) goes wrong only where s lands on a
     # float32 tie: there, round to odd (step one ulp toward the sum's error if inexact)
-    suspect = (s.view(np.int64) & _LOW) == _TIE
+    suspect = np.bitwise_and(s.view(np.int64), _LOW) == _TIE
     suspect |= np.abs(s) < _TINY
     if suspect.any():
         i = np.nonzero(suspect)
-        p, c = np.broadcast_to(p, s.shape)[i], np.broadcast_to(c, s.shape)[i]
+        p = np.broadcast_to(p, s.shape)[i]
+        c = np.broadcast_to(np.asarray(c, _F64), s.shape)[i]
         t, err = _two_sum(p, c)
         odd = np.where((err != 0) & ((t.view(np.int64) & 1) == 0),
                        np.nextafter(t, np.where(err > 0, np.inf, -np.inf)), t)
