@@ -545,7 +545,8 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     need_tensor(tensor1, "addcmul", "tensor1", 2)
     need_tensor(tensor2, "addcmul", "tensor2", 3)
     if isinstance(value, Tensor):       # a traced step size: the same arithmetic, as ops
-        prod = call(E.mul, call(E.mul, tensor1, tensor2), value)
+        # (in the kernel's order; the kernel's multiply-add is fused, these two round twice)
+        prod = call(E.mul, call(E.mul, value, tensor1), tensor2)
         return finish("addcmul", call(E.add, input, prod), out)
     if value == 1:
         return finish("addcmul", call(E.addcmul, input, tensor1, tensor2), out)
@@ -558,8 +559,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     need_tensor(input, "addcdiv")
     need_tensor(tensor1, "addcdiv", "tensor1", 2)
     need_tensor(tensor2, "addcdiv", "tensor2", 3)
-    if isinstance(value, Tensor):
-        quot = call(E.mul, call(E.div, tensor1, tensor2), value)
+    if isinstance(value, Tensor):       # a traced step size: the kernel's arithmetic, as ops
+        quot = call(E.div, call(E.mul, value, tensor1), tensor2)
         return finish("addcdiv", call(E.add, input, quot), out)
     if value == 1:
         return finish("addcdiv", call(E.addcdiv, input, tensor1, tensor2), out)

@@ -34,7 +34,7 @@ PTR = ir.PointerType()
 INTRINSICS = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
               "sqrt": "sqrt", "sin": "sin", "cos": "cos", "floor": "floor", "ceil": "ceil",
               "trunc": "trunc", "rint": "rint", "pow": "pow", "copysign": "copysign",
-              "fmax": "maxnum", "fmin": "minnum"}
+              "fmax": "maxnum", "fmin": "minnum", "fma": "fma"}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 

@@ -36,7 +36,7 @@ The builder's methods (all return a new handle):
                               ``log2``, ``log10``, ``log1p``, ``erf``, ``erfc``, ``lgamma``,
                               ``floor``, ``ceil``, ``trunc``, ``rint`` (half to even),
                               ``atan2``, ``pow``, ``hypot``, ``copysign``, ``nextafter``,
-                              ``fmax``, ``fmin``
+                              ``fmax``, ``fmin``, ``fma`` (x * y + z rounded once)
 ``literal(x)``                the Python value of a constant handle, else None (lets a rule
                               pick a cheaper formula for ``x ** 2``)
 ============================  ========================================================
@@ -60,7 +60,7 @@ MATH_FUNCTIONS = frozenset((
     "tanh", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
     "atanh", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "erf", "erfc",
     "lgamma", "floor", "ceil", "trunc", "rint", "atan2", "pow", "hypot", "copysign", "nextafter",
-    "fmax", "fmin"))
+    "fmax", "fmin", "fma"))
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 COMBINES = ("add", "mul", "max", "min", "and_", "or_", "argmax", "argmin")
 # argmax_pool (max pooling's rule: the first largest element or the last NaN) is used by

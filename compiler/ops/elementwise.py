@@ -415,21 +415,23 @@ def _lower_masked_fill(b, x, mask, value):
 
 
 def _lower_lerp(b, x, y, w):
+    # as the impl: one fused multiply-add on either side
     diff = b.sub(y, x)
     small = b.cmp("lt", b.abs(w), b.const(0.5, w.dtype))
-    return b.select(small, b.add(x, b.mul(w, diff)), b.sub(y, b.mul(diff, b.sub(_one(b, w), w))))
+    return b.select(small, b.call_math("fma", w, diff, x),
+                    b.call_math("fma", b.sub(w, _one(b, w)), diff, y))
 
 
 def _lower_addcmul(b, x, t1, t2, value=1):
-    prod = b.mul(t1, t2)
-    if value != 1:
-        prod = b.mul(prod, b.const(value, x.dtype))
-    return b.add(x, prod)
+    scaled = t1 if value == 1 else b.mul(b.const(value, x.dtype), t1)
+    if not x.dtype.is_floating_point:
+        return b.add(x, b.mul(scaled, t2))
+    return b.call_math("fma", scaled, t2, x)       # as the impl
 
 
 def _lower_addcdiv(b, x, t1, t2, value=1):
-    q = b.div(t1, t2)
-    return b.add(x, q if value == 1 else b.mul(q, b.const(value, x.dtype)))
+    scaled = t1 if value == 1 else b.mul(b.const(value, x.dtype), t1)     # as the impl
+    return b.add(x, b.div(scaled, t2))
 
 
 def _lower_angle(b, x):
