@@ -61,46 +61,61 @@ def direct_convolution(x_shape, x_strides, weights, bias_stride, groups, out_cha
     if min(q, default=1) <= 0 or c % groups or out_channels % groups:
         raise Unsupported("empty or ungrouped convolution")
     cg, og = c // groups, out_channels // groups
-    # domain axes, by name, in loop order
+    tile = channel_tile(og, q[-1])
+    # domain axes, by name, in loop order; each step of "o" computes ``tile`` output channels
     names = ["n", "g", "o"] + [f"q{i}" for i in range(nd - 1)] + ["c"] + \
         [f"k{i}" for i in range(nd)] + [f"q{nd - 1}"]
-    sizes = {"n": n, "g": groups, "o": og, "c": cg}
+    sizes = {"n": n, "g": groups, "o": og // tile, "c": cg}
     sizes.update({f"q{i}": q[i] for i in range(nd)})
     sizes.update({f"k{i}": ksize[i] for i in range(nd)})
     xs = {"n": x_strides[0], "g": cg * x_strides[1], "c": x_strides[1]}
     xs.update({f"q{i}": stride[i] * x_strides[2 + i] for i in range(nd)})
     xs.update({f"k{i}": dilation[i] * x_strides[2 + i] for i in range(nd)})
-    ws = {"g": weights.g, "o": weights.o, "c": weights.c}
+    ws = {"g": weights.g, "o": tile * weights.o, "c": weights.c}
     ws.update({f"k{i}": weights.k[i] for i in range(nd)})
     spatial = math.prod(q)
-    out = {"n": out_channels * spatial, "g": og * spatial, "o": spatial}
+    out = {"n": out_channels * spatial, "g": og * spatial, "o": tile * spatial}
     for i in range(nd):
         out[f"q{i}"] = math.prod(q[i + 1:])
-    return _sum_of_products("conv", names, sizes, xs, ws, weights.offset, bias_stride, og, out,
-                            dtype)
 
-
-def _sum_of_products(name, names, sizes, xs, ws, w_offset, bias_stride, og, out, dtype):
-    """The Kernel out = sum over the c and k axes of x * w (+ bias), each operand read through
-    its strides per named domain axis."""
     def strides(table):
         return tuple(table.get(a, 0) for a in names)
 
     b = Recorder()
-    loads = [Load(0, strides(xs), 0), Load(1, strides(ws), w_offset)]
-    product = b.mul(b.load(0, dtype, 1), b.load(1, dtype, 1))
-    reductions = [ReductionStep("add", 0.0, dtype, product.index)]
-    total = b.acc(0, dtype)
+    loads = [Load(0, strides(xs), 0)]
+    x = b.load(0, dtype, 1)
+    reductions = []
+    for t in range(tile):           # one sum per channel of the tile, all sharing x's loads
+        loads.append(Load(1, strides(ws), weights.offset + t * weights.o))
+        product = b.mul(x, b.load(len(loads) - 1, dtype, 1))
+        reductions.append(ReductionStep("add", 0.0, dtype, product.index))
     buffers = [("in0", dtype, "in"), ("in1", dtype, "in")]
     if bias_stride is not None:
-        loads.append(Load(2, strides({"g": og * bias_stride, "o": bias_stride}), 0))
-        total = b.add(total, b.load(2, dtype, 0))
         buffers.append(("in2", dtype, "in"))
     buffers.append(("out0", dtype, "out"))
-    stores = [Store(len(buffers) - 1, total.index, strides(out))]
+    stores = []
+    for t in range(tile):
+        total = b.acc(t, dtype)
+        if bias_stride is not None:
+            loads.append(Load(2, strides({"g": og * bias_stride, "o": tile * bias_stride}),
+                              t * bias_stride))
+            total = b.add(total, b.load(len(loads) - 1, dtype, 0))
+        stores.append(Store(len(buffers) - 1, total.index, strides(out), t * spatial))
     domain = tuple(sizes[a] for a in names)
     reduce_axes = tuple(i for i, a in enumerate(names) if a[0] in "ck")
-    return Kernel(name, domain, reduce_axes, buffers, b.exprs, loads, reductions, stores)
+    return Kernel("conv", domain, reduce_axes, buffers, b.exprs, loads, reductions, stores)
+
+
+TILE_CHAINS = 8
+
+
+def channel_tile(channels, width):
+    """How many output channels one step of a convolution kernel computes: each keeps a row of
+    ``width`` outputs (in pieces of up to 32, vectors of 8 float32) accumulating, and a few rows
+    side by side keep the vector units busy while each addition waits for the last (one row is
+    a chain of dependent additions) and share each load of the input."""
+    vectors = -(-min(width, 32) // 8)
+    return max([t for t in (4, 3, 2) if channels % t == 0 and t * vectors <= TILE_CHAINS] + [1])
 
 
 def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype):
