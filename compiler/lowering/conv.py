@@ -128,7 +128,8 @@ def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype):
     output row), j runs over gy's flattened positions and off(k) is the offset of kernel
     position k in x's flat plane.  The sum over j is one long contiguous run: vectorized with
     blocked partial sums.  The last kernel dim is not a loop: one reduction per position
-    along it, all in one pass, share each load of gy.  Both inputs contiguous; buffers in0 x,
+    along it, all in one pass, share each load of gy; and one step computes a few output
+    channels, which share each load of x.  Both inputs contiguous; buffers in0 x,
     in1 gy, out0 the contiguous (O, C/G, *K)."""
     if dtype not in (D.float32, D.float64):
         raise Unsupported(f"direct weight gradient of {dtype}")
@@ -140,28 +141,35 @@ def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype):
     plane = math.prod(x_shape[2:])
     row = [math.prod(x_shape[3 + i:]) for i in range(nd)]        # x's flat stride per dim
     lines = math.prod(gy_shape[2:])
+    tile = max([t for t in (4, 3, 2) if og % t == 0 and t * ksize[-1] <= 12] + [1])
+    # each step of "o" computes ``tile`` output channels: each load of x feeds all of them
     names = ["g", "o", "c"] + [f"k{i}" for i in range(nd - 1)] + ["n", "j"]
-    sizes = {"g": groups, "o": og, "c": cg, "n": n, "j": lines}
+    sizes = {"g": groups, "o": og // tile, "c": cg, "n": n, "j": lines}
     sizes.update({f"k{i}": ksize[i] for i in range(nd - 1)})
     xs = {"g": cg * plane, "c": plane, "n": c * plane, "j": 1}
     xs.update({f"k{i}": dilation[i] * row[i] for i in range(nd - 1)})
-    gs = {"g": og * lines, "o": lines, "n": o * lines, "j": 1}
+    gs = {"g": og * lines, "o": tile * lines, "n": o * lines, "j": 1}
     kk = math.prod(ksize)
-    out = {"g": og * cg * kk, "o": cg * kk, "c": kk}
+    out = {"g": og * cg * kk, "o": tile * cg * kk, "c": kk}
     out.update({f"k{i}": math.prod(ksize[i + 1:]) for i in range(nd - 1)})
 
     def strides(table):
         return tuple(table.get(a, 0) for a in names)
 
     b = Recorder()
-    loads = [Load(1, strides(gs), 0)]
-    grad = b.load(0, dtype, 1)
+    loads = []
+    for t in range(tile):
+        loads.append(Load(1, strides(gs), t * lines))
+    grads = [b.load(t, dtype, 1) for t in range(tile)]
     reductions, stores = [], []
     for k in range(ksize[-1]):          # kernel offset k along the last dim: x shifted by k*d
         loads.append(Load(0, strides(xs), k * dilation[-1]))
-        product = b.mul(b.load(len(loads) - 1, dtype, 1), grad)
-        reductions.append(ReductionStep("add", 0.0, dtype, product.index))
-        stores.append(Store(2, b.acc(k, dtype).index, strides(out), k))
+        x = b.load(len(loads) - 1, dtype, 1)
+        for t, grad in enumerate(grads):
+            product = b.mul(x, grad)
+            stores.append(Store(2, b.acc(len(reductions), dtype).index, strides(out),
+                                 t * cg * kk + k))
+            reductions.append(ReductionStep("add", 0.0, dtype, product.index))
     return Kernel("conv_weight_grad", tuple(sizes[a] for a in names),
                   (len(names) - 2, len(names) - 1),
                   [("in0", dtype, "in"), ("in1", dtype, "in"), ("out0", dtype, "out")], b.exprs,
