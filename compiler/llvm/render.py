@@ -1,7 +1,7 @@
 """Render a loop-level Kernel (compiler/lowering/kernel.py) as LLVM IR with llvmlite.ir.
 
 The function takes one ``noalias`` pointer per buffer (inputs, then outputs) and the range
-``[begin, end)`` of the outermost kept axis to run (so that a call can be split across
+``[begin, end)`` of the schedule's lead axes (flattened) to run (so that a call can be split across
 threads); shapes and strides are constants, so LLVM sees exact trip counts and unit strides and vectorizes the
 innermost loop.  Adjacent axes that every buffer walks contiguously are merged first, so an
 elementwise kernel over contiguous tensors is one flat loop.
@@ -115,10 +115,9 @@ class Renderer(ExpressionWalker):
         if self.s.columnwise:
             self.render_columns()
         elif self.outer_axes:
-            first = self.outer_axes[0]
             with self.for_range(self.fn.args[-1], self.fn.args[-2]) as i:
-                self.index[first] = i
-                self.nest(self.outer_axes[1:], self.outer_body)
+                self.split_lead(i)
+                self.nest(self.outer_axes[len(self.s.lead):], self.outer_body)
         else:
             self.outer_body()
         if self.fault is not None:
@@ -158,8 +157,16 @@ class Renderer(ExpressionWalker):
             tiles(args[-2], args[-1])
             return
         with self.for_range(args[-1], args[-2]) as i:
-            self.index[self.outer_axes[0]] = i
-            self.nest(self.outer_axes[1:-1], whole_axis)
+            self.split_lead(i)
+            whole_axis()
+
+    def split_lead(self, i):
+        """Set the indices of the lead axes from ``i``, their flattened index."""
+        for a in reversed(self.s.lead[1:]):
+            n = I64(self.domain[a])
+            self.index[a] = self.b.urem(i, n)
+            i = self.b.udiv(i, n)
+        self.index[self.s.lead[0]] = i
 
     def tile(self, axis, first, width):
         """A column tile of constant ``width``: vector code where the kernel allows it."""
