@@ -48,7 +48,7 @@ class Weights:
 
 
 def direct_convolution(x_shape, x_strides, weights, bias_stride, groups, out_channels, ksize,
-                       stride, dilation, dtype):
+                       stride, dilation, dtype, tiles=False):
     """The Kernel of a direct convolution over a padded ``x`` (shape and element strides);
     buffers: in0 x, in1 the weight, in2 the bias (when ``bias_stride`` is not None), out0 the
     contiguous (N, out_channels, *q)."""
@@ -61,7 +61,7 @@ def direct_convolution(x_shape, x_strides, weights, bias_stride, groups, out_cha
     if min(q, default=1) <= 0 or c % groups or out_channels % groups:
         raise Unsupported("empty or ungrouped convolution")
     cg, og = c // groups, out_channels // groups
-    tile = channel_tile(og, q[-1])
+    tile = channel_tile(og, q[-1]) if tiles else 1
     # domain axes, by name, in loop order; each step of "o" computes ``tile`` output channels
     names = ["n", "g", "o"] + [f"q{i}" for i in range(nd - 1)] + ["c"] + \
         [f"k{i}" for i in range(nd)] + [f"q{nd - 1}"]
@@ -118,7 +118,7 @@ def channel_tile(channels, width):
     return max([t for t in (4, 3, 2) if channels % t == 0 and t * vectors <= TILE_CHAINS] + [1])
 
 
-def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype):
+def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype, tiles=False):
     """The Kernel of a stride-1 convolution's weight gradient over flat lines:
 
         gw[g*Og + o, c, *k] = sum over n and j of gy[n, g*Og + o, j] * x[n, g*Cg + c, j + off(k)]
@@ -141,7 +141,8 @@ def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype):
     plane = math.prod(x_shape[2:])
     row = [math.prod(x_shape[3 + i:]) for i in range(nd)]        # x's flat stride per dim
     lines = math.prod(gy_shape[2:])
-    tile = max([t for t in (4, 3, 2) if og % t == 0 and t * ksize[-1] <= 12] + [1])
+    tile = max([t for t in (4, 3, 2) if og % t == 0 and t * ksize[-1] <= 12] + [1]) if tiles \
+        else 1
     # each step of "o" computes ``tile`` output channels: each load of x feeds all of them
     names = ["g", "o", "c"] + [f"k{i}" for i in range(nd - 1)] + ["n", "j"]
     sizes = {"g": groups, "o": og // tile, "c": cg, "n": n, "j": lines}
@@ -244,12 +245,19 @@ def _plan(xp, w, bias, attrs, out_channels, compile_kernel):
     try:
         kernel = direct_convolution(xp.shape, elements[0], weights, bias_stride, groups,
                                     out_channels, tuple(w.shape[2:]), attrs["stride"],
-                                    attrs["dilation"], D.from_numpy_dtype(xp.dtype))
+                                    attrs["dilation"], D.from_numpy_dtype(xp.dtype),
+                                    _tiles(compile_kernel))
     except Unsupported:
         return None, None
     # the domain is (n, g, o, q0 .. q[d-2], c, k0 .. k[d-1], q[d-1])
     nd = (len(kernel.domain) - 4) // 2
     return compile_kernel(kernel), tuple(kernel.domain[3:3 + nd - 1]) + (kernel.domain[-1],)
+
+
+def _tiles(compile_kernel):
+    """Whether the backend behind a direct rule's ``compile_kernel`` (program.Host) wants
+    several output channels per step (runtime.backend.Backend.tiles_channels)."""
+    return getattr(getattr(compile_kernel, "backend", None), "tiles_channels", False)
 
 
 def _padded(x, pads):
@@ -300,7 +308,7 @@ def _weight_grad_plan(x, gy, attrs, compile_kernel):
     x_shape = x.shape[:2] + (padded[0] + extra,) + tuple(padded[1:])
     try:
         kernel = flat_weight_grad(x_shape, gy.shape[:2] + lines, ksize, dilation, attrs["groups"],
-                                  D.from_numpy_dtype(x.dtype))
+                                  D.from_numpy_dtype(x.dtype), _tiles(compile_kernel))
     except Unsupported:
         return None, (None, None)
     return compile_kernel(kernel), (pads, lines)
