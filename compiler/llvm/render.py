@@ -91,6 +91,8 @@ class Renderer(ExpressionWalker):
         self.outer_axes = sched.outer_axes
         self.lanes = None           # inside a vector tile: its width (values are vectors)
         self._vector = None
+        # fast-math flags of float arithmetic: "contract" lets LLVM fuse multiply-adds
+        self.flags = ("contract",) if kernel.contract else ()
 
     # -- structure
     def render(self):
@@ -249,8 +251,8 @@ class Renderer(ExpressionWalker):
                             at(piece)
                             cache = {}
                             for red, p in zip(reds, partials[piece]):
-                                self.b.store(self.b.fadd(self.b.load(p),
-                                                         self.gen(red.value, cache)), p)
+                                self.b.store(self.b.fadd(self.b.load(p), self.gen(red.value, cache),
+                                                         flags=self.flags), p)
                     for piece in pieces:
                         for t, p in zip(totals[piece], partials[piece]):
                             self.b.store(self.b.fadd(self.b.load(t), self.b.load(p)), t)
@@ -445,7 +447,7 @@ class Renderer(ExpressionWalker):
                     self.b.store(self.const(red.identity, red.dtype), partial)
                 with self.for_range(stop, begin) as i:
                     self.index[last] = i
-                    accumulate(partials, ("reassoc",))
+                    accumulate(partials, ("reassoc",) + self.flags)
                 for red, total, partial in zip(reds, totals, partials):
                     self.b.store(self.combine(red.combine, self.b.load(total),
                                               self.b.load(partial), red.dtype, ()), total)
@@ -656,13 +658,13 @@ class Renderer(ExpressionWalker):
 
     # arithmetic: one method per builder operation
     def op_add(self, x, y, dt):
-        return self.b.fadd(x, y) if dt.is_floating_point else self.b.add(x, y)
+        return self.b.fadd(x, y, flags=self.flags) if dt.is_floating_point else self.b.add(x, y)
 
     def op_sub(self, x, y, dt):
-        return self.b.fsub(x, y) if dt.is_floating_point else self.b.sub(x, y)
+        return self.b.fsub(x, y, flags=self.flags) if dt.is_floating_point else self.b.sub(x, y)
 
     def op_mul(self, x, y, dt):
-        return self.b.fmul(x, y) if dt.is_floating_point else self.b.mul(x, y)
+        return self.b.fmul(x, y, flags=self.flags) if dt.is_floating_point else self.b.mul(x, y)
 
     def _safe_divisor(self, y, dt):
         """Integer division by 0 or by -1 would trap: divide by 1 and fix the result (a 0

@@ -103,7 +103,8 @@ def direct_convolution(x_shape, x_strides, weights, bias_stride, groups, out_cha
         stores.append(Store(len(buffers) - 1, total.index, strides(out), t * spatial))
     domain = tuple(sizes[a] for a in names)
     reduce_axes = tuple(i for i, a in enumerate(names) if a[0] in "ck")
-    return Kernel("conv", domain, reduce_axes, buffers, b.exprs, loads, reductions, stores)
+    return Kernel("conv", domain, reduce_axes, buffers, b.exprs, loads, reductions, stores,
+                  contract=True)
 
 
 TILE_CHAINS = 8
@@ -174,7 +175,7 @@ def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype, tiles=Fa
     return Kernel("conv_weight_grad", tuple(sizes[a] for a in names),
                   (len(names) - 2, len(names) - 1),
                   [("in0", dtype, "in"), ("in1", dtype, "in"), ("out0", dtype, "out")], b.exprs,
-                  loads, reductions, stores)
+                  loads, reductions, stores, contract=True)
 
 
 # ---------------------------------------------------------------- the direct rules
