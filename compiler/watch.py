@@ -548,7 +548,10 @@ def _where_fn(fn):
 def _global_random_states():
     """The states of Python's and numpy's global generators (numpy's legacy functions are
     Cython code that the profile hook does not see)."""
-    return random.getstate(), repr(np.random.mtrand._rand.get_state(legacy=False))
+    state = np.random.mtrand._rand.get_state(legacy=False)
+    # the key's bytes, not its repr: printing 624 numbers took milliseconds a trace
+    return (random.getstate(), state["state"]["key"].tobytes(), state["state"]["pos"],
+            state["has_gauss"], state["gauss"])
 
 
 def _closure_cells(frame, fn):

@@ -86,6 +86,15 @@ def _number(v):
     return type(v) is float or (type(v) is int and -_SMALL_INT < v < _SMALL_INT)
 
 
+def binary(op, a, b):
+    """``call(op, a, b)`` for an elementwise op without attributes: the operators."""
+    if TRACE.tracer is None and RECORDER.active is None:
+        out = _simple(op, (a, b))
+        if out is not None:
+            return out
+    return call(op, a, b)
+
+
 def _simple(op, args):
     """An elementwise ``op`` without attributes on simple operands: one tensor, two tensors of
     one dtype and shape, or a tensor and a Python float (or small int).  What ``elementwise``
@@ -135,7 +144,8 @@ def _simple(op, args):
         if x.dtype not in _KEPT:
             return None
         ct, odt = op.dtype_rule(*args)
-        entry = _SIMPLE[key] = (op.impl, odt.np) if ct.np == x.dtype and not op.view else None
+        impl = getattr(op.impl, "floats", op.impl)      # elementwise.py: no half-type care
+        entry = _SIMPLE[key] = (impl, odt.np) if ct.np == x.dtype and not op.view else None
     if entry is None:
         return None
     impl, odtn = entry

@@ -13,7 +13,7 @@ import numpy as np
 from dynograph.compiler.ops import elementwise as E
 from dynograph.compiler.ops.core import type_name
 from dynograph.runtime import dtypes as D
-from ._dispatch import call
+from ._dispatch import binary, call
 from ._inplace import assign, write_out
 from ._reduce import structseq
 from ._tensor import Tensor, exporters, tensor_method
@@ -647,14 +647,14 @@ def _operator(op, reflected=False):
                 if not isinstance(other, _np_generic):
                     return NotImplemented
                 other = other.item()
-            return call(op, other, self)
+            return binary(op, other, self)
     else:
         def method(self, other):
             if not isinstance(other, _OPERANDS):
                 if not isinstance(other, _np_generic):
                     return NotImplemented
                 other = other.item()
-            return call(op, self, other)
+            return binary(op, self, other)
     return method
 
 

@@ -42,6 +42,9 @@ os.register_at_fork(after_in_child=_new_lock_in_child)
 class Backend(abc.ABC):
     name = None
     disk = None
+    # direct kernels compute a few output channels per step, sharing each input load (CPU
+    # register tiling); a backend whose own mapping tiles contractions (CUDA's GEMM) keeps one
+    tiles_channels = False
 
     @abc.abstractmethod
     def render(self, kernel, name):

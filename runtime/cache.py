@@ -8,7 +8,9 @@ loaded.  Writes go to a fresh, exclusively created temporary renamed into place,
 the old entry or the whole new one.
 
 The folder holds at most ``$DYNOGRAPH_CACHE_SIZE_MB`` (default ``CACHE_SIZE_MB``): a write that
-goes past it deletes the least recently used entries (a hit refreshes an entry's mtime).
+goes past it deletes the least recently used entries (a hit refreshes an entry's mtime).  A
+process scans a folder on its first write there, then only when its own writes may have
+filled it.
 Loading an entry runs its code, so a folder someone else could write to (owned by another user,
 or writable by others) is not used: compiled code then stays in memory, with one warning.
 """
@@ -86,14 +88,15 @@ class DiskCache:
             fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=folder)
         except OSError:
             return                          # a read-only cache folder only costs compile time
+        data = self.header() + b"\n" + hashlib.sha256(obj).hexdigest().encode() + b"\n" + obj
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(self.header() + b"\n" + hashlib.sha256(obj).hexdigest().encode() + b"\n" + obj)
+                f.write(data)
             os.replace(tmp, path)
         except OSError:
             _unlink(tmp)
             return
-        _evict(folder, self.suffix, size_limit())
+        _written(folder, self.suffix, len(data))
 
 
 def _foreign_writers(folder, holds_entries):
@@ -130,10 +133,26 @@ def _usable(root, folder):
     return True
 
 
+# folder -> its size in bytes as this process knows it: the last scan plus what it wrote since
+_SIZES = {}
+
+
+def _written(folder, suffix, size):
+    """Account for an entry just written; scan the folder (and evict) on the process's first
+    write to it and whenever the known size passes the cap.  Scanning on every write took tens
+    of milliseconds per kernel once a folder held thousands of entries."""
+    limit = size_limit()
+    known = _SIZES.get(folder)
+    if known is None or known + size > limit:
+        _SIZES[folder] = _evict(folder, suffix, limit)
+    else:
+        _SIZES[folder] = known + size
+
+
 def _evict(folder, suffix, limit):
     """Keep the folder under ``limit`` bytes: past it, delete the least recently used entries
-    down to three quarters of it (so a full cache is not scanned on every write); temporaries
-    of killed writers go too."""
+    down to three quarters of it; temporaries of killed writers go too.  Returns the size of
+    what is left."""
     entries, total, now = [], 0, time.time()
     try:
         with os.scandir(folder) as it:
@@ -145,14 +164,15 @@ def _evict(folder, suffix, limit):
                     entries.append((st.st_mtime, st.st_size, e.path))
                     total += st.st_size
     except OSError:
-        return
+        return 0
     if total <= limit:
-        return
+        return total
     for _, size, path in sorted(entries):
         if total <= limit * 3 // 4:
             break
         _unlink(path)
         total -= size
+    return total
 
 
 def _unlink(path):

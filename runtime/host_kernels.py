@@ -84,4 +84,5 @@ def _guarded(backend_compile):
         except Exception:               # a kernel the backend cannot compile
             return None
     compile_kernel.matmul = getattr(backend_compile, "matmul", None)
+    compile_kernel.backend = getattr(backend_compile, "backend", None)
     return compile_kernel

@@ -55,13 +55,23 @@ def test_cap_defaults_to_the_documented_constant(monkeypatch):
 
 
 def test_stale_temporaries_are_removed_and_fresh_ones_kept(cache):
-    jit.DISK.write("k1", b"x")
+    """A process's first write to a folder scans it."""
+    (cache / "kernels").mkdir(parents=True, mode=0o700)
     stale, fresh = cache / "kernels" / ".k2.abc.tmp", cache / "kernels" / ".k3.abc.tmp"
     stale.write_bytes(b"half")
     fresh.write_bytes(b"half")
     _age(stale, disk_cache.STALE_TEMP_S + 10)
     jit.DISK.write("k4", b"y")
     assert not stale.exists() and fresh.exists()
+
+
+def test_writes_scan_the_folder_only_when_it_may_be_full(cache, monkeypatch):
+    scans = []
+    evict = disk_cache._evict
+    monkeypatch.setattr(disk_cache, "_evict", lambda *a: scans.append(a) or evict(*a))
+    for i in range(20):
+        jit.DISK.write(f"k{i}", bytes(100))
+    assert len(scans) == 1
 
 
 def test_a_planted_temporary_name_is_not_followed(cache):

@@ -26,6 +26,7 @@ PIECES_PER_THREAD = 4       # more pieces than threads: a worker that starts lat
 class LLVMBackend(Backend):
     name = "llvm"
     disk = jit.DISK
+    tiles_channels = True
 
     def render(self, kernel, name):
         return render(kernel, name, jit.triple())

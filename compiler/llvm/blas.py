@@ -22,7 +22,6 @@ beta`` added; ``input`` ignored when beta is 0), so the compiled step matches th
 """
 import contextlib
 import ctypes
-import hashlib
 import struct
 import threading
 
@@ -31,6 +30,7 @@ from llvmlite import ir
 
 from dynograph.runtime.backend import unwatched
 from . import jit
+from . import pool
 from .pool import call_pointer
 
 I64, F32, F64 = ir.IntType(64), ir.FloatType(), ir.DoubleType()
@@ -144,12 +144,7 @@ class _Library:
 
     def _load(self, workers):
         if self._tasks is None:
-            source = _module()
-            key = "gemm-" + hashlib.sha256(source.encode()).hexdigest()[:32]
-            obj = jit.RUNTIME.read(key)
-            if obj is None:
-                obj = jit.emit_object(source, "dg_gemm")
-                jit.RUNTIME.write(key, obj)
+            obj = jit.runtime_object("dg_gemm", [__file__, pool.__file__], _module)
             tasks = jit.load_all(obj, ["dg_gemm_f32", "dg_gemm_f64"])
             for task in tasks.values():
                 workers.lib.add(task)

@@ -24,7 +24,6 @@ use) and stopped at exit.
 """
 import atexit
 import ctypes
-import hashlib
 import os
 import threading
 import time
@@ -287,12 +286,7 @@ class _Library:
     """The pool module's functions, compiled once per process (object code cached on disk)."""
 
     def __init__(self):
-        source = str(_Builder(jit.triple()).mod)
-        key = "pool-" + hashlib.sha256(source.encode()).hexdigest()[:32]
-        obj = jit.RUNTIME.read(key)
-        if obj is None:
-            obj = jit.emit_object(source, "dg_pool")
-            jit.RUNTIME.write(key, obj)
+        obj = jit.runtime_object("dg_pool", [__file__], lambda: str(_Builder(jit.triple()).mod))
         fns = jit.load_all(obj, ["dg_pool_worker", "dg_pool_run", "dg_pool_wake", "dg_pool_spin"] +
                            [f"dg_trampoline_{n}" for n in range(1, MAX_POINTERS + 1)])
         self.worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(fns["dg_pool_worker"])

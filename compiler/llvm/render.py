@@ -1,7 +1,7 @@
 """Render a loop-level Kernel (compiler/lowering/kernel.py) as LLVM IR with llvmlite.ir.
 
 The function takes one ``noalias`` pointer per buffer (inputs, then outputs) and the range
-``[begin, end)`` of the outermost kept axis to run (so that a call can be split across
+``[begin, end)`` of the schedule's lead axes (flattened) to run (so that a call can be split across
 threads); shapes and strides are constants, so LLVM sees exact trip counts and unit strides and vectorizes the
 innermost loop.  Adjacent axes that every buffer walks contiguously are merged first, so an
 elementwise kernel over contiguous tensors is one flat loop.
@@ -25,6 +25,22 @@ from llvmlite import ir
 from dynograph.runtime import dtypes as D
 from ..lowering.walk import ExpressionWalker
 from ..lowering.schedule import ARG_COMBINES, BLOCK, COLUMNS, schedule
+
+VECTOR_BYTES = 32       # an AVX2 register
+TILE_VECTORS = 4        # registers a vector tile's partial and total take each
+
+
+def _pieces(width, lanes):
+    """``width`` columns as (offset, lanes) vectors: whole registers of ``lanes``, then
+    power-of-two pieces (a non-power-of-two vector would be split into single elements)."""
+    pieces, offset = [], 0
+    while offset < width:
+        n = lanes
+        while n > width - offset:
+            n //= 2
+        pieces.append((offset, n))
+        offset += n
+    return pieces
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -73,6 +89,10 @@ class Renderer(ExpressionWalker):
         self.domain, self.red_axes = sched.domain, sched.red_axes
         self.load_strides, self.store_strides = sched.load_strides, sched.store_strides
         self.outer_axes = sched.outer_axes
+        self.lanes = None           # inside a vector tile: its width (values are vectors)
+        self._vector = None
+        # fast-math flags of float arithmetic: "contract" lets LLVM fuse multiply-adds
+        self.flags = ("contract",) if kernel.contract else ()
 
     # -- structure
     def render(self):
@@ -97,10 +117,9 @@ class Renderer(ExpressionWalker):
         if self.s.columnwise:
             self.render_columns()
         elif self.outer_axes:
-            first = self.outer_axes[0]
             with self.for_range(self.fn.args[-1], self.fn.args[-2]) as i:
-                self.index[first] = i
-                self.nest(self.outer_axes[1:], self.outer_body)
+                self.split_lead(i)
+                self.nest(self.outer_axes[len(self.s.lead):], self.outer_body)
         else:
             self.outer_body()
         if self.fault is not None:
@@ -119,28 +138,141 @@ class Renderer(ExpressionWalker):
         args = self.fn.args
 
         def tiles(lo, hi):
-            count = self.b.sdiv(self.b.add(self.b.sub(hi, lo), I64(COLUMNS - 1)), I64(COLUMNS))
-            with self.for_range(count) as t:
-                first = self.b.add(lo, self.b.mul(t, I64(COLUMNS)))
-                stop = self.b.add(first, I64(COLUMNS))
-                stop = self.b.select(self.b.icmp_signed("<", stop, hi), stop, hi)
-                self.column_tile(last, first, self.b.sub(stop, first))
+            # whole tiles of constant width, then what is left of the range
+            whole = self.b.sdiv(self.b.sub(hi, lo), I64(COLUMNS))
+            with self.for_range(whole) as t:
+                self.tile(last, self.b.add(lo, self.b.mul(t, I64(COLUMNS))), COLUMNS)
+            first = self.b.add(lo, self.b.mul(whole, I64(COLUMNS)))
+            with self.b.if_then(self.b.icmp_signed("<", first, hi)):
+                self.column_tile(last, first, self.b.sub(hi, first))
 
         def whole_axis():
             # known bounds: tiles of constant width (the accumulators can live in registers)
             n = self.domain[last]
             if n >= COLUMNS:
                 with self.for_range(n // COLUMNS) as t:
-                    self.column_tile(last, self.b.mul(t, I64(COLUMNS)), I64(COLUMNS))
+                    self.tile(last, self.b.mul(t, I64(COLUMNS)), COLUMNS)
             if n % COLUMNS:
-                self.column_tile(last, I64(n - n % COLUMNS), I64(n % COLUMNS))
+                self.tile(last, I64(n - n % COLUMNS), n % COLUMNS)
 
         if len(self.outer_axes) == 1:
             tiles(args[-2], args[-1])
             return
         with self.for_range(args[-1], args[-2]) as i:
-            self.index[self.outer_axes[0]] = i
-            self.nest(self.outer_axes[1:-1], whole_axis)
+            self.split_lead(i)
+            whole_axis()
+
+    def split_lead(self, i):
+        """Set the indices of the lead axes from ``i``, their flattened index."""
+        for a in reversed(self.s.lead[1:]):
+            n = I64(self.domain[a])
+            self.index[a] = self.b.urem(i, n)
+            i = self.b.udiv(i, n)
+        self.index[self.s.lead[0]] = i
+
+    def tile(self, axis, first, width):
+        """A column tile of constant ``width``: vector code where the kernel allows it."""
+        if self.vector_columns():
+            item = self.k.reductions[0].dtype.itemsize
+            lanes = VECTOR_BYTES // item
+            for start in range(0, width, TILE_VECTORS * lanes):
+                self.vector_tile(axis, self.b.add(first, I64(start)),
+                                 _pieces(min(TILE_VECTORS * lanes, width - start), lanes))
+        else:
+            self.column_tile(axis, first, I64(width))
+
+    def vector_columns(self):
+        """Whether column tiles can be vector code: float sums of values made by + - * of
+        loads that walk the columns contiguously or not at all (a convolution, a bias
+        gradient), stored contiguously once per column."""
+        if self._vector is None:
+            self._vector = self._vectorizable()
+        return self._vector
+
+    def _vectorizable(self):
+        k, axis = self.k, self.outer_axes[-1]
+        dt = k.reductions[0].dtype
+        if dt not in (D.float32, D.float64) or not self.red_axes or self.s.inner_stores or \
+                any(r.combine != "add" or r.dtype is not dt for r in k.reductions):
+            return False
+        seen, todo = set(), [r.value for r in k.reductions] + [s.value for s, _ in self.s.outer_stores]
+        while todo:
+            i = todo.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            e = k.exprs[i]
+            if e.op not in ("load", "acc", "const", "add", "sub", "mul", "neg") or e.dtype is not dt:
+                return False
+            if e.op == "load" and (self.load_strides[e.attr][axis] not in (0, 1) or
+                                   k.buffers[k.loads[e.attr].buffer][1] is not dt):
+                return False
+            todo.extend(e.args)
+        return all(st[axis] == 1 and k.buffers[s.buffer][1] is dt for s, st in self.s.outer_stores)
+
+    def vector_tile(self, axis, first, pieces):
+        """The columns from ``first`` on side by side as vectors, one per (offset, lanes) of
+        ``pieces``: each reduction's partial and total per piece is a vector (registers, not
+        memory), summed over the reduce axes in blocks of ``BLOCK`` as ``column_tile`` sums each
+        column."""
+        axes = list(self.red_axes)
+        last, n = axes[-1], self.domain[axes[-1]]
+        values = {}                 # per piece: the reductions' totals finished so far
+
+        def at(piece):              # the vector values of ``piece`` from here on
+            self.lanes = piece[1]
+            self.index[axis] = self.b.add(first, I64(piece[0]))
+            self.acc_values = values.setdefault(piece, {})
+
+        for group in self.s.groups:
+            reds = [self.k.reductions[j] for j in group]
+            dt = reds[0].dtype
+            totals, partials = {}, {}
+            for piece in pieces:
+                at(piece)
+                ty = ir.VectorType(reg_type(dt), piece[1])
+                totals[piece] = [self.alloca_builder.alloca(ty) for _ in reds]
+                partials[piece] = [self.alloca_builder.alloca(ty) for _ in reds]
+                for t in totals[piece]:
+                    self.b.store(self.const(0.0, dt), t)
+
+            def blocks(reds=reds, totals=totals, partials=partials, dt=dt):
+                with self.for_range((n + BLOCK - 1) // BLOCK) as blk:
+                    begin = self.b.mul(blk, I64(BLOCK))
+                    stop = self.b.add(begin, I64(BLOCK))
+                    stop = self.b.select(self.b.icmp_signed("<", stop, I64(n)), stop, I64(n))
+                    for piece in pieces:
+                        at(piece)
+                        for p in partials[piece]:
+                            self.b.store(self.const(0.0, dt), p)
+                    with self.for_range(stop, begin) as i:
+                        self.index[last] = i
+                        for piece in pieces:
+                            at(piece)
+                            cache = {}
+                            for red, p in zip(reds, partials[piece]):
+                                self.b.store(self.b.fadd(self.b.load(p), self.gen(red.value, cache),
+                                                         flags=self.flags), p)
+                    for piece in pieces:
+                        for t, p in zip(totals[piece], partials[piece]):
+                            self.b.store(self.b.fadd(self.b.load(t), self.b.load(p)), t)
+            self.nest(axes[:-1], blocks)
+            for piece in pieces:
+                values.setdefault(piece, {}).update(
+                    (j, self.b.load(t)) for j, t in zip(group, totals[piece]))
+        for piece in pieces:
+            at(piece)
+            cache = {}
+            for s, st in self.s.outer_stores:
+                self.store(s, st, cache)
+        self.lanes = None
+
+    def splat(self, x):
+        """A vector of ``self.lanes`` copies of the scalar ``x``."""
+        ty = ir.VectorType(x.type, self.lanes)
+        v = self.b.insert_element(ir.Constant(ty, ir.Undefined), x, I32(0))
+        return self.b.shuffle_vector(v, ir.Constant(ty, ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32, self.lanes), [0] * self.lanes))
 
     @contextmanager
     def columns(self, axis, first, width, accs):
@@ -315,7 +447,7 @@ class Renderer(ExpressionWalker):
                     self.b.store(self.const(red.identity, red.dtype), partial)
                 with self.for_range(stop, begin) as i:
                     self.index[last] = i
-                    accumulate(partials, ("reassoc",))
+                    accumulate(partials, ("reassoc",) + self.flags)
                 for red, total, partial in zip(reds, totals, partials):
                     self.b.store(self.combine(red.combine, self.b.load(total),
                                               self.b.load(partial), red.dtype, ()), total)
@@ -374,6 +506,11 @@ class Renderer(ExpressionWalker):
         ptr = self.address(ld.buffer, strides, dt)
         if ld.offset:
             ptr = self.b.gep(ptr, [I64(ld.offset)], source_etype=mem_type(dt))
+        if self.lanes:          # a vector tile (only float32/float64 loads: vector_columns)
+            if self.load_strides[ld_index][self.outer_axes[-1]]:
+                return self.b.load(ptr, typ=ir.VectorType(mem_type(dt), self.lanes),
+                                   align=dt.itemsize)
+            return self.splat(self.b.load(ptr, typ=mem_type(dt)))
         raw = self.b.load(ptr, typ=mem_type(dt))
         if dt is D.bool:
             return self.b.icmp_unsigned("!=", raw, I8(0))
@@ -396,7 +533,7 @@ class Renderer(ExpressionWalker):
         ptr = self.address(s.buffer, strides, dt)
         if s.offset:
             ptr = b.gep(ptr, [I64(s.offset)], source_etype=mem_type(dt))
-        b.store(v, ptr)
+        b.store(v, ptr, align=dt.itemsize)
 
     def bf16_bits(self, v):
         """float -> bfloat16 bits, rounding to nearest even (NaN stays a quiet NaN)."""
@@ -414,9 +551,10 @@ class Renderer(ExpressionWalker):
     def const(self, value, dt):
         ty = reg_type(dt)
         if dt.is_floating_point:
-            value = float(np.asarray(value, dtype=dt.np).astype(np.float64))
-            return ir.Constant(ty, value)
-        return ir.Constant(ty, int(value))
+            c = ir.Constant(ty, float(np.asarray(value, dtype=dt.np).astype(np.float64)))
+        else:
+            c = ir.Constant(ty, int(value))
+        return ir.Constant(ir.VectorType(ty, self.lanes), [c] * self.lanes) if self.lanes else c
 
     def cast(self, x, src, dst):
         b = self.b
@@ -520,13 +658,13 @@ class Renderer(ExpressionWalker):
 
     # arithmetic: one method per builder operation
     def op_add(self, x, y, dt):
-        return self.b.fadd(x, y) if dt.is_floating_point else self.b.add(x, y)
+        return self.b.fadd(x, y, flags=self.flags) if dt.is_floating_point else self.b.add(x, y)
 
     def op_sub(self, x, y, dt):
-        return self.b.fsub(x, y) if dt.is_floating_point else self.b.sub(x, y)
+        return self.b.fsub(x, y, flags=self.flags) if dt.is_floating_point else self.b.sub(x, y)
 
     def op_mul(self, x, y, dt):
-        return self.b.fmul(x, y) if dt.is_floating_point else self.b.mul(x, y)
+        return self.b.fmul(x, y, flags=self.flags) if dt.is_floating_point else self.b.mul(x, y)
 
     def _safe_divisor(self, y, dt):
         """Integer division by 0 or by -1 would trap: divide by 1 and fix the result (a 0

@@ -48,7 +48,7 @@ class Weights:
 
 
 def direct_convolution(x_shape, x_strides, weights, bias_stride, groups, out_channels, ksize,
-                       stride, dilation, dtype):
+                       stride, dilation, dtype, tiles=False):
     """The Kernel of a direct convolution over a padded ``x`` (shape and element strides);
     buffers: in0 x, in1 the weight, in2 the bias (when ``bias_stride`` is not None), out0 the
     contiguous (N, out_channels, *q)."""
@@ -61,49 +61,65 @@ def direct_convolution(x_shape, x_strides, weights, bias_stride, groups, out_cha
     if min(q, default=1) <= 0 or c % groups or out_channels % groups:
         raise Unsupported("empty or ungrouped convolution")
     cg, og = c // groups, out_channels // groups
-    # domain axes, by name, in loop order
+    tile = channel_tile(og, q[-1]) if tiles else 1
+    # domain axes, by name, in loop order; each step of "o" computes ``tile`` output channels
     names = ["n", "g", "o"] + [f"q{i}" for i in range(nd - 1)] + ["c"] + \
         [f"k{i}" for i in range(nd)] + [f"q{nd - 1}"]
-    sizes = {"n": n, "g": groups, "o": og, "c": cg}
+    sizes = {"n": n, "g": groups, "o": og // tile, "c": cg}
     sizes.update({f"q{i}": q[i] for i in range(nd)})
     sizes.update({f"k{i}": ksize[i] for i in range(nd)})
     xs = {"n": x_strides[0], "g": cg * x_strides[1], "c": x_strides[1]}
     xs.update({f"q{i}": stride[i] * x_strides[2 + i] for i in range(nd)})
     xs.update({f"k{i}": dilation[i] * x_strides[2 + i] for i in range(nd)})
-    ws = {"g": weights.g, "o": weights.o, "c": weights.c}
+    ws = {"g": weights.g, "o": tile * weights.o, "c": weights.c}
     ws.update({f"k{i}": weights.k[i] for i in range(nd)})
     spatial = math.prod(q)
-    out = {"n": out_channels * spatial, "g": og * spatial, "o": spatial}
+    out = {"n": out_channels * spatial, "g": og * spatial, "o": tile * spatial}
     for i in range(nd):
         out[f"q{i}"] = math.prod(q[i + 1:])
-    return _sum_of_products("conv", names, sizes, xs, ws, weights.offset, bias_stride, og, out,
-                            dtype)
 
-
-def _sum_of_products(name, names, sizes, xs, ws, w_offset, bias_stride, og, out, dtype):
-    """The Kernel out = sum over the c and k axes of x * w (+ bias), each operand read through
-    its strides per named domain axis."""
     def strides(table):
         return tuple(table.get(a, 0) for a in names)
 
     b = Recorder()
-    loads = [Load(0, strides(xs), 0), Load(1, strides(ws), w_offset)]
-    product = b.mul(b.load(0, dtype, 1), b.load(1, dtype, 1))
-    reductions = [ReductionStep("add", 0.0, dtype, product.index)]
-    total = b.acc(0, dtype)
+    loads = [Load(0, strides(xs), 0)]
+    x = b.load(0, dtype, 1)
+    reductions = []
+    for t in range(tile):           # one sum per channel of the tile, all sharing x's loads
+        loads.append(Load(1, strides(ws), weights.offset + t * weights.o))
+        product = b.mul(x, b.load(len(loads) - 1, dtype, 1))
+        reductions.append(ReductionStep("add", 0.0, dtype, product.index))
     buffers = [("in0", dtype, "in"), ("in1", dtype, "in")]
     if bias_stride is not None:
-        loads.append(Load(2, strides({"g": og * bias_stride, "o": bias_stride}), 0))
-        total = b.add(total, b.load(2, dtype, 0))
         buffers.append(("in2", dtype, "in"))
     buffers.append(("out0", dtype, "out"))
-    stores = [Store(len(buffers) - 1, total.index, strides(out))]
+    stores = []
+    for t in range(tile):
+        total = b.acc(t, dtype)
+        if bias_stride is not None:
+            loads.append(Load(2, strides({"g": og * bias_stride, "o": tile * bias_stride}),
+                              t * bias_stride))
+            total = b.add(total, b.load(len(loads) - 1, dtype, 0))
+        stores.append(Store(len(buffers) - 1, total.index, strides(out), t * spatial))
     domain = tuple(sizes[a] for a in names)
     reduce_axes = tuple(i for i, a in enumerate(names) if a[0] in "ck")
-    return Kernel(name, domain, reduce_axes, buffers, b.exprs, loads, reductions, stores)
+    return Kernel("conv", domain, reduce_axes, buffers, b.exprs, loads, reductions, stores,
+                  contract=True)
 
 
-def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype):
+TILE_CHAINS = 8
+
+
+def channel_tile(channels, width):
+    """How many output channels one step of a convolution kernel computes: each keeps a row of
+    ``width`` outputs (in pieces of up to 32, vectors of 8 float32) accumulating, and a few rows
+    side by side keep the vector units busy while each addition waits for the last (one row is
+    a chain of dependent additions) and share each load of the input."""
+    vectors = -(-min(width, 32) // 8)
+    return max([t for t in (4, 3, 2) if channels % t == 0 and t * vectors <= TILE_CHAINS] + [1])
+
+
+def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype, tiles=False):
     """The Kernel of a stride-1 convolution's weight gradient over flat lines:
 
         gw[g*Og + o, c, *k] = sum over n and j of gy[n, g*Og + o, j] * x[n, g*Cg + c, j + off(k)]
@@ -113,7 +129,8 @@ def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype):
     output row), j runs over gy's flattened positions and off(k) is the offset of kernel
     position k in x's flat plane.  The sum over j is one long contiguous run: vectorized with
     blocked partial sums.  The last kernel dim is not a loop: one reduction per position
-    along it, all in one pass, share each load of gy.  Both inputs contiguous; buffers in0 x,
+    along it, all in one pass, share each load of gy; and one step computes a few output
+    channels, which share each load of x.  Both inputs contiguous; buffers in0 x,
     in1 gy, out0 the contiguous (O, C/G, *K)."""
     if dtype not in (D.float32, D.float64):
         raise Unsupported(f"direct weight gradient of {dtype}")
@@ -125,32 +142,40 @@ def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype):
     plane = math.prod(x_shape[2:])
     row = [math.prod(x_shape[3 + i:]) for i in range(nd)]        # x's flat stride per dim
     lines = math.prod(gy_shape[2:])
+    tile = max([t for t in (4, 3, 2) if og % t == 0 and t * ksize[-1] <= 12] + [1]) if tiles \
+        else 1
+    # each step of "o" computes ``tile`` output channels: each load of x feeds all of them
     names = ["g", "o", "c"] + [f"k{i}" for i in range(nd - 1)] + ["n", "j"]
-    sizes = {"g": groups, "o": og, "c": cg, "n": n, "j": lines}
+    sizes = {"g": groups, "o": og // tile, "c": cg, "n": n, "j": lines}
     sizes.update({f"k{i}": ksize[i] for i in range(nd - 1)})
     xs = {"g": cg * plane, "c": plane, "n": c * plane, "j": 1}
     xs.update({f"k{i}": dilation[i] * row[i] for i in range(nd - 1)})
-    gs = {"g": og * lines, "o": lines, "n": o * lines, "j": 1}
+    gs = {"g": og * lines, "o": tile * lines, "n": o * lines, "j": 1}
     kk = math.prod(ksize)
-    out = {"g": og * cg * kk, "o": cg * kk, "c": kk}
+    out = {"g": og * cg * kk, "o": tile * cg * kk, "c": kk}
     out.update({f"k{i}": math.prod(ksize[i + 1:]) for i in range(nd - 1)})
 
     def strides(table):
         return tuple(table.get(a, 0) for a in names)
 
     b = Recorder()
-    loads = [Load(1, strides(gs), 0)]
-    grad = b.load(0, dtype, 1)
+    loads = []
+    for t in range(tile):
+        loads.append(Load(1, strides(gs), t * lines))
+    grads = [b.load(t, dtype, 1) for t in range(tile)]
     reductions, stores = [], []
     for k in range(ksize[-1]):          # kernel offset k along the last dim: x shifted by k*d
         loads.append(Load(0, strides(xs), k * dilation[-1]))
-        product = b.mul(b.load(len(loads) - 1, dtype, 1), grad)
-        reductions.append(ReductionStep("add", 0.0, dtype, product.index))
-        stores.append(Store(2, b.acc(k, dtype).index, strides(out), k))
+        x = b.load(len(loads) - 1, dtype, 1)
+        for t, grad in enumerate(grads):
+            product = b.mul(x, grad)
+            stores.append(Store(2, b.acc(len(reductions), dtype).index, strides(out),
+                                 t * cg * kk + k))
+            reductions.append(ReductionStep("add", 0.0, dtype, product.index))
     return Kernel("conv_weight_grad", tuple(sizes[a] for a in names),
                   (len(names) - 2, len(names) - 1),
                   [("in0", dtype, "in"), ("in1", dtype, "in"), ("out0", dtype, "out")], b.exprs,
-                  loads, reductions, stores)
+                  loads, reductions, stores, contract=True)
 
 
 # ---------------------------------------------------------------- the direct rules
@@ -221,12 +246,19 @@ def _plan(xp, w, bias, attrs, out_channels, compile_kernel):
     try:
         kernel = direct_convolution(xp.shape, elements[0], weights, bias_stride, groups,
                                     out_channels, tuple(w.shape[2:]), attrs["stride"],
-                                    attrs["dilation"], D.from_numpy_dtype(xp.dtype))
+                                    attrs["dilation"], D.from_numpy_dtype(xp.dtype),
+                                    _tiles(compile_kernel))
     except Unsupported:
         return None, None
     # the domain is (n, g, o, q0 .. q[d-2], c, k0 .. k[d-1], q[d-1])
     nd = (len(kernel.domain) - 4) // 2
     return compile_kernel(kernel), tuple(kernel.domain[3:3 + nd - 1]) + (kernel.domain[-1],)
+
+
+def _tiles(compile_kernel):
+    """Whether the backend behind a direct rule's ``compile_kernel`` (program.Host) wants
+    several output channels per step (runtime.backend.Backend.tiles_channels)."""
+    return getattr(getattr(compile_kernel, "backend", None), "tiles_channels", False)
 
 
 def _padded(x, pads):
@@ -277,7 +309,7 @@ def _weight_grad_plan(x, gy, attrs, compile_kernel):
     x_shape = x.shape[:2] + (padded[0] + extra,) + tuple(padded[1:])
     try:
         kernel = flat_weight_grad(x_shape, gy.shape[:2] + lines, ksize, dilation, attrs["groups"],
-                                  D.from_numpy_dtype(x.dtype))
+                                  D.from_numpy_dtype(x.dtype), _tiles(compile_kernel))
     except Unsupported:
         return None, (None, None)
     return compile_kernel(kernel), (pads, lines)

@@ -74,6 +74,9 @@ class Kernel:
     loads: list
     reductions: list
     stores: list
+    # float multiplications and additions may fuse into multiply-adds rounded once (a direct
+    # kernel's sums of products, which eager execution runs through the same kernel)
+    contract: bool = False
 
     @property
     def n_inputs(self):
@@ -96,6 +99,8 @@ class Kernel:
         for s in self.stores:
             at = f" offset {s.offset}" if s.offset else ""
             lines.append(f"  store {self.buffers[s.buffer][0]} strides {s.strides}{at} <- %{s.value}")
+        if self.contract:
+            lines.append("  contract")
         return "\n".join(lines)
 
     @property

@@ -66,9 +66,13 @@ class _Describer:
         self.red_of = {}
         self.memo = {}
         self.natural = {}
+        self.shapes = {}
 
     def shape(self, v):
-        return tuple(concrete(v.type.shape, self.batch))
+        shape = self.shapes.get(v)
+        if shape is None:
+            shape = self.shapes[v] = tuple(concrete(v.type.shape, self.batch))
+        return shape
 
     def attrs(self, node):
         return {k: concrete(v, self.batch) for k, v in node.attrs.items()}

@@ -25,19 +25,17 @@ def max_pool_windows(planes, spatial, out, ksize, stride, dilation, dtype):
     row = [math.prod(spatial[i + 1:]) for i in range(nd)]        # element strides of the input
     out_row = [math.prod(out[i + 1:]) for i in range(nd)]        # and of the output
     plane, count = math.prod(spatial), math.prod(out)
-    # (planes, out[:-1], kernel, out[-1]): the last output axis innermost, so that a row of
-    # windows is reduced side by side (column-wise)
-    domain = (planes,) + tuple(out[:-1]) + tuple(ksize) + (out[-1],)
+    # (planes, out, kernel): one window after another, its few elements in registers
+    domain = (planes,) + tuple(out) + tuple(ksize)
     windows = tuple(s * r for s, r in zip(stride, row))
-    loads = [Load(0, (plane,) + windows[:-1] + tuple(d * r for d, r in zip(dilation, row)) +
-                  windows[-1:], 0)]
-    store = (count,) + tuple(out_row[:-1]) + (0,) * nd + (out_row[-1],)
+    loads = [Load(0, (plane,) + windows + tuple(d * r for d, r in zip(dilation, row)), 0)]
+    store = (count,) + tuple(out_row) + (0,) * nd
     b = Recorder()
     x = b.load(0, dtype, 1)
     reductions = [ReductionStep("max", float("-inf"), dtype, x.index),
                   ReductionStep("argmax_pool", float("-inf"), dtype, x.index)]
     stores = [Store(1, b.acc(0, dtype).index, store), Store(2, b.acc(1, D.int64).index, store)]
-    return Kernel("max_pool", domain, tuple(range(nd, 2 * nd)),
+    return Kernel("max_pool", domain, tuple(range(nd + 1, 2 * nd + 1)),
                   [("in0", dtype, "in"), ("out0", dtype, "out"), ("out1", D.int64, "out")],
                   b.exprs, loads, reductions, stores)
 

@@ -4,8 +4,8 @@ A ``Schedule`` is computed from a ``Kernel`` (kernel.py) and says, without namin
 
 * the collapsed loop nest: size-1 axes dropped and adjacent axes merged where every buffer
   walks them as one (an elementwise kernel over contiguous tensors becomes one flat loop);
-* the kept (outer) axes and the reduce axes; ``extent``, the length of the outermost kept axis,
-  which a launch may split across threads or thread blocks;
+* the kept (outer) axes and the reduce axes; ``lead``, the kept axes but the innermost, whose
+  flattened range (of length ``extent``) a launch may split across threads or thread blocks;
 * ``columnwise``: reductions whose innermost axis is kept (a bias gradient: a sum over rows)
   run column-wise, ``COLUMNS`` columns accumulated side by side, because a plain nest would
   stride through memory along the reduce axes;
@@ -33,7 +33,8 @@ class Schedule:
     outer_axes: list        # the kept ones, outermost first
     load_strides: list      # per load of the kernel, strides over the collapsed axes
     store_strides: list     # per store
-    extent: int             # the length of the outermost kept axis (what launches split)
+    lead: list              # the kept axes flattened into the range launches split
+    extent: int             # the length of that range
     columnwise: bool
     groups: list            # lists of reduction indices sharing one loop nest
     outer_stores: list      # (store, strides) made once per kept index
@@ -97,9 +98,15 @@ def schedule(kernel):
             inner_stores.append((s, strides))
         else:
             outer_stores.append((s, strides))
-    extent = domain[outer_axes[0]] if outer_axes else 1
+    # the launch range: every kept axis but the innermost (whose loop stays plain, to be
+    # vectorized or tiled), flattened, so that even a kernel whose outermost axis is short
+    # (a weight gradient's few output channels) splits into many pieces
+    lead = outer_axes[:-1] if len(outer_axes) > 1 else outer_axes
+    extent = 1
+    for a in lead:
+        extent *= domain[a]
     columnwise = bool(kernel.reductions) and bool(outer_axes) and outer_axes[-1] == len(domain) - 1
-    result = Schedule(domain, red_axes, outer_axes, load_strides, store_strides, extent,
+    result = Schedule(domain, red_axes, outer_axes, load_strides, store_strides, lead, extent,
                       columnwise, reduction_groups(kernel), outer_stores, inner_stores)
     kernel._schedule = result
     return result

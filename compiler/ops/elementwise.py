@@ -969,6 +969,11 @@ def _sub(a, b, alpha=1):
     return np.subtract(a, b if alpha == 1 else _scaled(b, alpha))
 
 
+# An impl's ``floats``: the same function for float32/float64/complex operands without
+# attributes, which need none of the half-type care (the eager fast path calls it).
+_add.floats, _sub.floats = np.add, np.subtract
+
+
 def _add_rule(a, b, alpha=1):
     dt = result_type(a, b)
     if alpha != 1 or type(alpha) is not int:
