@@ -45,21 +45,29 @@ def env():
 # ---------------------------------------------------------------- 2 ranks under mpiexec
 
 
-def test_two_ranks_every_collective_and_ddp(tmp_path):
-    """Every check of distributed_cases.py on 2 ranks; a failure names the check and rank."""
-    cmd = [mpiexec(), "-n", "2", sys.executable, CASES, "checks", str(tmp_path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env(), cwd=ROOT)
+def run_checks_on_two_ranks(tmp_path, cases, args, checks, timeout=300):
+    """Run the script ``cases`` with ``args`` on 2 ranks; each rank writes {check: failure
+    text or ""} to tmp_path/rank<r>.json.  A failure names the check and the rank; every check
+    of ``checks`` must have run on both."""
+    cmd = [mpiexec(), "-n", "2", sys.executable, cases, *args, str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env(), cwd=ROOT)
     results = {}
     for r in (0, 1):
         path = tmp_path / f"rank{r}.json"
         results[r] = json.loads(path.read_text()) if path.exists() else {}
     failures = [f"rank {r}, {name}:\n{text}" for r in (0, 1) for name, text in results[r].items() if text]
     assert not failures, "\n".join(failures)
-    import distributed_cases
     for r in (0, 1):
-        assert sorted(results[r]) == sorted(distributed_cases.CHECKS), (
+        assert sorted(results[r]) == sorted(checks), (
             f"rank {r} did not finish every check (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return results
+
+
+def test_two_ranks_every_collective_and_ddp(tmp_path):
+    """Every check of distributed_cases.py on 2 ranks; a failure names the check and rank."""
+    import distributed_cases
+    run_checks_on_two_ranks(tmp_path, CASES, ["checks"], distributed_cases.CHECKS, timeout=400)
 
 
 def test_a_rank_raising_mid_training_ends_the_job(tmp_path):

@@ -7,10 +7,7 @@ no_sync around and inside the step, find_unused_parameters, a communication hook
 a rank that skips a replay makes the other time out naming the all-reduce, viz draws the
 node).  The rest runs here without MPI: the ``all_reduce`` primitive through the passes.
 """
-import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -21,26 +18,15 @@ from dynograph.compiler.ops import REGISTRY
 from dynograph.compiler.passes.simplify import simplify
 from dynograph.compiler.pipeline import optimize
 from dynograph.compiler.text import parse_graph, print_graph
-from test_distributed import ROOT, env, mpiexec
+from test_distributed import run_checks_on_two_ranks
 
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "distributed_compile_cases.py")
 
 
 def test_two_ranks_compiled_ddp_steps(tmp_path):
     """Every check of distributed_compile_cases.py on 2 ranks; a failure names the check and rank."""
-    cmd = [mpiexec(), "-n", "2", sys.executable, CASES, str(tmp_path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env(), cwd=ROOT)
-    results = {}
-    for r in (0, 1):
-        path = tmp_path / f"rank{r}.json"
-        results[r] = json.loads(path.read_text()) if path.exists() else {}
-    failures = [f"rank {r}, {name}:\n{text}" for r in (0, 1) for name, text in results[r].items() if text]
-    assert not failures, "\n".join(failures)
     import distributed_compile_cases
-    for r in (0, 1):
-        assert sorted(results[r]) == sorted(distributed_compile_cases.CHECKS), (
-            f"rank {r} did not finish every check (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_checks_on_two_ranks(tmp_path, CASES, [], distributed_compile_cases.CHECKS)
 
 
 # ---------------------------------------------------------------- the primitive, without MPI
