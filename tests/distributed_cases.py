@@ -493,10 +493,12 @@ def sampler_and_rank0_helpers():
 # ---------------------------------------------------------------- the entry points
 
 
-def run_checks():
+def run_checks(checks, out):
+    """Run ``checks`` ({name: function}) in order, writing {name: None or the traceback} to
+    out/rank<r>.json after each one."""
     results = {}
     only = os.environ.get("DIST_CASES_ONLY")       # for debugging: a comma-separated subset
-    for name, fn in CHECKS.items():
+    for name, fn in checks.items():
         if only and name not in only.split(","):
             continue
         try:
@@ -506,7 +508,7 @@ def run_checks():
             results[name] = traceback.format_exc()
         # written after every check: when a failed check leaves the ranks out of step, the
         # job ends in a timeout, and the test still reports which check failed first
-        with open(os.path.join(OUT, f"rank{rank()}.json"), "w") as f:
+        with open(os.path.join(out, f"rank{rank()}.json"), "w") as f:
             json.dump(results, f)
         dist.barrier()
 
@@ -531,7 +533,7 @@ if __name__ == "__main__":
     dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=60) if mode == "checks" else None)
     if mode == "checks":
         OUT = sys.argv[2]
-        run_checks()
+        run_checks(CHECKS, OUT)
     else:
         fail_mid_training()
     dist.destroy_process_group()

@@ -7,10 +7,8 @@ writes OUT_DIR/rank<r>.json: check name -> null (passed) or the error text.  The
 batches and the one-process reference are tests/distributed_cases.py's.
 """
 import datetime
-import json
 import os
 import sys
-import traceback
 import warnings
 
 import numpy as np
@@ -21,7 +19,7 @@ from dynograph import nn
 from dynograph.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from distributed_cases import TwoHeads, assert_close, batches, make_model, raises, reference_weights  # noqa: E402
+from distributed_cases import TwoHeads, assert_close, batches, make_model, raises, reference_weights, run_checks  # noqa: E402
 
 CHECKS = {}
 PER_RANK = 4
@@ -287,23 +285,7 @@ def groups_of_the_same_ranks_keep_their_own_names():
 # ---------------------------------------------------------------- the job
 
 
-def run_checks(out):
-    results = {}
-    only = os.environ.get("DIST_CASES_ONLY")       # for debugging: a comma-separated subset
-    for name, fn in CHECKS.items():
-        if only and name not in only.split(","):
-            continue
-        try:
-            fn()
-            results[name] = None
-        except Exception:
-            results[name] = traceback.format_exc()
-        with open(os.path.join(out, f"rank{rank()}.json"), "w") as f:
-            json.dump(results, f)
-        dist.barrier()
-
-
 if __name__ == "__main__":
     dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=60))
-    run_checks(sys.argv[1])
+    run_checks(CHECKS, sys.argv[1])
     dist.destroy_process_group()

@@ -7,10 +7,7 @@ writes OUT_DIR/rank<r>.json: check name -> null (passed) or the error text.  The
 (the model, the batches, one process's reference training) are tests/distributed_cases.py's.
 """
 import datetime
-import json
-import os
 import sys
-import traceback
 
 import dynograph
 import dynograph.distributed as dist
@@ -20,7 +17,7 @@ from dynograph.distributed.algorithms.ddp_comm_hooks import DDPCommHookType, def
 from dynograph.futures import Future
 from dynograph.nn.parallel import DistributedDataParallel as DDP
 
-from distributed_cases import assert_close, batches, make_model, raises, rank, reference_weights
+from distributed_cases import assert_close, batches, make_model, raises, rank, reference_weights, run_checks
 
 CHECKS = {"hooks": {}, "join": {}}
 
@@ -410,20 +407,7 @@ def a_user_joinable():
 # ---------------------------------------------------------------- entry point
 
 
-def run_checks(kind, out):
-    results = {}
-    for name, fn in CHECKS[kind].items():
-        try:
-            fn()
-            results[name] = None
-        except Exception:
-            results[name] = traceback.format_exc()
-        with open(os.path.join(out, f"rank{rank()}.json"), "w") as f:
-            json.dump(results, f)
-        dist.barrier()
-
-
 if __name__ == "__main__":
     dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=60))
-    run_checks(sys.argv[1], sys.argv[2])
+    run_checks(CHECKS[sys.argv[1]], sys.argv[2])
     dist.destroy_process_group()
