@@ -242,6 +242,33 @@ def a_comm_hook_makes_the_step_fall_back():
     assert "communication hook" in (backward.eager_reason or ""), backward.explain()
 
 
+@check
+def a_comm_hook_registered_after_compiling_is_not_skipped_by_a_replay():
+    from dynograph.distributed.algorithms.ddp_comm_hooks import default_hooks
+    ddp = DDP(make_model(100), bucket_cap_mb=0.002)
+    calls = []
+
+    def counting_hook(state, bucket):
+        calls.append(bucket.index())
+        return default_hooks.allreduce_hook(state, bucket)
+
+    @dynograph.compile
+    def backward(x, y):
+        ddp.zero_grad()
+        nn.functional.mse_loss(ddp(x), y).backward()
+
+    x, y = (t[0] for t in batches(1, PER_RANK))
+    backward(shard(x), shard(y))
+    backward(shard(x), shard(y))
+    assert backward.eager_reason is None, backward.explain()
+    ddp.register_comm_hook(None, counting_hook)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        backward(shard(x), shard(y))
+    assert calls, "the hook did not run: the compiled step replayed"
+    assert "communication hook" in (backward.eager_reason or ""), backward.explain()
+
+
 # ---------------------------------------------------------------- failures
 
 

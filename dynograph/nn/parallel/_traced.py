@@ -97,12 +97,16 @@ def check_unused(ddp, tracer, unused):
 def guard_sync(ddp, tracer):
     """The compiled step depends on whether backward averages (``no_sync()`` or not) as it was
     when the call began: guard it where DDP first runs in the trace (a ``no_sync()`` inside the
-    step is part of the traced code, so the hooks' later view of the flag follows from it)."""
+    step is part of the traced code, so the hooks' later view of the flag follows from it).
+    Also on whether a communication hook is registered and whether ``join()`` is on: either
+    makes the step run eagerly, so one that comes after the step compiled must not replay it."""
     seen = _GUARDED.setdefault(tracer, set())
     if id(ddp) not in seen:
         seen.add(id(ddp))
-        tracer.fact(f"DistributedDataParallel {id(ddp):#x} require_backward_grad_sync",
-                    lambda: ddp.require_backward_grad_sync)
+        name = f"DistributedDataParallel {id(ddp):#x}"
+        tracer.fact(f"{name} require_backward_grad_sync", lambda: ddp.require_backward_grad_sync)
+        tracer.fact(f"{name} has a communication hook", lambda: ddp.reducer.comm_hook is not None)
+        tracer.fact(f"{name} runs under join()", lambda: ddp._join_config.enable)
 
 
 USED = "all_reduce of DistributedDataParallel's used parameters"
