@@ -38,6 +38,11 @@ def call(op, *args, **attrs):
         out = _simple(op, args)
         if out is not None:
             return out
+    return _general(op, args, attrs)
+
+
+def _general(op, args, attrs):
+    """``call`` past the fast path for simple operands."""
     if RECORDER.active is not None:
         return RECORDER.active.run(op.name, _call_profiled, op, args, attrs)
     if TRACE.tracer is not None:            # sizes the user's code handed over become ints
@@ -92,7 +97,7 @@ def binary(op, a, b):
         out = _simple(op, (a, b))
         if out is not None:
             return out
-    return call(op, a, b)
+    return _general(op, (a, b), {})
 
 
 def _simple(op, args):
