@@ -1,7 +1,7 @@
 """The ``llvm`` backend: kernel descriptions rendered as LLVM IR (render.py), compiled and
 loaded by the JIT (jit.py), launched on the host's cores.
 
-A launch splits the outermost kept axis of a kernel into pieces run by the worker pool
+A launch splits a kernel's lead axes (schedule.lead, flattened) into pieces run by the worker pool
 (pool.py) when the kernel has at least ``PIECE_MIN`` domain elements per piece (reduce axes
 included: they are work too); smaller kernels run whole on the calling thread.  The compiled
 functions take the range ``[begin, end)`` and run without the GIL.

@@ -98,7 +98,7 @@ class Renderer(ExpressionWalker):
     def render(self):
         k = self.k
         # the buffers, the fault flag (kernels dividing integers), then the range [begin, end)
-        # of the outermost kept axis this call runs
+        # of the schedule's lead axes (flattened) this call runs
         flags = [PTR] if k.divides_integers else []
         fnty = ir.FunctionType(ir.VoidType(), [PTR] * len(k.buffers) + flags + [I64, I64])
         self.fn = ir.Function(self.mod, fnty, name=self.name)

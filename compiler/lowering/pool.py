@@ -1,6 +1,6 @@
 """Max pooling as a loop-level Kernel (kernel.py's description, rendered by any backend).
 
-The domain is (planes, *out[:-1], *kernel, out[-1]), the kernel axes reduced twice: ``max`` gives each
+The domain is (planes, *out, *kernel), the kernel axes reduced twice: ``max`` gives each
 window's value (a NaN propagates) and ``argmax_pool`` the row-major position of the chosen
 element within the window under PyTorch's max-pool rule (the first largest element, or the
 last NaN).  The caller turns positions into flat indices in the plane.  Windows must lie
