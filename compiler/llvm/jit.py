@@ -8,6 +8,12 @@ reductions, up to fifty times as long; interleaving (several vector accumulators
 another quarter of the compile time for no measurable gain on memory-bound loops.  Unrolling
 stays: the direct convolution kernels' small constant loops need it.
 
+Compilation is thread-safe and runs in parallel (runtime/backend.py compiles a program's kernels
+on a few threads): llvmlite serializes every call into LLVM behind one process-wide lock, so
+the four calls that take the time (parsing, verifying, the pass pipeline, code generation) are
+made without it, each compilation in an LLVM context of its own with its thread's own
+TargetMachine (neither is thread-safe); everything else goes through llvmlite as usual.
+
 Compiled kernels are cached (runtime/backend.py) in memory by their description's hash, and on
 disk as object code in the runtime's disk cache (runtime/cache.py, folder ``kernels``) under
 ``DISK``'s header: the format version, llvmlite's version, the host CPU and its features and a
@@ -27,6 +33,8 @@ import time
 
 import llvmlite
 import llvmlite.binding as llvm
+from llvmlite.binding import ffi
+from llvmlite.binding.module import ModuleRef
 
 from dynograph.runtime import config
 from dynograph.runtime.backend import STATS  # noqa: F401  (compilations of every backend)
@@ -51,18 +59,25 @@ _codegen = {}
 def _init():
     """The target machine and the JIT engine, created once per process."""
     if not _state:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        for option in OPTIONS:
-            llvm.set_option("dynograph", option)
-        target = llvm.Target.from_default_triple()
-        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-        def machine():
-            return target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic",
-                                                codemodel="jitdefault")
-        _state.update(tm=machine(), machine=machine, triple=llvm.get_process_triple(),
-                      fingerprint=f"{cpu};{features}", objects=[])
+        with _lock:
+            if not _state:
+                _initialize()
     return _state
+
+
+def _initialize():
+    """LLVM's native target, the options and the host's description (once, under the lock)."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    for option in OPTIONS:
+        llvm.set_option("dynograph", option)
+    target = llvm.Target.from_default_triple()
+    cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    def machine():
+        return target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic",
+                                            codemodel="jitdefault")
+    _state.update(machine=machine, triple=llvm.get_process_triple(),
+                  fingerprint=f"{cpu};{features}", objects=[])
 
 
 def triple():
@@ -121,30 +136,71 @@ SPEED_LEVEL = 2     # LLVM's -O level of the pass pipeline (see above)
 TUNING = {"loop_vectorization": True, "slp_vectorization": True, "loop_interleaving": False}
 
 
+_local = threading.local()
+
+
+def _machine():
+    """This thread's TargetMachine: LLVM's is not thread-safe (code generation keeps state in
+    it), so each compiling thread has its own, made with the same options."""
+    tm = getattr(_local, "tm", None)
+    if tm is None:
+        tm = _local.tm = _init()["machine"]()
+    return tm
+
+
+def _unlocked(name):
+    """The C function ``name`` of llvmlite's library, called without llvmlite's process-wide
+    lock (which would make parallel compilations take turns).  Only for calls on objects this
+    thread alone holds: a module in its own context, its own TargetMachine."""
+    return getattr(ffi.lib, name)._cfn
+
+
 def optimize(module_text):
-    """Parse, verify and optimize LLVM IR text for the host; returns the ModuleRef."""
-    state = _init()
-    mod = llvm.parse_assembly(module_text)
-    mod.verify()
+    """Parse, verify and optimize LLVM IR text for the host; returns the ModuleRef (in an LLVM
+    context of its own)."""
+    context = llvm.create_context()
+    with ffi.OutputString() as err:
+        mod = ModuleRef(_unlocked("LLVMPY_ParseAssembly")(context, ctypes.c_char_p(
+            module_text.encode()), err), context)
+        if err:
+            mod.close()
+            raise RuntimeError(f"LLVM IR parsing error\n{err}")
+    with ffi.OutputString() as err:
+        if _unlocked("LLVMPY_VerifyModule")(mod, err):
+            raise RuntimeError(str(err))
     pto = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL)
     for option, value in TUNING.items():
         setattr(pto, option, value)
-    pb = llvm.create_pass_builder(state["tm"], pto)
-    pb.getModulePassManager().run(mod, pb)
+    pb = llvm.create_pass_builder(_machine(), pto)
+    _unlocked("LLVMPY_RunNewModulePassManager")(pb.getModulePassManager(), mod, pb)
     return mod
 
 
+def _object_code(mod):
+    """The object code of an optimized module, by this thread's TargetMachine."""
+    with ffi.OutputString() as err:
+        buffer = _unlocked("LLVMPY_TargetMachineEmitToMemory")(_machine(), mod, 1, err)
+        if not buffer:
+            raise RuntimeError(str(err))
+    try:
+        return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(buffer),
+                                ffi.lib.LLVMPY_GetBufferSize(buffer))
+    finally:
+        ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
+
+
 def emit_object(module_text, name, describe=""):
-    """Object code of LLVM IR text, optimized for the host."""
+    """Object code of LLVM IR text, optimized for the host.  Safe to call from several threads
+    at once: they compile in parallel."""
     start = time.perf_counter()
-    with _lock:
-        mod = optimize(module_text)
-        obj = _init()["tm"].emit_object(mod)
+    mod = optimize(module_text)
+    obj = _object_code(mod)
     if config.debug("kernels"):
         ms = (time.perf_counter() - start) * 1e3
         print(f"[dynograph] compiled {name} {describe} in {ms:.1f} ms", file=sys.stderr)
     if config.debug("llvm_ir"):
         print(str(mod), file=sys.stderr)
+    mod.close()
     return obj
 
 
