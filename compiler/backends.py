@@ -1,7 +1,7 @@
 """Running a compiled entry on a backend, then applying its effects to the user's objects."""
 import numpy as np
 
-from dynograph.runtime import host_kernels
+from dynograph.runtime import device_kernels, host_kernels
 from . import interpreter
 from .binding import assign_binding, write_binding
 
@@ -18,6 +18,16 @@ def llvm_kernels():
 
 
 host_kernels.install(llvm_kernels)
+
+
+def cuda_kernels():
+    """The CUDA code generator's single-op kernels, lent to eager ops on cuda tensors
+    (runtime/device_kernels.py); imported when the first op on a cuda tensor asks."""
+    from .cuda.eager import device_ops
+    return device_ops()
+
+
+device_kernels.install(cuda_kernels)
 
 
 def get_runner(backend):

@@ -16,6 +16,7 @@ from dynograph.compiler.ops import creation as C
 from dynograph._trace_hook import TRACE
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import CPU, as_device, device as _device
+from ._device import cuda_index, transfer
 from ._dispatch import call
 from ._inplace import check_inplace_leaf, check_no_internal_overlap, commit, writable
 from ._tensor import Tensor, tensor_method
@@ -188,11 +189,16 @@ def to(self, *args, **kwargs):
             if arg is FROM_NUMPY[self._data.dtype]:
                 return self
             return call(C.to_copy, self, dtype=arg)
-        if arg == "cpu" or arg is CPU:
+        if (arg == "cpu" or arg is CPU) and type(self._data) is np.ndarray:
             return self
     device, dtype, copy, key = _parse_to(args, kwargs)
     if device is not None:
-        as_device(device)                   # raises the one clear error for CUDA
+        device = as_device(device)          # raises the one clear error where CUDA is unavailable
+        if device != self.device and not (device.index is None and device.type == self.device.type):
+            moved = transfer(self, device)
+            if dtype is None or dtype is moved.dtype:
+                return moved
+            return call(C.to_copy, moved, dtype=dtype, **_format_attrs(key))
     if dtype is None:
         dtype = self.dtype
     if not copy and dtype is self.dtype:         # nothing to convert: no copy, whatever the layout
@@ -262,15 +268,20 @@ for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float
 
 @tensor_method
 def cpu(self, memory_format=preserve_format):
-    """Tensors live on the CPU: returns ``self``."""
-    return self
+    """This tensor in host memory: ``self`` when it is there already, else a copy."""
+    if type(self._data) is np.ndarray:
+        return self
+    return transfer(self, CPU)
 
 
 @tensor_method
 def cuda(self, device=None, non_blocking=False, memory_format=preserve_format):
-    """Raises the one clear error: this build has no CUDA device."""
-    as_device("cuda" if device is None else device)
-    return self
+    """This tensor on CUDA device ``device`` (the current one by default): ``self`` when it is
+    there already, else a copy; the one clear error where CUDA is unavailable."""
+    index = cuda_index(device)
+    if self.is_cuda and self._data.index == index:
+        return self
+    return transfer(self, as_device(f"cuda:{index}"))
 
 
 # ---------------------------------------------------------------- copies

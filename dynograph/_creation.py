@@ -41,8 +41,19 @@ def tname(x):
     return type(x).__name__
 
 
-def finish_created(t, requires_grad, out=None):
-    """Apply ``requires_grad`` / ``out=`` to a freshly created tensor."""
+def _cuda_of(t):
+    """``t``'s device where it is a CUDA one (what new tensors made from ``t`` take), else None."""
+    return t.device if t.is_cuda else None
+
+
+def finish_created(t, requires_grad, out=None, device=None):
+    """Apply ``device`` / ``requires_grad`` / ``out=`` to a freshly created (host) tensor."""
+    if device is not None:
+        device = as_device(device)
+        if device.type == "cuda":
+            t = t.to(device)
+    elif out is not None and out.is_cuda:
+        t = t.to(out.device)
     if requires_grad:
         if not (t.dtype.is_floating_point or t.dtype.is_complex):
             raise RuntimeError(
@@ -163,7 +174,7 @@ def _filled(shape, value, dtype, device, requires_grad, out, strides=None):
         t = call(C.full, shape=shape, fill_value=value, dtype=dtype)
     else:
         t = call(C.full, shape=shape, fill_value=value, dtype=dtype, strides=strides)
-    return finish_created(t, requires_grad, out)
+    return finish_created(t, requires_grad, out, device)
 
 
 def zeros(*args, size=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
@@ -242,7 +253,7 @@ def _empty(shape, dtype, device, requires_grad, out, strides=None):
         t = call(C.empty, shape=shape, dtype=dtype)
     else:
         t = call(C.empty, shape=shape, dtype=dtype, strides=strides)
-    return finish_created(t, requires_grad, out)
+    return finish_created(t, requires_grad, out, device)
 
 
 def empty(*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -264,7 +275,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     buf = _empty((storage,), dtype, device, False, None)._data
     item = buf.itemsize
     t = Tensor._wrap(np.lib.stride_tricks.as_strided(buf, shape, tuple(s * item for s in stride)))
-    return finish_created(t, requires_grad)
+    return finish_created(t, requires_grad, device=device)
 
 
 # ---------------------------------------------------------------- *_like
@@ -288,7 +299,9 @@ def check_input(input, fn):
 
 def _like(fn, input, value, dtype, device, requires_grad, memory_format):
     check_input(input, fn)
-    strides = like_strides(input, memory_format)
+    # cuda tensors are made contiguous (device arrays have no preserved layouts yet)
+    strides = None if input.is_cuda else like_strides(input, memory_format)
+    device = device or _cuda_of(input)
     dtype = dtype_arg(dtype) or input.dtype
     if value is None:
         return _empty(tuple(input._data.shape), dtype, device, requires_grad, None, strides)
@@ -361,7 +374,7 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
     if dtype is D.bool:
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     t = call(C.arange, start=start, end=end, step=step, dtype=dtype)
-    return finish_created(t, requires_grad, out)
+    return finish_created(t, requires_grad, out, device)
 
 
 _RANGE_DEPRECATED = ("dynograph.range is deprecated and will be removed in a future release because its "
@@ -386,7 +399,7 @@ def range(start, end, step=1, *, out=None, dtype=None, layout=None, device=None,
         as_device(device)
     # computed in float64 so that start + i * step rounds once, into the target dtype
     t = call(C.arange, start=0, end=count, step=1, dtype=D.float64).mul(step).add(start).to(dtype)
-    return finish_created(t, requires_grad, out)
+    return finish_created(t, requires_grad, out, device)
 
 
 _SPACE_SIGNATURES = (
@@ -416,7 +429,7 @@ def linspace(start, end, steps=None, *, out=None, dtype=None, layout=None, devic
     if device is not None:
         as_device(device)
     t = call(C.linspace, start=start, end=end, steps=steps, dtype=dtype)
-    return finish_created(t, requires_grad, out)
+    return finish_created(t, requires_grad, out, device)
 
 
 def logspace(start, end, steps=None, base=10.0, *, out=None, dtype=None, layout=None,
@@ -428,7 +441,7 @@ def logspace(start, end, steps=None, base=10.0, *, out=None, dtype=None, layout=
     if device is not None:
         as_device(device)
     t = call(C.logspace, start=start, end=end, steps=steps, base=builtins.float(base), dtype=dtype)
-    return finish_created(t, requires_grad, out)
+    return finish_created(t, requires_grad, out, device)
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
@@ -443,7 +456,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, pin_memory
     if device is not None:
         as_device(device)
     t = call(C.eye, n=n, m=m, dtype=dtype)
-    return finish_created(t, requires_grad, out)
+    return finish_created(t, requires_grad, out, device)
 
 
 # ---------------------------------------------------------------- tensor() from data
@@ -637,7 +650,7 @@ def _array_of(data, dtype, fn="dynograph.tensor"):
     """A new numpy array (never shared with ``data``) holding ``data`` as ``dtype``."""
     if isinstance(data, Tensor):
         _copy_warning(fn)
-        src = data._data
+        src = data._host_data()
         return C.cast(src, (dtype or data.dtype).np, order="K" if C.is_dense(src) else "C")
     if isinstance(data, np.ndarray):
         _np_dtype(data)
@@ -655,13 +668,13 @@ def _array_of(data, dtype, fn="dynograph.tensor"):
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor that owns a copy of ``data`` (nested lists, numbers, numpy arrays, tensors)."""
-    if device is not None:
-        as_device(device)
+    if device is None and isinstance(data, Tensor):
+        device = _cuda_of(data)
     if type(data) is builtins.float and dtype is None:      # the common scalar case
         t = Tensor._wrap(np.array(data, dtype=D.get_default_dtype().np))
     else:
         t = Tensor._wrap(_array_of(data, dtype_arg(dtype)))
-    return finish_created(t, requires_grad)
+    return finish_created(t, requires_grad, device=device)
 
 
 def as_tensor(data, *, dtype=None, device=None):
@@ -670,7 +683,10 @@ def as_tensor(data, *, dtype=None, device=None):
         as_device(device)
     dtype = dtype_arg(dtype)
     if isinstance(data, Tensor):
+        data = data if device is None else data.to(device)
         return data if dtype is None or data.dtype is dtype else data.to(dtype)
+    if device is not None and as_device(device).type == "cuda":
+        return tensor(data, dtype=dtype, device=device)
     if isinstance(data, np.ndarray):
         src = _np_dtype(data)
         _no_negative_strides(data)
@@ -713,17 +729,16 @@ def from_numpy(ndarray, /):
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
                pin_memory=False):
     """A new tensor from ``data`` with this tensor's dtype unless told otherwise."""
-    if device is not None:
-        as_device(device)
     return finish_created(Tensor._wrap(_array_of(data, dtype_arg(dtype) or self.dtype, "tensor.new_tensor")),
-                   requires_grad)
+                          requires_grad, device=device or _cuda_of(self))
 
 
 @tensor_method
 def new_empty(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None,
               pin_memory=False):
     """An uninitialized tensor with this tensor's dtype."""
-    return _empty(parse_size(args, size, "new_empty"), dtype_arg(dtype) or self.dtype, device,
+    return _empty(parse_size(args, size, "new_empty"), dtype_arg(dtype) or self.dtype,
+                  device or _cuda_of(self),
                   requires_grad, None)
 
 
@@ -731,7 +746,8 @@ def new_empty(self, *args, size=None, dtype=None, device=None, requires_grad=Fal
 def new_zeros(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None,
               pin_memory=False):
     """Zeros with this tensor's dtype."""
-    return _filled(parse_size(args, size, "new_zeros"), 0, dtype_arg(dtype) or self.dtype, device,
+    return _filled(parse_size(args, size, "new_zeros"), 0, dtype_arg(dtype) or self.dtype,
+                   device or _cuda_of(self),
                    requires_grad, None)
 
 
@@ -739,7 +755,8 @@ def new_zeros(self, *args, size=None, dtype=None, device=None, requires_grad=Fal
 def new_ones(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False):
     """Ones with this tensor's dtype."""
-    return _filled(parse_size(args, size, "new_ones"), 1, dtype_arg(dtype) or self.dtype, device,
+    return _filled(parse_size(args, size, "new_ones"), 1, dtype_arg(dtype) or self.dtype,
+                   device or _cuda_of(self),
                    requires_grad, None)
 
 
@@ -751,14 +768,15 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
     value = _fill_scalar(fill_value, "new_full")
     dtype = dtype_arg(dtype) or self.dtype
     C.check_scalar(value, dtype)
-    return _filled(shape, value, dtype, device, requires_grad, None)
+    return _filled(shape, value, dtype, device or _cuda_of(self), requires_grad, None)
 
 
 @tensor_method
 def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
                       layout=None, pin_memory=False):
     """An uninitialized tensor with the given strides and this tensor's dtype."""
-    return empty_strided(size, stride, dtype=dtype_arg(dtype) or self.dtype, device=device,
+    return empty_strided(size, stride, dtype=dtype_arg(dtype) or self.dtype,
+                         device=device or _cuda_of(self),
                          requires_grad=requires_grad)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from dynograph.compiler.ops.core import TensorSpec
 from dynograph.compiler.ops.evaluate import elementwise, quiet as _np_quiet, restore as _np_restore
 from dynograph.runtime import config, dtypes as D
+from . import _device
 from ._direct_kernels import run as _direct
 from ._tensor import Tensor
 from ._trace_hook import TRACE, SizeInt, plain
@@ -20,6 +21,7 @@ from .autograd.graph import OpNode
 from .autograd.profiler import RECORDER
 
 _ndarray = np.ndarray
+_on_device = _device.on_device
 _wrap = Tensor._wrap
 _new = object.__new__
 
@@ -51,6 +53,19 @@ def _general(op, args, attrs):
                 TRACE.tracer.size_consumed(int.__int__(a), f"an operand of {op.name}")
         args = tuple(plain(a) for a in args)
         attrs = {k: plain(v) for k, v in attrs.items()}
+    if _on_device(args):
+        result = _device.run(op, args, attrs, _compute)
+    else:
+        result = _compute(op, args, attrs)
+    if CHECK_META:
+        check_meta(op, args, attrs, result)
+    if TRACE.tracer is not None:
+        return _traced(op, args, attrs, result)
+    return _result(op, args, attrs, result)
+
+
+def _compute(op, args, attrs):
+    """The result arrays of ``op`` on host operands."""
     if op.kind == "elementwise":
         # the operands' numpy values (two operands, the common case, without a loop: ~0.1 us less)
         if len(args) == 2:
@@ -68,11 +83,7 @@ def _general(op, args, attrs):
             result = _run(op, args, attrs)
     else:
         result = _run(op, args, attrs)
-    if CHECK_META:
-        check_meta(op, args, attrs, result)
-    if TRACE.tracer is not None:
-        return _traced(op, args, attrs, result)
-    return _result(op, args, attrs, result)
+    return result
 
 
 # (op, numpy dtype[, scalar type, scalar position]) -> (impl, numpy result dtype), or None: the
@@ -120,7 +131,7 @@ def _simple(op, args):
             x = a._data
             if isinstance(b, Tensor):
                 y = b._data
-                if x.dtype is not y.dtype or x.shape != y.shape:
+                if x.dtype is not y.dtype or x.shape != y.shape or type(y) is not _ndarray:
                     return None
                 if not (x.flags.c_contiguous and y.flags.c_contiguous):
                     return None         # the general path lays the result out as PyTorch
@@ -142,7 +153,7 @@ def _simple(op, args):
             return None
     else:
         return None
-    if not x.size:                      # empty: the general path gives PyTorch's strides
+    if type(x) is not _ndarray or not x.size:   # a device array; empty: PyTorch's strides
         return None
     entry = _SIMPLE.get(key, False)
     if entry is False:

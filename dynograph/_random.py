@@ -176,7 +176,7 @@ def _create(op, shape, dtype, out, device, requires_grad, generator, **attrs):
     if device is not None:
         as_device(device)
     t = call(op, shape=shape, dtype=dtype, generator=_bits(generator), **attrs)
-    return finish_created(t, requires_grad, out)
+    return finish_created(t, requires_grad, out, device)
 
 
 def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -275,7 +275,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     if device is not None:
         as_device(device)
     t = call(C.randperm, n=n, dtype=dtype, generator=_bits(generator))
-    return finish_created(t, requires_grad, out)
+    return finish_created(t, requires_grad, out, device)
 
 
 _NORMAL_SIGNATURES = (
@@ -352,8 +352,9 @@ def _like(input, op, dtype, device, requires_grad, memory_format, generator, **a
     """A sample with ``input``'s shape laid out as ``empty_like(input)`` (PyTorch fills an
     ``empty_like`` result in place)."""
     shape = tuple(input._data.shape)
+    device = device or (input.device if input.is_cuda else None)
     t = _create(op, shape, dtype, None, device, False, generator, **attrs)
-    strides = like_strides(input, memory_format)
+    strides = None if t.is_cuda else like_strides(input, memory_format)
     if strides is not None and strides != t.stride():
         t = call(C.empty, shape=shape, dtype=dtype, strides=strides).copy_(t)
     return finish_created(t, requires_grad)

@@ -12,7 +12,7 @@ import numpy as np
 from dynograph._trace_hook import TRACE
 from dynograph.compiler.ops.creation import with_torch_strides
 from dynograph.runtime import dtypes as D
-from dynograph.runtime.device import CPU, as_device
+from dynograph.runtime.device import CPU
 
 FROM_NUMPY = D.FROM_NUMPY
 
@@ -74,7 +74,7 @@ class Tensor:
 
     @staticmethod
     def _wrap(array):
-        if not array.size:
+        if not array.size and type(array) is np.ndarray:
             array = with_torch_strides(array)
         t = object.__new__(Tensor)
         t._data = array
@@ -128,15 +128,16 @@ class Tensor:
 
     @property
     def device(self):
-        return CPU
+        d = self._data
+        return CPU if type(d) is np.ndarray else d.device
 
     @property
     def is_cuda(self):
-        return False
+        return type(self._data) is not np.ndarray
 
     @property
     def is_cpu(self):
-        return True
+        return type(self._data) is np.ndarray
 
     @property
     def layout(self):
@@ -157,6 +158,8 @@ class Tensor:
         return strides[wrap_dim(dim, self._data.ndim)]
 
     def storage_offset(self):
+        if type(self._data) is not np.ndarray:
+            return self._data.offset // self._data.itemsize
         base = self._data
         while isinstance(base.base, np.ndarray):
             base = base.base
@@ -164,13 +167,15 @@ class Tensor:
                 - base.__array_interface__["data"][0]) // self._data.itemsize
 
     def data_ptr(self):
+        if type(self._data) is not np.ndarray:
+            return self._data.address
         return self._data.__array_interface__["data"][0]
 
     def is_contiguous(self, memory_format=None):
         return self._data.flags.c_contiguous or self._data.size <= 1
 
     def get_device(self):
-        return -1
+        return -1 if type(self._data) is np.ndarray else self._data.index
 
     @property
     def requires_grad(self):
@@ -216,11 +221,24 @@ class Tensor:
         if self.requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        self._host_check()
         return self._data
+
+    def _host_check(self):
+        """numpy() and friends on a cuda tensor: torch's error."""
+        if type(self._data) is not np.ndarray:
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
+                            "Tensor.cpu() to copy the tensor to host memory first.")
+
+    def _host_data(self):
+        """The elements in host memory: the array itself, or a copy of a cuda tensor's."""
+        d = self._data
+        return d if type(d) is np.ndarray else d.to_host()
 
     def __array__(self, dtype=None, copy=None):
         if TRACE.tracer is not None:
             TRACE.tracer.graph_break('the tensor is converted to a numpy array (non-dynograph code)')
+        self._host_check()
         if dtype is None:
             return self._data
         return self._data.astype(dtype, copy=False)
@@ -228,8 +246,8 @@ class Tensor:
     def tolist(self):
         if TRACE.tracer is not None:
             TRACE.tracer.graph_break('Tensor.tolist() reads values into Python')
-        return self._data.astype(np.float32).tolist() if D.is_bfloat16(self._data.dtype) else \
-            self._data.tolist()
+        data = self._host_data()
+        return data.astype(np.float32).tolist() if D.is_bfloat16(data.dtype) else data.tolist()
 
     def item(self):
         if TRACE.tracer is not None:
@@ -237,9 +255,8 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        v = float(self._data.reshape(())) if D.is_bfloat16(self._data.dtype) else \
-            self._data.reshape(()).item()
-        return v
+        data = self._host_data()
+        return float(data.reshape(())) if D.is_bfloat16(data.dtype) else data.reshape(()).item()
 
     def _scalar_check(self, what):
         if self._data.size != 1:
@@ -289,8 +306,9 @@ class Tensor:
 
     def __reduce_ex__(self, protocol):
         # pickling (used by multiprocessing): data, dtype and requires_grad
-        return (_rebuild, (self._data.copy() if not self._data.flags.c_contiguous else self._data,
-                           self.requires_grad))
+        data = self._host_data()
+        return (_rebuild, (data.copy() if not data.flags.c_contiguous else data,
+                           self.requires_grad, str(self.device)))
 
 
     def __format__(self, spec):
@@ -298,20 +316,15 @@ class Tensor:
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
-    # device movement: everything lives on the CPU until a CUDA runtime exists
-    def cpu(self):
-        return self
-
-    def cuda(self, device=None, non_blocking=False):
-        as_device("cuda" if device is None else device)
-
     @property
     def is_meta(self):
         return False
 
 
-def _rebuild(array, requires_grad):
+def _rebuild(array, requires_grad, device="cpu"):
     t = Tensor._wrap(array)
+    if device != "cpu":
+        t = t.to(device)
     if requires_grad:
         t.requires_grad = True
     return t

@@ -56,6 +56,9 @@ VARIABLES = (
     Variable("CHECK_META", "flag", False,
              "1: check every eager op's meta rule against the result it computed (on in the "
              "tests; read at import)."),
+    Variable("CUDA_EMULATE", "number", 0,
+             "N > 0: CUDA devices are N emulated ones whose kernels run on the CPU "
+             "(runtime/cuda_emulated.py; for checking the CUDA path on machines without a GPU)."),
 )
 
 _BY_NAME = {v.name: v for v in VARIABLES}

@@ -15,6 +15,7 @@ host synchronization.
 import threading
 from dataclasses import dataclass
 
+from . import config
 from .cuda_allocator import CachingAllocator
 from .device import NoCudaError
 
@@ -59,6 +60,10 @@ def _import_driver():
 
 def _probe():
     """(Unavailable or None, the driver module or None)."""
+    emulated = int(config.get("CUDA_EMULATE") or 0)
+    if emulated > 0:
+        from .cuda_emulated import Driver
+        return None, Driver(emulated)
     try:
         import pycuda  # noqa: F401  (the package alone: its driver module needs libcuda)
     except ImportError:
@@ -97,6 +102,12 @@ def require():
     if reason is not None:
         raise NoCudaError(reason.message())
     return _state["driver"]
+
+
+def emulated():
+    """Whether the devices are emulated ones (runtime/cuda_emulated.py)."""
+    from .cuda_emulated import Driver
+    return isinstance(_state.get("driver"), Driver)
 
 
 def is_initialized():

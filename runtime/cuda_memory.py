@@ -1,7 +1,12 @@
-"""Arrays in CUDA device memory: a block of a device's caching allocator with a shape and a numpy
-dtype, returned to the allocator when the array is dropped; copies to and from host arrays.
+"""Arrays in CUDA device memory: a block of a device's caching allocator with a shape, strides and
+a numpy dtype (what a cuda tensor's ``_data`` is, as a numpy array is a cpu tensor's).
 
-Device arrays are contiguous (C order): the memory plans a backend allocates for are.
+A ``DeviceArray`` made with a shape owns a new contiguous block, returned to the allocator when
+the last array using it is dropped; ``view(shape, strides, offset)`` makes another array over the
+same block (a tensor view).  Arrays answer numpy's questions about their layout (``shape``,
+``strides`` in bytes, ``ndim``, ``size``, ``itemsize``, ``nbytes``, ``flags.c_contiguous``,
+``base``) so that code reading a tensor's geometry works on both.  Copies to and from host arrays
+move the bytes a view spans, so strided views copy too.
 """
 import math
 import weakref
@@ -9,57 +14,180 @@ import weakref
 import numpy as np
 
 from . import cuda_driver
+from .device import device
+
+
+class _Flags:
+    __slots__ = ("c_contiguous", "writeable")
+
+    def __init__(self, c_contiguous):
+        self.c_contiguous = c_contiguous
+        self.writeable = True
+
+
+def contiguous_strides(shape, itemsize):
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+class _Block:
+    """A block of device memory, freed when no array uses it."""
+    __slots__ = ("index", "address", "nbytes", "__weakref__")
+
+    def __init__(self, nbytes, index):
+        alloc = cuda_driver.allocator(index)
+        self.index = cuda_driver.current_device() if index is None else index
+        self.nbytes = nbytes
+        self.address = alloc.malloc(nbytes)
+        weakref.finalize(self, alloc.free, self.address)
 
 
 class DeviceArray:
-    """``shape`` and ``dtype`` over ``nbytes`` of device ``index``'s memory at ``address``."""
+    """``shape`` and ``dtype`` with byte ``strides`` over device ``index``'s memory; ``address``
+    is the first element's."""
 
-    __slots__ = ("shape", "dtype", "index", "address", "nbytes", "__weakref__")
+    __slots__ = ("shape", "dtype", "strides", "address", "block", "base", "__weakref__")
 
     def __init__(self, shape, dtype, index=None):
         self.shape, self.dtype = tuple(int(n) for n in shape), np.dtype(dtype)
-        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
-        alloc = cuda_driver.allocator(index)
-        self.index = cuda_driver.current_device() if index is None else index
-        self.address = alloc.malloc(self.nbytes)
-        weakref.finalize(self, alloc.free, self.address)
+        self.strides = contiguous_strides(self.shape, self.dtype.itemsize)
+        self.block = _Block(math.prod(self.shape) * self.dtype.itemsize, index)
+        self.address = self.block.address
+        self.base = None
+
+    # -- numpy's questions ---------------------------------------------------------------------
+    @property
+    def index(self):
+        return self.block.index
+
+    @property
+    def device(self):
+        return device("cuda", self.block.index)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
 
     @property
     def size(self):
         return math.prod(self.shape)
 
     @property
-    def strides(self):
-        strides, step = [], self.dtype.itemsize
-        for n in reversed(self.shape):
-            strides.append(step)
-            step *= max(n, 1)
-        return tuple(reversed(strides))
+    def itemsize(self):
+        return self.dtype.itemsize
 
+    @property
+    def nbytes(self):
+        return self.size * self.dtype.itemsize
+
+    @property
+    def flags(self):
+        return _Flags(self.is_contiguous())
+
+    def is_contiguous(self):
+        if self.size <= 1:
+            return True
+        want = contiguous_strides(self.shape, self.itemsize)
+        return all(n == 1 or s == w for n, s, w in zip(self.shape, self.strides, want))
+
+    @property
+    def offset(self):
+        """Bytes from the start of the block to the first element."""
+        return self.address - self.block.address
+
+    # -- views ---------------------------------------------------------------------------------
+    def view(self, shape, strides, offset, dtype=None):
+        """An array over this one's block: ``shape``, byte ``strides``, ``offset`` bytes from
+        the block's start (of ``dtype``, this array's by default)."""
+        out = object.__new__(DeviceArray)
+        out.shape = tuple(int(n) for n in shape)
+        out.dtype = self.dtype if dtype is None else np.dtype(dtype)
+        out.strides = tuple(int(s) for s in strides)
+        out.block = self.block
+        out.address = self.block.address + int(offset)
+        out.base = self if self.base is None else self.base
+        return out
+
+    def span(self):
+        """(first byte, end byte) of the elements, relative to ``address``."""
+        if self.size == 0:
+            return 0, 0
+        low = sum(s * (n - 1) for n, s in zip(self.shape, self.strides) if s < 0)
+        high = sum(s * (n - 1) for n, s in zip(self.shape, self.strides) if s > 0)
+        return low, high + self.itemsize
+
+    def shadow(self):
+        """(a numpy array with this array's shape, strides, dtype and offset over no memory, the
+        shadow of its whole block): numpy's own view and layout code runs on it, touching no
+        element, and a result's address minus the block shadow's is its offset in the block."""
+        nbytes = self.block.nbytes
+        root = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(max(nbytes, 1),),
+                                               strides=(1,))
+        array = np.ndarray(self.shape, self.dtype, buffer=root, offset=self.offset,
+                           strides=self.strides)
+        return array, root
+
+    # -- copies --------------------------------------------------------------------------------
     @classmethod
     def from_host(cls, array, index=None):
-        """A device copy of a host array."""
+        """A contiguous device copy of a host array."""
         host = np.ascontiguousarray(array)
         out = cls(host.shape, host.dtype, index)
         out.copy_from_host(host)
         return out
 
     def copy_from_host(self, array):
-        host = np.ascontiguousarray(array, dtype=self.dtype)
-        if host.shape != self.shape:
+        """Write a host array (broadcast to this shape, cast to this dtype) into these elements."""
+        host = np.asarray(array)
+        if self.size == 0:
+            return
+        try:
+            host = np.broadcast_to(host, self.shape)
+        except ValueError:
             raise ValueError(f"cannot copy a host array of shape {host.shape} into a device array "
-                             f"of shape {self.shape}")
-        if self.nbytes:
-            cuda_driver.activate(self.index)
-            cuda_driver.copy_to_device(self.address, host)
+                             f"of shape {self.shape}") from None
+        cuda_driver.activate(self.index)
+        if self.is_contiguous():
+            cuda_driver.copy_to_device(self.address, np.ascontiguousarray(host, dtype=self.dtype))
+            return
+        # a strided view: read the bytes it spans, replace its elements, write them back
+        low, _ = self.span()
+        raw, view = self._window_of_span()
+        view[...] = host
+        cuda_driver.copy_to_device(self.address + low, raw)
+
+    def _window_of_span(self):
+        low, high = self.span()
+        raw = np.empty(high - low, np.uint8)
+        if raw.size:
+            cuda_driver.copy_to_host(raw, self.address + low)
+        view = np.ndarray(self.shape, self.dtype, buffer=raw, offset=-low, strides=self.strides)
+        return raw, view
 
     def to_host(self):
-        """A new host array with this array's contents (waits for the work queued before)."""
+        """A new contiguous host array with this array's elements (waits for the work queued
+        before)."""
         host = np.empty(self.shape, self.dtype)
-        if self.nbytes:
-            cuda_driver.activate(self.index)
+        if self.size == 0:
+            return host
+        cuda_driver.activate(self.index)
+        if self.is_contiguous():
             cuda_driver.copy_to_host(host, self.address)
+            return host
+        _, view = self._window_of_span()
+        host[...] = view
         return host
 
+    def copy_from_device(self, src):
+        """Copy the contiguous device array ``src`` (same shape and dtype) into this contiguous
+        one."""
+        if self.nbytes:
+            cuda_driver.activate(self.index)
+            cuda_driver.copy_on_device(self.address, src.address, self.nbytes)
+
     def __repr__(self):
-        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device='cuda:{self.index}')"
+        return (f"DeviceArray(shape={self.shape}, dtype={self.dtype}, strides={self.strides}, "
+                f"device='cuda:{self.index}')")

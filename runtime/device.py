@@ -64,6 +64,8 @@ def as_device(d):
     if d.type == "cuda":
         from . import cuda_driver       # imports pycuda, so only once CUDA is asked for
         cuda_driver.require()           # the reason CUDA is unavailable, if it is
-        raise NoCudaError("dynograph: tensors cannot live on CUDA devices yet (dynograph.cuda's "
-                          "device queries, events and memory statistics work); use device='cpu'")
+        if d.index is not None and d.index >= cuda_driver.device_count():
+            raise RuntimeError(f"CUDA error: invalid device ordinal (device {d} of "
+                               f"{cuda_driver.device_count()})")
+        return d
     raise RuntimeError(f"dynograph: device type '{d.type}' is not supported for tensors")

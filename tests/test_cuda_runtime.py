@@ -448,11 +448,6 @@ def test_backend_loads_and_launches_through_the_driver(gpu):
         assert fault[0] == divides
 
 
-def test_tensors_do_not_go_to_a_gpu_yet(gpu):
-    with pytest.raises(NoCudaError, match="tensors cannot live on CUDA devices yet.*device='cpu'"):
-        dynograph.zeros(2, device="cuda")
-
-
 def test_pycuda_wheel_script_checks_its_arguments():
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools",
                           "build_pycuda_wheel.sh")

@@ -19,7 +19,9 @@ import numpy as np
 
 from dynograph.runtime.backend import Backend
 from dynograph.runtime.cache import DiskCache
+from .gemm import run_matmul
 from .mapping import launch_shape, mapping_of
+from .emulate import EMULATED_THREADS
 from .render import render
 from .source import CompileError, nvcc
 
@@ -44,7 +46,7 @@ class Nvrtc:
         from dynograph.runtime import cuda_nvrtc
         return "nvrtc %d.%d" % cuda_nvrtc.version()
 
-    def compile(self, source, name, arch):
+    def compile(self, source, name, arch, kernel=None):
         from dynograph.runtime import cuda_nvrtc
         try:
             image, _, _ = cuda_nvrtc.compile(source, f"{name}.cu", arch)
@@ -65,7 +67,7 @@ class Nvcc:
         out = subprocess.run([nvcc(), "--version"], capture_output=True, text=True).stdout
         return "nvcc " + (out.strip().splitlines() or ["?"])[-1]
 
-    def compile(self, source, name, arch):
+    def compile(self, source, name, arch, kernel=None):
         exe = nvcc()
         if exe is None:
             raise CompileError("nvcc not found (set NVCC or put CUDA's bin folder on PATH)")
@@ -81,11 +83,43 @@ class Nvcc:
                 return f.read()
 
 
+class Emulation:
+    """CUDA C to a shared object of the CPU emulation (emulate.py): the "image" an emulated
+    device (runtime/cuda_emulated.py) loads and launches."""
+    name = "emulation"
+
+    @staticmethod
+    def available():
+        from .emulate import host_compiler
+        return host_compiler() is not None
+
+    def version(self):
+        from .emulate import FLAGS, host_compiler
+        out = subprocess.run([host_compiler(), "--version"], capture_output=True, text=True).stdout
+        return f"emulation {(out.splitlines() or ['?'])[0]} {' '.join(FLAGS)}"
+
+    def compile(self, source, name, arch, kernel=None):
+        from .emulate import compile_object, translation_unit
+        unit = _Unit(name, source, kernel is not None and mapping_of(kernel).cooperative)
+        return compile_object(translation_unit([unit]))
+
+
+class _Unit:
+    """What the emulation's translation_unit needs of a kernel's source."""
+
+    def __init__(self, name, text, cooperative):
+        self.name, self.text, self.cooperative = name, text, cooperative
+
+
 COMPILERS = {"nvrtc": Nvrtc, "nvcc": Nvcc}
 
 
 def default_compiler():
-    """NVRTC where its library is installed, else nvcc; raises CompileError with neither."""
+    """NVRTC where its library is installed, else nvcc; raises CompileError with neither.  An
+    emulated device (runtime/cuda_emulated.py) takes the emulation's compiler."""
+    from dynograph.runtime import cuda_driver
+    if cuda_driver.is_initialized() and cuda_driver.emulated():
+        return Emulation()
     for cls in COMPILERS.values():
         if cls.available():
             return cls()
@@ -117,12 +151,12 @@ class ImageCache:
         text = f"{FORMAT_VERSION}\0{self.version()}\0sm_{self.arch}\0{source}"
         return hashlib.sha256(text.encode()).hexdigest()[:40]
 
-    def image(self, source, name):
+    def image(self, source, name, kernel=None):
         """The image of ``source`` from disk, or compiled now (and written)."""
         key = self.key(source)
         image = self.disk.read(key)
         if image is None:
-            image = self.compiler.compile(source, name, self.arch)
+            image = self.compiler.compile(source, name, self.arch, kernel)
             self.compiled += 1
             self.disk.write(key, image)
         else:
@@ -163,13 +197,15 @@ class CudaBackend(Backend):
         return render(kernel, name)
 
     def compile(self, source, name, kernel):
-        return self.cache.image(source, name)
+        return self.cache.image(source, name, kernel)
 
     def load(self, obj, name, kernel):
         from dynograph.runtime import cuda_driver
         module = cuda_driver.load_module(obj, self.index)
         fn = cuda_driver.function(module, name, len(kernel.buffers) + kernel.divides_integers)
-        return _Loaded(module, fn, *launch_shape(mapping_of(kernel)))
+        # the emulation runs a cooperative block as OS threads: smaller blocks, fewer threads
+        threads = EMULATED_THREADS if self.cache.compiler.name == "emulation" else None
+        return _Loaded(module, fn, *launch_shape(mapping_of(kernel), threads))
 
     def launch(self, fn, kernel, addresses):
         """Queue the kernel.  A kernel that divides integers gets a device flag in place of the
@@ -193,6 +229,15 @@ class CudaBackend(Backend):
             from dynograph.runtime.cuda_memory import DeviceArray
             self._flag = DeviceArray((1,), np.uint8, self.index)
         return self._flag
+
+    def matmul(self, a, b, out, bias=None, alpha=1, beta=1):
+        """``out = a @ b`` (addmm's ``beta * bias + alpha * (a @ b)`` with ``bias``) of device
+        arrays by the tiled GEMM kernel (gemm.py)."""
+        arrays = [a, b] if bias is None or beta == 0 else [a, b, bias]
+        shadows = [x.shadow()[0] for x in arrays + [out]]
+        if bias is not None and beta != 0:
+            shadows[2] = np.broadcast_to(shadows[2], out.shape)
+        return run_matmul(self, arrays + [out], shadows, alpha, beta)
 
     def allocate(self, shape, dtype):
         from dynograph.runtime.cuda_memory import DeviceArray

@@ -22,8 +22,8 @@ import threading
 
 import numpy as np
 
-from dynograph.runtime.backend import Backend, kernel_function
-from .gemm import matmul_kernel
+from dynograph.runtime.backend import Backend
+from .gemm import run_matmul
 from .mapping import mapping_of
 from .source import CudaSource
 
@@ -323,15 +323,9 @@ class EmulationBackend(Backend):
 
     def matmul(self, a, b, out, bias=None, alpha=1, beta=1):
         """``out = a @ b`` (addmm's ``beta * bias + alpha * (a @ b)`` with ``bias``) by the
-        emulated tiled GEMM kernel (gemm.py); None where the operands' strides are not whole
-        elements or ``out`` is not contiguous."""
+        emulated tiled GEMM kernel (gemm.py)."""
         arrays = [a, b] if bias is None or beta == 0 else [a, b, np.broadcast_to(bias, out.shape)]
-        if not out.flags.c_contiguous or any(x.dtype != out.dtype or any(s % x.itemsize for s in
-                                                                          x.strides) for x in arrays):
-            return None
-        kernel = matmul_kernel(a, b, out, arrays[2] if len(arrays) == 3 else None, alpha, beta)
-        kernel_function(self, kernel)([self.address(x) for x in arrays + [out]])
-        return out
+        return run_matmul(self, arrays + [out], arrays + [out], alpha, beta)
 
     def allocate(self, shape, dtype):
         return np.empty(shape, dtype)

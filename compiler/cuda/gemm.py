@@ -19,6 +19,7 @@ per-thread path's terms in the same order, only its partial sums per BLOCK diffe
 float reassociation); nvcc's FMA contraction changes the last bits on a GPU.
 """
 from dynograph.runtime import dtypes as D
+from dynograph.runtime.backend import kernel_function
 from ..lowering.description import Kernel, Load, Recorder, ReductionStep, Store
 from .mapping import THREADS, mapping_of
 from .render import Renderer, const, reg_type
@@ -176,3 +177,18 @@ def matmul_kernel(a, b, out, bias=None, alpha=1, beta=1):
                     else total.index, (so[0], so[1], so[2], 0))]
     return Kernel("bmm" if batched else "mm", (nb, m, n, kk), (3,), buffers, rec.exprs, loads,
                   reductions, stores)
+
+
+def run_matmul(backend, arrays, layouts, alpha, beta):
+    """Run ``matmul_kernel`` on ``backend``: ``arrays`` a, b[, bias], out in its memory,
+    ``layouts`` numpy arrays laid out as them (the bias broadcast to the output).  Returns out,
+    or None where the layouts are not whole elements of out's dtype or out is not contiguous."""
+    out = layouts[-1]
+    if not out.flags.c_contiguous or any(x.dtype != out.dtype or any(s % x.itemsize for s in x.strides)
+                                         for x in layouts):
+        return None
+    bias = layouts[2] if len(layouts) == 4 else None
+    kernel = matmul_kernel(layouts[0], layouts[1], out, bias, alpha, beta)
+    fn = kernel_function(backend, kernel)
+    backend.launch(fn, kernel, [backend.address(x) for x in arrays])
+    return arrays[-1]

@@ -20,6 +20,7 @@ import weakref
 import numpy as np
 
 from dynograph.runtime import config, executor
+from dynograph.runtime.cuda_memory import DeviceArray
 from dynograph.runtime.backend import kernel_function
 from ..interpreter import evaluate, last_uses
 from ..ir import TensorType, Value
@@ -125,7 +126,7 @@ class _KernelStep:
 
     def __call__(self, program, env):
         arrays = [env[s] for s in self.ins]
-        plan = _plan(self.node, arrays, self.values, self.batch, self.backend)
+        plan = kernel_plan(self.node, arrays, self.values, self.batch, self.backend)
         if plan is None:
             self.fallback(program, env)
             return
@@ -256,7 +257,7 @@ def _plain_inputs(node):
 
 def _layout(a, dtype):
     """(element strides, offset) of an input array, or None when a kernel cannot read it."""
-    if type(a) is not np.ndarray or a.dtype != dtype.np:
+    if (type(a) is not np.ndarray and type(a) is not DeviceArray) or a.dtype != dtype.np:
         return None
     size = a.itemsize
     if any(s % size for s in a.strides):
@@ -264,7 +265,9 @@ def _layout(a, dtype):
     return tuple(0 if n == 1 else s // size for n, s in zip(a.shape, a.strides)), 0
 
 
-def _plan(node, arrays, values, batch, backend):
+def kernel_plan(node, arrays, values, batch, backend):
+    """The Plan of ``node``'s kernel for input ``arrays`` (host or device arrays; ``values``:
+    the Values they are), cached per layout; None where no kernel covers them."""
     layouts = []
     for a, v in zip(arrays, values):
         lay = _layout(a, v.type.dtype)

@@ -278,6 +278,8 @@ def accumulate_grad(leaf, g, create_graph):
             leaf._grad = g
         elif tracer is None and _sole_owner(g, _SOLE):
             leaf._grad = Tensor._wrap(g._data)
+        elif type(g._data) is not np.ndarray:      # a cuda gradient: a copy by a kernel
+            leaf._grad = g.clone()
         else:
             leaf._grad = Tensor._wrap(g._data.copy())
         if tracer is not None and not create_graph:
@@ -285,6 +287,9 @@ def accumulate_grad(leaf, g, create_graph):
     elif create_graph:
         leaf._grad = leaf._grad + g
     elif tracer is not None:
+        with no_grad():
+            leaf._grad.add_(g)
+    elif type(g._data) is not np.ndarray:
         with no_grad():
             leaf._grad.add_(g)
     else:

@@ -253,3 +253,33 @@ def modified_error(array, producer, output_nr, version, expected):
 
 
 Tensor._output_nr = 0
+
+
+class FunctionNode(Node):
+    """The backward of an eager step that is not an op of the op set (a copy between devices):
+    ``backward(grad)`` gives the input's gradient."""
+
+    _inputs = _outputs = None
+
+    def __init__(self, name, source, backward):
+        self._name_, self.backward = name, backward
+        self.next_functions = (edge_of(source),)
+
+    def name(self):
+        return self._name_
+
+    def apply(self, grad):
+        return (None if grad is None else self.backward(grad),)
+
+    def release(self):
+        pass
+
+
+def record_function(source, out, name, backward):
+    """``out``, computed from ``source`` by a step outside the op set, with its backward node
+    when ``source`` needs a gradient."""
+    from .grad_mode import STATE
+    if source.requires_grad and STATE.grad_enabled:
+        out._rg = True
+        out.grad_fn = FunctionNode(name, source, backward)
+    return out

@@ -1,0 +1,186 @@
+"""Eager ops on CUDA tensors: a cuda tensor's ``_data`` is a ``DeviceArray`` (runtime/cuda_memory.py),
+as a cpu tensor's is a numpy array, and the dispatcher hands every op with a cuda operand here.
+
+* View ops (``view``, ``transpose``, slicing...) compute the view's geometry with the op's own
+  implementation run on a *shadow*: a numpy array of the same shape, strides and offset over no
+  real memory, whose result's strides and offset become a view of the same device block.
+* Ops with a lowering (elementwise, reductions) and direct kernels (matrix products) run as
+  single-op kernels lent by the CUDA code generator through runtime/device_kernels.py, rendered
+  from the op set's lowering and cached like compiled programs' kernels.
+* Every other op runs on the host: its operands are copied to host memory, the op's numpy
+  implementation runs, and the results are copied back, with one warning per op naming it.
+
+Operands must share one device, as in torch: a cpu tensor may join cuda ones only as a 0-d
+tensor (a number).
+"""
+import warnings
+
+import numpy as np
+
+from dynograph.runtime import device_kernels
+from dynograph.runtime.device import CPU, as_device
+from ._tensor import Tensor
+
+_ndarray = np.ndarray
+_warned = set()
+
+
+def on_device(args):
+    """Whether a tensor among ``args`` (or inside a list/tuple argument) lives on a device."""
+    for a in args:
+        if isinstance(a, Tensor):
+            if type(a._data) is not _ndarray:
+                return True
+        elif type(a) in (list, tuple):
+            for b in a:
+                if isinstance(b, Tensor) and type(b._data) is not _ndarray:
+                    return True
+    return False
+
+
+def device_of(t):
+    d = t._data
+    return CPU if type(d) is _ndarray else d.device
+
+
+def _tensors(args):
+    for a in args:
+        if isinstance(a, Tensor):
+            yield a
+        elif type(a) in (list, tuple):
+            yield from (b for b in a if isinstance(b, Tensor))
+
+
+def common_device(op_name, args):
+    """The one CUDA device of the operands; torch's error where they are on two devices."""
+    found = None
+    for t in _tensors(args):
+        d = device_of(t)
+        if d.type == "cpu" and t._data.ndim == 0:
+            continue                    # a 0-d cpu tensor joins as a number, as in torch
+        if found is None:
+            found = d
+        elif d != found:
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least "
+                               f"two devices, {found} and {d}!")
+    return found
+
+
+def _moved(args, index):
+    """``args`` with the arrays of their tensors: device arrays, 0-d cpu ones copied over."""
+    def array(t):
+        d = t._data
+        return to_device_array(d, index) if type(d) is _ndarray else d
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            out.append(array(a))
+        elif type(a) in (list, tuple) and any(isinstance(b, Tensor) for b in a):
+            out.append(type(a)(array(b) if isinstance(b, Tensor) else b for b in a))
+        else:
+            out.append(a)
+    return out
+
+
+def run(op, args, attrs, compute):
+    """``op`` on operands among which a tensor lives on a CUDA device; its result arrays (device
+    arrays).  ``compute(op, args, attrs)`` is the eager core's host computation (the fallback)."""
+    dev = common_device(op.name, args)
+    index = dev.index or 0
+    arrays = _moved(args, index)
+    if op.view:
+        return _view(op, arrays, attrs)
+    kernels = device_kernels.executor()
+    result = kernels.run(op, arrays, attrs, index) if kernels is not None else None
+    if result is not None:
+        return result
+    return _on_host(op, args, attrs, index, compute)
+
+
+def _on_host(op, args, attrs, index, compute):
+    if op.name not in _warned:
+        _warned.add(op.name)
+        warnings.warn(f"dynograph: '{op.name}' has no CUDA kernel; it runs on the host (its operands "
+                      "are copied to host memory and its results back)", stacklevel=4)
+
+    def host(t):
+        d = t._data
+        return t if type(d) is _ndarray else Tensor._wrap(d.to_host())
+    hargs = []
+    for a in args:
+        if isinstance(a, Tensor):
+            hargs.append(host(a))
+        elif type(a) in (list, tuple) and any(isinstance(b, Tensor) for b in a):
+            hargs.append(type(a)(host(b) if isinstance(b, Tensor) else b for b in a))
+        else:
+            hargs.append(a)
+    result = compute(op, hargs, attrs)
+    if type(result) is tuple:
+        return tuple(_back(r, index) for r in result)
+    return _back(result, index)
+
+
+def _back(r, index):
+    return to_device_array(r, index) if isinstance(r, (_ndarray, np.generic)) else r
+
+
+# -- views: the op's own implementation on a shadow of the operand ------------------------------
+def _view(op, arrays, attrs):
+    source = next(a for a in arrays if not isinstance(a, (_ndarray, list, tuple)) and hasattr(a, "block"))
+    shadow, root = source.shadow()
+    args = [shadow if a is source else a for a in arrays]
+    try:
+        result = op.impl(*args, **attrs)
+    except (ValueError, IndexError, TypeError) as e:
+        from dynograph.compiler.ops.core import TensorSpec
+        from dynograph.runtime import dtypes as D
+        if op.meta is not None:         # the op's own error for bad input
+            op.meta(*[TensorSpec(a.shape, D.from_numpy_dtype(a.dtype)) if hasattr(a, "block") else a
+                      for a in arrays], **attrs)
+        raise RuntimeError(f"{op.name}: {e}") from None
+    start = root.ctypes.data
+
+    def back(r):
+        offset = r.ctypes.data - start
+        if not 0 <= offset <= source.block.nbytes:
+            raise RuntimeError(f"dynograph: the view op '{op.name}' did not return a view on a "
+                               "cuda tensor")
+        return source.view(r.shape, r.strides, offset, r.dtype)
+    if type(result) in (tuple, list):
+        return tuple(back(r) for r in result)
+    return back(result)
+
+
+# -- transfers ------------------------------------------------------------------------------------
+def to_device_array(a, index):
+    """A device copy of host array ``a`` on CUDA device ``index``."""
+    from dynograph.runtime.cuda_memory import DeviceArray
+    return DeviceArray.from_host(np.asarray(a), index)
+
+
+def transfer(t, device):
+    """``t`` copied to ``device`` (a runtime device): a new tensor, recorded for autograd so that
+    the gradient travels back (``ToCopyBackward0``)."""
+    from .autograd.graph import record_function
+    device = as_device(device)
+    d = t._data
+    if device.type == "cpu":
+        array = d.to_host()
+    else:
+        index = device.index or 0
+        if type(d) is _ndarray:
+            array = to_device_array(d, index)
+        else:                           # device to device: through the host
+            array = to_device_array(d.to_host(), index)
+    out = Tensor._wrap(array)
+    source = device_of(t)
+    return record_function(t, out, "ToCopyBackward0", lambda g: transfer(g, source))
+
+
+def cuda_index(device):
+    """The index of the CUDA device ``device`` names (None: the current one)."""
+    from dynograph.runtime import cuda_driver
+    d = as_device("cuda" if device is None else device)
+    if d.type != "cuda":
+        raise RuntimeError(f"Invalid device, must be cuda device, got {d}")
+    return cuda_driver.current_device() if d.index is None else d.index
