@@ -39,18 +39,20 @@ ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 
 # the task's argument block, in 64-bit words
 (GEMM, TRANS_A, TRANS_B, M, N, K, A, LDA, A_STEP, B, LDB, B_STEP, C, LDC, ALPHA, BETA, BIAS,
- BIAS_ROW, BIAS_COL, BY_COLUMNS) = range(20)
-WORDS = 20
+ BIAS_ROW, BIAS_COL, ROW_BLOCKS, COL_BLOCKS) = range(21)
+WORDS = 21
 MIN_FLOPS = 1 << 20          # a block of a product does at least this many multiply-adds
 
 
-def _task(mod, name, real, gemm_type):
-    """task(args, lo, hi): the rows (or columns) [lo, hi) of the product, then the epilogue."""
-    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name)
+def _block(mod, name, real, gemm_type):
+    """block(args, r0, r1, c0, c1): rows [r0, r1) and columns [c0, c1) of the product, one
+    BLAS call, then the epilogue."""
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR] + [I64] * 4), name)
     fn.attributes.add("nounwind")
-    args, lo, hi = fn.args
+    fn.linkage = "internal"
+    args, r0, r1, c0, c1 = fn.args
     blocks = {n: fn.append_basic_block(n) for n in
-              ("entry", "row", "col", "body", "next", "done")}
+              ("entry", "row", "col", "body", "bias", "store", "next", "done")}
     b = ir.IRBuilder(blocks["entry"])
 
     def word(i, ty=I64):
@@ -61,13 +63,6 @@ def _task(mod, name, real, gemm_type):
             return b.bitcast(value, F64)
         return value
 
-    m, n = word(M), word(N)
-    by_columns = b.icmp_unsigned("!=", word(BY_COLUMNS), I64(0))
-    # the block: rows [r0, r1) and columns [c0, c1) of the product
-    r0 = b.select(by_columns, I64(0), lo)
-    r1 = b.select(by_columns, m, hi)
-    c0 = b.select(by_columns, lo, I64(0))
-    c1 = b.select(by_columns, hi, n)
     a = b.gep(word(A, PTR), [b.mul(r0, word(A_STEP))], source_etype=ir.IntType(8))
     bb = b.gep(word(B, PTR), [b.mul(c0, word(B_STEP))], source_etype=ir.IntType(8))
     ldc = word(LDC)
@@ -101,19 +96,56 @@ def _task(mod, name, real, gemm_type):
     b.position_at_end(blocks["body"])
     at = b.gep(out, [b.add(b.mul(row, ldc), col)], source_etype=real)
     value = b.load(at, typ=real)
-    value = b.select(scale, b.fmul(value, alpha_r), value)
+    scaled = b.select(scale, b.fmul(value, alpha_r), value)
+    b.cbranch(add, blocks["bias"], blocks["store"])     # (no bias: nothing to read there)
+    b.position_at_end(blocks["bias"])
     term = b.load(b.gep(bias, [b.add(b.mul(row, bias_row), b.mul(col, bias_col))],
                         source_etype=real), typ=real)
     term = b.select(beta_one, term, b.fmul(term, beta_r))
-    value = b.select(add, b.fadd(value, term), value)
+    biased = b.fadd(scaled, term)
+    b.branch(blocks["store"])
+    b.position_at_end(blocks["store"])
+    value = b.phi(real)
+    value.add_incoming(scaled, blocks["body"])
+    value.add_incoming(biased, blocks["bias"])
     b.store(value, at)
-    col.add_incoming(b.add(col, I64(1)), blocks["body"])
+    col.add_incoming(b.add(col, I64(1)), blocks["store"])
     b.branch(blocks["col"])
     b.position_at_end(blocks["next"])
     following = b.add(row, I64(1))
     row.add_incoming(following, blocks["next"])
     b.cbranch(b.icmp_signed("<", following, r1), blocks["row"], blocks["done"])
     b.position_at_end(blocks["done"])
+    b.ret_void()
+    return fn
+
+
+def _task(mod, name, block):
+    """task(args, lo, hi): the blocks [lo, hi) of the product's grid of ROW_BLOCKS x
+    COL_BLOCKS, numbered row by row; block (i, j) has rows [m*i/R, m*(i+1)/R) and columns
+    [n*j/C, n*(j+1)/C)."""
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name)
+    fn.attributes.add("nounwind")
+    args, lo, hi = fn.args
+    entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "loop", "done"))
+    b = ir.IRBuilder(entry)
+
+    def word(i):
+        return b.load(b.gep(args, [I64(i)], source_etype=I64), typ=I64)
+
+    m, n, rows, cols = word(M), word(N), word(ROW_BLOCKS), word(COL_BLOCKS)
+    b.cbranch(b.icmp_signed("<", lo, hi), loop, done)
+    b.position_at_end(loop)
+    piece = b.phi(I64)
+    piece.add_incoming(lo, entry)
+    i, j = b.udiv(piece, cols), b.urem(piece, cols)
+    bounds = [b.udiv(b.mul(size, edge), parts) for size, parts, at in ((m, rows, i), (n, cols, j))
+              for edge in (at, b.add(at, I64(1)))]
+    b.call(block, [args] + bounds)
+    following = b.add(piece, I64(1))
+    piece.add_incoming(following, loop)
+    b.cbranch(b.icmp_signed("<", following, hi), loop, done)
+    b.position_at_end(done)
     b.ret_void()
 
 
@@ -122,7 +154,7 @@ def _module():
     mod.triple = jit.triple()
     for real, suffix in ((F32, "f32"), (F64, "f64")):
         gemm = ir.FunctionType(ir.VoidType(), [I64] * 6 + [real, PTR, I64, PTR, I64, real, PTR, I64])
-        _task(mod, f"dg_gemm_{suffix}", real, gemm)
+        _task(mod, f"dg_gemm_{suffix}", _block(mod, f"dg_gemm_block_{suffix}", real, gemm))
     return str(mod)
 
 
@@ -135,23 +167,24 @@ class _Library:
         self.set_threads, self.get_threads = set_threads, get_threads
         self._tasks = None
 
-    def tasks(self, workers):
-        """dtype -> the address of the task computing its products (callable on ``workers``)."""
+    def tasks(self):
+        """dtype -> (the address of the task computing its products, a ctypes callable of it
+        for this thread)."""
         if self._tasks is None:
             with _lock, unwatched():
-                self._load(workers)
+                self._load()
         return self._tasks
 
-    def _load(self, workers):
+    def _load(self):
         if self._tasks is None:
             obj = jit.runtime_object("dg_gemm", [__file__, pool.__file__], _module)
             tasks = jit.load_all(obj, ["dg_gemm_f32", "dg_gemm_f64"])
-            for task in tasks.values():
-                workers.lib.add(task)
-            self._tasks = {np.dtype(np.float32): tasks["dg_gemm_f32"],
-                           np.dtype(np.float64): tasks["dg_gemm_f64"]}
+            self._tasks = {np.dtype(real): (tasks[name], _TASK(tasks[name]))
+                           for real, name in ((np.float32, "dg_gemm_f32"),
+                                              (np.float64, "dg_gemm_f64"))}
 
 
+_TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _found = []
 _lock = threading.Lock()
 
@@ -210,13 +243,69 @@ def _operand(x, size):
     return None
 
 
+def grid(m, n, k, threads):
+    """(row blocks, column blocks) of an m x k by k x n product on ``threads`` threads: one
+    block per thread, of at least MIN_FLOPS multiply-adds.  Each block's BLAS call packs its
+    rows of ``a`` and its columns of ``b`` (m/R + n/C of them per k), so the grid that packs
+    the least wins: columns for few rows, 2-D once the threads outnumber what one side can
+    take (a 128 x 512 product on 16 threads: 2 x 8 blocks of 64 x 64, where 16 column blocks
+    of 128 x 32 would each pack all of ``a``); ties go to row blocks, contiguous in ``out``."""
+    pieces = min(threads, m * n * k // MIN_FLOPS)
+    while pieces > 1:
+        shapes = [(rows, pieces // rows) for rows in range(pieces, 0, -1)
+                  if pieces % rows == 0 and rows <= m and pieces // rows <= n]
+        if shapes:
+            return min(shapes, key=lambda rc: m / rc[0] + n / rc[1])
+        pieces -= 1
+    return 1, 1
+
+
+_blocks = {}            # argument blocks by everything they are made of (a step's products
+BLOCKS_KEPT = 256       # see the same buffers on every call)
+
+
 def gemm(workers, a, b, out, bias=None, alpha=1.0, beta=1.0):
     """``out = a @ b`` (with ``bias``: ``beta * bias + alpha * (a @ b)``, addmm) on the pool
-    ``workers``; returns ``out``, or None where this path does not apply."""
+    ``workers`` (None: on this thread, at numpy's BLAS's own thread count); returns ``out``, or
+    None where this path does not apply."""
     library = _blas()
     dtype = out.dtype
-    if library is None or dtype not in library.functions or not out.flags.c_contiguous:
+    if library is None or dtype not in library.functions or not out.flags.c_contiguous or \
+            a.dtype != dtype or b.dtype != dtype:
         return None
+    threads = 1 if workers is None else workers.threads
+    key = (dtype, threads, a.ctypes.data, a.shape, a.strides, b.ctypes.data, b.shape, b.strides,
+           out.ctypes.data, out.shape, alpha, beta) + \
+        (() if bias is None else (bias.dtype, bias.ctypes.data, bias.shape, bias.strides))
+    block = _blocks.get(key)
+    if block is None:
+        block = _arguments(library, a, b, out, bias, alpha, beta, threads)
+        if block is None:
+            return None
+        if len(_blocks) >= BLOCKS_KEPT:
+            _blocks.clear()
+        _blocks[key] = block
+    address, call = library.tasks()[dtype]
+    if workers is None:
+        call(block.ctypes.data, 0, 1)
+        return out
+    pieces = int(block[ROW_BLOCKS] * block[COL_BLOCKS])
+    if address not in workers.lib.callers:      # (run calls it here when the pool is busy)
+        workers.lib.add(address)
+    before = library.get_threads()
+    if before != 1:         # (inside a program it is 1 already: Backend.running)
+        library.set_threads(1)
+    try:
+        workers.run(address, block.ctypes.data, pieces, pieces)
+    finally:
+        if before != 1:
+            library.set_threads(before)
+    return out
+
+
+def _arguments(library, a, b, out, bias, alpha, beta, threads):
+    """The task's argument block for these operands, or None where BLAS cannot read them."""
+    dtype = out.dtype
     size = dtype.itemsize
     m, k = a.shape
     n = b.shape[1]
@@ -227,10 +316,9 @@ def gemm(workers, a, b, out, bias=None, alpha=1.0, beta=1.0):
         return None
     block = np.zeros(WORDS, np.int64)
     (ta, lda), (tb, ldb) = layouts
-    by_columns = n > m
-    pieces = min(n if by_columns else m, workers.threads, m * n * k // MIN_FLOPS)
-    block[[GEMM, TRANS_A, TRANS_B, M, N, K, LDA, LDB, LDC, BY_COLUMNS]] = \
-        [library.functions[dtype], ta, tb, m, n, k, lda, ldb, n, by_columns]
+    block[[GEMM, TRANS_A, TRANS_B, M, N, K, LDA, LDB, LDC]] = \
+        [library.functions[dtype], ta, tb, m, n, k, lda, ldb, n]
+    block[[ROW_BLOCKS, COL_BLOCKS]] = grid(m, n, k, threads)
     block[A], block[B], block[C] = a.ctypes.data, b.ctypes.data, out.ctypes.data
     block[A_STEP] = (lda if ta == NO_TRANS else 1) * size          # bytes per row of a @ b
     block[B_STEP] = (1 if tb == NO_TRANS else ldb) * size          # bytes per column
@@ -241,10 +329,7 @@ def gemm(workers, a, b, out, bias=None, alpha=1.0, beta=1.0):
         view = np.broadcast_to(bias, out.shape)
         block[BIAS] = view.ctypes.data
         block[BIAS_ROW], block[BIAS_COL] = (s // size for s in view.strides)
-    with single_threaded():
-        workers.run(library.tasks(workers)[dtype], block.ctypes.data, n if by_columns else m,
-                    pieces)
-    return out
+    return block
 
 
 @contextlib.contextmanager
