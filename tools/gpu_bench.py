@@ -257,7 +257,7 @@ def bench_gelu(gpu, clock, settings):
     got = run.outputs[0].to_host().reshape(-1)[:1 << 20]
     want = gelu_formula(x.reshape(-1)[:1 << 20].astype(np.float64), np.tanh)
     return {"settings": {"elements": x.size, "dtype": "float32", "bytes_moved": moved,
-                         "kernel": kernel.name, "domain": list(kernel.domain)},
+                         "kernel": f"dg_{kernel.key}", "domain": list(kernel.domain)},
             "gelu": {**gelu_t, "bandwidth_GB_s": bandwidth_GB_s(moved, gelu_t["median_ms"])},
             "copy": {**copy_t, "bandwidth_GB_s": bandwidth_GB_s(moved, copy_t["median_ms"]),
                      "what": "device-to-device copy of the input's bytes (cuMemcpyDtoD)"},
@@ -283,7 +283,7 @@ def bench_softmax(gpu, clock, settings, vendors):
     e = np.exp(rows - rows.max(-1, keepdims=True))
     got = run.outputs[0].to_host()[:16]
     result = {"settings": {"shape": list(x.shape), "dim": -1, "dtype": "float32",
-                           "bytes_moved": moved, "kernel": kernel.name},
+                           "bytes_moved": moved, "kernel": f"dg_{kernel.key}"},
               "dynograph": {**t, "bandwidth_GB_s": bandwidth_GB_s(moved, t["median_ms"])},
               "check": compare(got, e / e.sum(-1, keepdims=True), 1e-4, 1e-7)}
     if "torch" in vendors:

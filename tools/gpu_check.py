@@ -173,17 +173,23 @@ def missing_wheels(wheel_dir, tag):
 
 
 # -- subcommands run inside the new environment ----------------------------------------------------
-def libcuda_findings(wheel_dir, venv):
-    """Whether a libcuda stand-in could be loaded: libcuda files in the pycuda wheel or the
-    installed package, run paths recorded in pycuda's extension, and where the loader finds
-    libcuda.so.1 (it must be outside the venv, WHEEL_DIR and the temporary folder)."""
-    import pycuda
-    problems, notes = [], []
+def carried_libcuda(wheel_dir):
+    """The pycuda wheels of ``wheel_dir`` that carry a libcuda, as sentences."""
+    problems = []
     for whl in wheels(wheel_dir, "pycuda"):
         with zipfile.ZipFile(whl) as z:
             carried = [n for n in z.namelist() if "libcuda" in os.path.basename(n)]
         if carried:
             problems.append(f"{os.path.basename(whl)} carries {carried}")
+    return problems
+
+
+def libcuda_findings(wheel_dir, venv):
+    """Whether a libcuda stand-in could be loaded: libcuda files in the pycuda wheel or the
+    installed package, run paths recorded in pycuda's extension, and where the loader finds
+    libcuda.so.1 (it must be outside the venv, WHEEL_DIR and the temporary folder)."""
+    import pycuda
+    problems, notes = carried_libcuda(wheel_dir), []
     package = os.path.dirname(pycuda.__file__)
     for base, _, files in os.walk(package):
         problems += [f"installed pycuda holds {os.path.join(base, f)}" for f in files if "libcuda" in f]
