@@ -16,9 +16,9 @@ from dynograph.compiler.ops import creation as C
 from dynograph._trace_hook import TRACE
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import CPU, as_device, device as _device
-from ._device import cuda_index, transfer
+from ._device import cuda_index, fill, transfer
 from ._dispatch import call
-from ._inplace import check_inplace_leaf, check_no_internal_overlap, commit, writable
+from ._inplace import check_inplace_leaf, check_no_internal_overlap, commit, writable, write
 from ._tensor import Tensor, tensor_method
 from .autograd.grad_mode import STATE
 
@@ -342,6 +342,12 @@ def copy_(self, src, non_blocking=False):
     dst, data = self._data, src._data
     if data.shape != dst.shape:
         C.copy.meta(_spec(self), _spec(src))      # raises PyTorch's broadcast error
+    if type(dst) is not np.ndarray or type(data) is not np.ndarray:     # a cuda tensor
+        if TRACE.tracer is not None:
+            TRACE.tracer.write(self, src)
+        write(dst, data)
+        self._bump_version()
+        return self
     if data.dtype != dst.dtype:
         data = C.cast(data, dst.dtype)
     if TRACE.tracer is not None:
@@ -389,6 +395,10 @@ def fill_(self, value):
     dst = writable(self._data)                      # fill_ may write an expanded tensor
     if TRACE.tracer is not None:
         TRACE.tracer.write(self, value)
+    if type(dst) is not np.ndarray:
+        fill(dst, value)
+        self._bump_version()
+        return self
     try:
         dst.fill(value)
     except OverflowError:                           # -1 into uint8 wraps, as in PyTorch
@@ -405,7 +415,10 @@ def zero_(self):
         return fill_(self, 0)
     if TRACE.tracer is not None:
         TRACE.tracer.write(self, 0)
-    writable(self._data).fill(0)
+    if type(self._data) is not np.ndarray:
+        fill(self._data, 0)
+    else:
+        writable(self._data).fill(0)
     self._bump_version()
     return self
 

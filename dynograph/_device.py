@@ -13,16 +13,26 @@ as a cpu tensor's is a numpy array, and the dispatcher hands every op with a cud
 Operands must share one device, as in torch: a cpu tensor may join cuda ones only as a 0-d
 tensor (a number).
 """
+import os
+import sys
 import warnings
 
 import numpy as np
 
+from dynograph import runtime
+from dynograph.compiler import ops
 from dynograph.runtime import device_kernels
 from dynograph.runtime.device import CPU, as_device
 from ._tensor import Tensor
 
 _ndarray = np.ndarray
 _warned = set()
+# ops that return a view of a contiguous operand (reshape's copy of a strided one)
+VIEW_WHEN_POSSIBLE = ("unsafe_view",)
+# the package's folders (compiler/ and runtime/ are folders of their own in a source tree)
+_PACKAGE = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                 for m in (sys.modules[__package__], runtime)) + \
+    (os.path.dirname(os.path.dirname(os.path.abspath(ops.__file__))) + os.sep,)
 
 
 def on_device(args):
@@ -90,6 +100,8 @@ def run(op, args, attrs, compute):
     arrays = _moved(args, index)
     if op.view:
         return _view(op, arrays, attrs)
+    if op.name in VIEW_WHEN_POSSIBLE and arrays[0].is_contiguous():
+        return _view(op, arrays, attrs)
     kernels = device_kernels.executor()
     result = kernels.run(op, arrays, attrs, index) if kernels is not None else None
     if result is not None:
@@ -101,7 +113,7 @@ def _on_host(op, args, attrs, index, compute):
     if op.name not in _warned:
         _warned.add(op.name)
         warnings.warn(f"dynograph: '{op.name}' has no CUDA kernel; it runs on the host (its operands "
-                      "are copied to host memory and its results back)", stacklevel=4)
+                      "are copied to host memory and its results back)", stacklevel=_user_level())
 
     def host(t):
         d = t._data
@@ -118,6 +130,15 @@ def _on_host(op, args, attrs, index, compute):
     if type(result) is tuple:
         return tuple(_back(r, index) for r in result)
     return _back(result, index)
+
+
+def _user_level():
+    """The stacklevel of ``warnings.warn`` (called from here) that names the user's line: the
+    first frame outside the dynograph package."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _back(r, index):
@@ -184,3 +205,35 @@ def cuda_index(device):
     if d.type != "cuda":
         raise RuntimeError(f"Invalid device, must be cuda device, got {d}")
     return cuda_driver.current_device() if d.index is None else d.index
+
+
+# -- writes into device arrays --------------------------------------------------------------------
+def write(dst, src):
+    """``dst[...] = src`` where either is a device array (``src`` may be a host array or a number):
+    broadcast to ``dst``'s shape and cast to its dtype, as numpy's assignment."""
+    if type(dst) is _ndarray:
+        dst[...] = src.to_host()
+        return
+    if type(src) is _ndarray or not hasattr(src, "block"):
+        dst.copy_from_host(np.asarray(src))
+        return
+    same = src.shape == dst.shape and src.dtype == dst.dtype
+    if not (same and src.is_contiguous() and dst.is_contiguous() and src.block is not dst.block):
+        # the source broadcast, cast and made contiguous by kernels, in a buffer of its own
+        t = Tensor._wrap(src)
+        if src.shape != dst.shape:
+            t = t.expand(dst.shape)
+        if src.dtype != dst.dtype:
+            from dynograph.runtime import dtypes as D
+            t = t.to(D.from_numpy_dtype(dst.dtype))
+        src = t.clone()._data if t._data.block is dst.block or not t.is_contiguous() else t._data
+    if dst.is_contiguous():
+        dst.copy_from_device(src)
+    else:       # a strided destination: through the host (its span is read and written back)
+        dst.copy_from_host(src.to_host())
+
+
+def fill(dst, value):
+    """Every element of device array ``dst`` set to the number ``value`` (wrapping as numpy's
+    conversion of an integer array does)."""
+    dst.copy_from_host(np.array(value).astype(dst.dtype))

@@ -439,7 +439,7 @@ def _setitem(self, key, value):
         return
     v = _value_of(self, value)
     steps, adv, shape = _plan(self._data.shape, _items(key))
-    if TRACE.tracer is not None or (STATE.grad_enabled and (
+    if TRACE.tracer is not None or self.is_cuda or (STATE.grad_enabled and (
             self.requires_grad or (isinstance(v, Tensor) and v.requires_grad
                                    and self.is_floating_point()))):
         # the recorded path writes through ops, which the tracer sees

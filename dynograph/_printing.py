@@ -284,7 +284,7 @@ def tensor_repr(t, *, tensor_contents=None):
     """
     prefix = "tensor(" if type(t) is Tensor or t._is_param else f"{type(t).__name__}("
     indent = len(prefix)
-    a = t._data
+    a = t._host_data()          # a cuda tensor prints from a host copy
     dt = t.dtype
     suffixes = []
     if t.device != CPU:

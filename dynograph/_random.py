@@ -22,7 +22,7 @@ from ._convert import copy_recorded, records_write
 from ._creation import (parse_size, finish_created, out_dtype, as_int, tname, check_input, sequence_size,
                         dtype_arg, like_strides)
 from ._dispatch import call
-from ._inplace import check_inplace_leaf, check_no_internal_overlap
+from ._inplace import check_inplace_leaf, check_no_internal_overlap, write
 from ._tensor import Tensor, tensor_method
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
@@ -399,7 +399,7 @@ def _overwrite(self, result):
         return copy_recorded(self, result)
     if TRACE.tracer is not None:
         TRACE.tracer.write(self, result)
-    self._data[...] = result._data
+    write(self._data, result._data)
     self._bump_version()
     return self
 

@@ -259,7 +259,12 @@ _backends = {}
 
 
 def backend(index=0):
-    """The backend of CUDA device ``index`` (one per device and process)."""
-    if index not in _backends:
-        _backends[index] = CudaBackend(index)
-    return _backends[index]
+    """The backend of CUDA device ``index`` (one per device and process; an emulated device's
+    has a name of its own, so no cache mixes its kernels with a GPU's)."""
+    from dynograph.runtime import cuda_driver
+    key = (index, cuda_driver.emulated())
+    if key not in _backends:
+        _backends[key] = be = CudaBackend(index)
+        if key[1]:
+            be.name = f"cuda-emulated:{index}"
+    return _backends[key]

@@ -16,14 +16,16 @@ from dynograph.runtime import dtypes as D
 from dynograph.runtime.cuda_memory import DeviceArray
 from ..ir import Node, TensorType, Value
 from ..lowering.kernel import lowerable
-from ..lowering.program import Host, kernel_inputs, kernel_plan
+from ..lowering.program import kernel_inputs, kernel_plan
 from ..lowering.scalar import Unsupported
 from .backend import backend
 
 # the distinct call signatures whose nodes (and compiled plans) are kept
 MAX_CALLS = 4096
-# direct rules that run on device arrays (the others prepare operands with numpy)
-DEVICE_RULES = ("mm", "addmm")
+# the matrix products, run by the backend's GEMM (the other direct rules prepare their operands
+# with numpy on the host)
+DEVICE_RULES = ("mm", "addmm", "bmm")
+_GEMM_TYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 class _Call:
@@ -54,9 +56,17 @@ class DeviceOps:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _direct(self, op, call, arrays, attrs, be):
+        """A matrix product by the backend's GEMM kernel (None: the host runs it)."""
         (shape, dtype), = call.types
         out = be.allocate(shape, dtype.np)
-        return op.kernel(call.node, arrays, attrs, out, Host(be))
+        if op.name == "addmm":
+            bias, a, b = arrays
+            alpha, beta = attrs.get("alpha", 1), attrs.get("beta", 1)
+            if not all(type(v) in (int, float) for v in (alpha, beta)):
+                return None
+            return be.matmul(a, b, out, bias, alpha, beta) if _floats(out, bias, a, b) else None
+        a, b = arrays
+        return be.matmul(a, b, out) if _floats(out, a, b) else None
 
     def _call(self, op, arrays, attrs):
         key = (op.name, tuple(_signature(a) for a in arrays), tuple(sorted(attrs.items())))
@@ -78,6 +88,10 @@ class DeviceOps:
         return call
 
 
+def _floats(out, *arrays):
+    return out.dtype.name in _GEMM_TYPES and all(a.dtype == out.dtype for a in arrays)
+
+
 def lowerable_op(op):
     return op.lowering is not None and op.reindex is None
 
@@ -96,7 +110,7 @@ def _make_call(op, arrays, attrs):
             args.append(v)
             values.append(v)
             positions.append(i)
-        elif isinstance(a, (list, tuple)) or a is None and op.kernel is None:
+        elif isinstance(a, (list, tuple)):
             raise Unsupported(f"{op.name}: a list operand")
         else:
             args.append(a)
@@ -108,7 +122,7 @@ def _make_call(op, arrays, attrs):
     call.types = [(tuple(s.shape), s.dtype) for s in results]
     call.node = Node(op.name, tuple(args), dict(attrs),
                      tuple(Value(TensorType(shape, dt, "cuda")) for shape, dt in call.types))
-    if op.kernel is None:
+    if op.name not in DEVICE_RULES:
         if not lowerable(call.node) or kernel_inputs(call.node) != values:
             raise Unsupported(f"{op.name}: operands a kernel cannot read")
     call.values, call.positions = values, positions

@@ -737,6 +737,8 @@ class Module:
                             f"desired dtype={dtype}")
 
         def convert(t):
+            if device is not None:
+                t = t.to(device)
             if dtype is not None and t.is_floating_point():
                 return t.to(dtype)
             return t
@@ -744,8 +746,8 @@ class Module:
         return self._apply(convert)
 
     def cpu(self):
-        """Parameters and buffers already live on the CPU."""
-        return self
+        """Move every parameter and buffer to host memory."""
+        return self._apply(lambda t: t.cpu())
 
     def cuda(self, device=None):
         """Move every parameter and buffer to a CUDA device (as torch, a module without

@@ -1,0 +1,235 @@
+"""cuda tensors on an emulated CUDA device (runtime/cuda_emulated.py): the kernels are the CUDA
+renderer's, compiled for the CPU emulation, so transfers, views, single-op kernels, the host
+fallback, writes, autograd and training on cuda tensors are checked on machines without a GPU,
+against the same computation on cpu tensors."""
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import dynograph as torch
+import dynograph.nn as nn
+import dynograph.nn.functional as F
+from dynograph import _device
+from dynograph.compiler.cuda import backend as cuda_backend
+from dynograph.compiler.cuda.emulate import host_compiler
+from dynograph.runtime import cuda_driver
+
+pytestmark = pytest.mark.skipif(host_compiler() is None, reason="no host C++ compiler to emulate "
+                                "CUDA kernels with")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def emulated_device():
+    """One emulated CUDA device for this module; CUDA is probed afresh before and after."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DYNOGRAPH_CUDA_EMULATE", "1")
+    mp.setattr(cuda_driver, "_state", {})
+    mp.setattr(cuda_driver, "_devices", {})
+    mp.setattr(cuda_driver, "_thread", threading.local())
+    mp.setattr(cuda_backend, "_backends", {})
+    yield
+    mp.undo()
+
+
+def close(cuda_tensor, cpu_tensor, **tol):
+    assert cuda_tensor.device == torch.device("cuda", 0)
+    got = cuda_tensor.cpu()
+    assert got.dtype == cpu_tensor.dtype and got.shape == cpu_tensor.shape
+    np.testing.assert_allclose(got.numpy().astype(np.float64), cpu_tensor.numpy().astype(np.float64),
+                               **(tol or dict(rtol=1e-6, atol=1e-6)))
+
+
+# -- transfers, attributes, printing, errors -----------------------------------------------------
+def test_transfers_and_attributes():
+    x = torch.arange(6.).reshape(2, 3)
+    c = x.cuda()
+    assert c.is_cuda and not c.is_cpu and c.get_device() == 0 and x.get_device() == -1
+    assert c.device == torch.device("cuda:0") == torch.device("cuda", 0)
+    assert c.shape == (2, 3) and c.stride() == (3, 1) and c.dtype is torch.float32
+    assert c.to("cuda") is c and c.cuda() is c and x.cpu() is x and x.to("cpu") is x
+    assert c.data_ptr() != x.data_ptr()
+    back = c.cpu()
+    assert back.is_cpu and back.tolist() == x.tolist() and c.tolist() == x.tolist()
+    assert c.to("cpu", torch.float64).dtype is torch.float64
+    assert x.to(torch.device("cuda"), torch.int32).dtype is torch.int32
+    assert c[1, 2].item() == 5.0 and float(c.sum()) == 15.0
+
+
+def test_creation_on_the_device():
+    for t in (torch.zeros(2, 3, device="cuda"), torch.ones(2, device="cuda:0"),
+              torch.arange(4, device="cuda"), torch.tensor([1, 2], device="cuda"),
+              torch.full((2,), 7, device=torch.device("cuda", 0)), torch.eye(2, device="cuda"),
+              torch.randn(3, device="cuda"), torch.empty(2, device="cuda")):
+        assert t.is_cuda, t
+    c = torch.ones(2, 2, device="cuda")
+    for t in (torch.zeros_like(c), torch.ones_like(c), torch.rand_like(c), torch.empty_like(c),
+              c.new_zeros(3), c.new_ones(1), c.new_full((2,), 3.), c.new_tensor([1., 2.]),
+              torch.tensor(c), torch.as_tensor(np.ones(2), device="cuda")):
+        assert t.is_cuda, t
+    assert torch.zeros_like(c, device="cpu").is_cpu
+    assert torch.ones(3, device="cuda").tolist() == [1., 1., 1.]
+
+
+def test_printing():
+    assert repr(torch.tensor([1., 2.], device="cuda")) == "tensor([1., 2.], device='cuda:0')"
+    assert repr(torch.tensor([1, 2], device="cuda")) == "tensor([1, 2], device='cuda:0')"
+    w = torch.ones(2, device="cuda", requires_grad=True)
+    assert repr(w) == "tensor([1., 1.], device='cuda:0', requires_grad=True)"
+    assert repr(torch.zeros(0, 2, device="cuda")) == \
+        "tensor([], device='cuda:0', size=(0, 2))"
+
+
+def test_errors_as_torch():
+    c = torch.ones(2, device="cuda")
+    with pytest.raises(TypeError, match=r"can't convert cuda:0 device type tensor to numpy\. Use "
+                       r"Tensor\.cpu\(\) to copy the tensor to host memory first\."):
+        c.numpy()
+    with pytest.raises(TypeError, match="can't convert cuda:0"):
+        np.asarray(c)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but "
+                       "found at least two devices, cuda:0 and cpu!"):
+        c + torch.ones(2)
+    with pytest.raises(RuntimeError, match="cuda:0 and cpu"):
+        torch.ones(2, 2, device="cuda") @ torch.ones(2, 2)
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.ones(2, device="cuda:3")
+    # a 0-d cpu tensor joins a cuda op as a number, as in torch
+    assert (c + torch.tensor(2.)).tolist() == [3., 3.]
+
+
+# -- ops: kernels, views, the host fallback --------------------------------------------------------
+def test_elementwise_and_reductions_against_cpu():
+    rng = np.random.default_rng(0)
+    x = torch.tensor(rng.standard_normal((4, 6)).astype(np.float32))
+    y = torch.tensor(rng.standard_normal((6,)).astype(np.float32))
+    cx, cy = x.cuda(), y.cuda()
+    for fn in (lambda a, b: a + b * 2, lambda a, b: (a * b).exp(), lambda a, b: a.t() - 1,
+               lambda a, b: torch.where(a > 0, a, b), lambda a, b: a.sum(1),
+               lambda a, b: a.mean(0), lambda a, b: a.amax(1), lambda a, b: a.softmax(1),
+               lambda a, b: a[:, ::2].relu(), lambda a, b: (a > b).to(torch.int64)):
+        close(fn(cx, cy), fn(x, y), rtol=1e-5, atol=1e-6)
+    assert cx.argmax(1).tolist() == x.argmax(1).tolist()
+    i = torch.tensor([[3, -7], [5, 2]])
+    assert (i.cuda() // 2).tolist() == (i // 2).tolist()
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        i.cuda() // torch.zeros(2, dtype=torch.int64, device="cuda")
+
+
+def test_views_share_the_device_memory():
+    c = torch.arange(12.).reshape(3, 4).cuda()
+    t = c.t()
+    assert t.stride() == (1, 4) and t.storage_offset() == 0 and t.data_ptr() == c.data_ptr()
+    row = c[1]
+    assert row.storage_offset() == 4 and row.tolist() == [4., 5., 6., 7.]
+    assert c[:, 1:3].tolist() == [[1., 2.], [5., 6.], [9., 10.]]
+    assert c.view(2, 6)._base is c and c.unsqueeze(0).shape == (1, 3, 4)
+    assert c[0].expand(2, 4).tolist() == [[0., 1., 2., 3.]] * 2
+    row.mul_(10)                        # an in-place op through a view changes the base
+    assert c[1].tolist() == [40., 50., 60., 70.]
+    c[:, 0] = -1.                       # a strided write
+    assert c[:, 0].tolist() == [-1.] * 3 and c[2, 1].item() == 9.
+    assert c.t().reshape(12).cpu().tolist() == c.cpu().t().reshape(12).tolist()
+
+
+def test_products_by_the_gemm_kernel():
+    rng = np.random.default_rng(1)
+    a = torch.tensor(rng.standard_normal((5, 7)).astype(np.float32))
+    b = torch.tensor(rng.standard_normal((7, 3)).astype(np.float32))
+    bias = torch.tensor(rng.standard_normal(3).astype(np.float32))
+    close(a.cuda() @ b.cuda(), a @ b, rtol=1e-5, atol=1e-5)
+    close(torch.addmm(bias.cuda(), a.cuda(), b.cuda(), beta=0.5, alpha=2),
+          torch.addmm(bias, a, b, beta=0.5, alpha=2), rtol=1e-5, atol=1e-5)
+    close(a.cuda().t() @ a.cuda(), a.t() @ a, rtol=1e-5, atol=1e-5)
+    close(torch.bmm(a[None].cuda(), b[None].cuda()), torch.bmm(a[None], b[None]), rtol=1e-5, atol=1e-5)
+
+
+def test_ops_without_a_kernel_run_on_the_host_with_one_warning():
+    c = torch.tensor([[3., 1.], [2., 4.]], device="cuda")
+    _device._warned.discard("sort")
+    with pytest.warns(UserWarning, match="'sort' has no CUDA kernel; it runs on the host"):
+        values, indices = c.sort(1)
+    assert values.is_cuda and indices.is_cuda and values.tolist() == [[1., 3.], [2., 4.]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        c.sort(0)                       # once per op
+    assert torch.cat([c, c]).shape == (4, 2)
+
+
+# -- writes ------------------------------------------------------------------------------------------
+def test_in_place_writes_and_copies():
+    c = torch.zeros(2, 3, device="cuda")
+    c.fill_(2.)
+    c.add_(torch.ones(3, device="cuda"))
+    assert c.tolist() == [[3.] * 3] * 2
+    c.copy_(torch.arange(6).reshape(2, 3))          # from cpu, int64 -> float32
+    assert c.tolist() == [[0., 1., 2.], [3., 4., 5.]]
+    host = torch.empty(2, 3, dtype=torch.float64)
+    host.copy_(c)                                   # cuda -> cpu
+    assert host.tolist() == c.tolist()
+    c.t().copy_(torch.ones(3, 2, device="cuda") * 7)   # into a strided view
+    assert c.tolist() == [[7.] * 3] * 2
+    c.zero_()
+    assert c.sum().item() == 0
+    out = torch.empty(3, device="cuda")
+    torch.add(torch.ones(3, device="cuda"), 1, out=out)
+    assert out.tolist() == [2., 2., 2.]
+    u = torch.zeros(4, dtype=torch.uint8, device="cuda")
+    u.fill_(-1)                                     # wraps, as in torch
+    assert u.tolist() == [255] * 4
+
+
+# -- autograd and training --------------------------------------------------------------------------
+def test_gradients_flow_across_devices():
+    a = torch.ones(2, requires_grad=True)
+    c = a.cuda()
+    assert c.grad_fn.name() == "ToCopyBackward0" and c.requires_grad
+    (c * 3).sum().backward()
+    assert a.grad.is_cpu and a.grad.tolist() == [3., 3.]
+    w = torch.ones(2, device="cuda", requires_grad=True)
+    (w * w).sum().backward()
+    (w * 2).sum().backward()            # accumulates on the device
+    assert w.grad.is_cuda and w.grad.tolist() == [4., 4.]
+
+
+def _train(device, opt_cls, **opt_args):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 3))
+    rng = np.random.default_rng(2)
+    x = torch.tensor(rng.standard_normal((6, 5)).astype(np.float32))
+    y = torch.tensor([0, 1, 2, 0, 1, 2])
+    model.to(device)
+    x, y = x.to(device), y.to(device)
+    opt = opt_cls(model.parameters(), **opt_args)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return model, losses
+
+
+def test_training_on_cuda_equals_cpu():
+    model, losses = _train("cuda", torch.optim.SGD, lr=0.1, momentum=0.9)
+    ref, ref_losses = _train("cpu", torch.optim.SGD, lr=0.1, momentum=0.9)
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        close(p.detach(), q.detach(), rtol=1e-5, atol=1e-6)
+        assert p.grad.is_cuda
+    assert model.cpu()[0].weight.is_cpu
+
+
+def test_memory_is_returned_to_the_allocator():
+    torch.cuda.empty_cache()
+    before = torch.cuda.memory_allocated()
+    c = torch.ones(1000, device="cuda")
+    assert torch.cuda.memory_allocated() >= before + 4000
+    v = c[10:]
+    del c
+    assert torch.cuda.memory_allocated() >= before + 4000      # the view keeps the block
+    del v
+    assert torch.cuda.memory_allocated() == before
+    assert torch.cuda.is_available() and torch.cuda.device_count() == 1
