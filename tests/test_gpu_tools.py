@@ -42,15 +42,16 @@ def fresh(monkeypatch):
 
 # -- the stage runner and the report ----------------------------------------------------------------
 def test_a_stage_records_status_duration_and_the_output_tail():
-    record = gpu_check.run_stage("hello", [sys.executable, "-c", "print('x' * 5000 + 'end')"], 30)
+    record, output = gpu_check.run_stage("hello", [sys.executable, "-c", "print('x' * 5000 + 'end')"], 30)
+    assert output == "x" * 5000 + "end\n"
     assert record["status"] == "passed" and record["exit_code"] == 0
     assert record["output_tail"].endswith("end\n") and len(record["output_tail"]) <= gpu_check.TAIL_CHARS + 3
     assert record["command"][0] == sys.executable and 0 <= record["duration_s"] < 30
 
-    record = gpu_check.run_stage("fails", [sys.executable, "-c", "import sys; sys.exit('broken')"], 30)
+    record, _ = gpu_check.run_stage("fails", [sys.executable, "-c", "import sys; sys.exit('broken')"], 30)
     assert record["status"] == "failed (exit status 1)" and "broken" in record["output_tail"]
 
-    record = gpu_check.run_stage("missing", ["/nonexistent/program"], 30)
+    record, _ = gpu_check.run_stage("missing", ["/nonexistent/program"], 30)
     assert record["status"].startswith("failed: ") and record["exit_code"] is None
 
 
@@ -59,7 +60,7 @@ def test_a_stage_past_its_limit_is_killed_with_its_children():
     script = ("import subprocess, sys, time; print('started', flush=True); "
               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)")
     start = time.monotonic()
-    record = gpu_check.run_stage("slow", [sys.executable, "-c", script], 2)
+    record, _ = gpu_check.run_stage("slow", [sys.executable, "-c", script], 2)
     assert time.monotonic() - start < 20
     assert record["status"] == "timed out after 2 s" and "started" in record["output_tail"]
 
@@ -123,6 +124,21 @@ def test_wheel_folder_checks(tmp_path):
     assert gpu_check.missing_wheels(str(tmp_path), "cp311") == []
     (carried,) = gpu_check.carried_libcuda(str(tmp_path))
     assert "pycuda-2026.1-cp311" in carried and "pycuda/libcuda.so.1" in carried
+
+
+def test_a_wheel_folder_lacking_wheels_still_gives_a_report(tmp_path):
+    out = tmp_path / "report.json"
+    proc = subprocess.run([os.path.join(ROOT, "tools", "gpu_check.sh"), str(tmp_path), str(out)],
+                          env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["overall"] == "failed: wheels" and report["within_budget"]
+    assert [s["name"] for s in report["stages"]] == ["wheels", "tests", "demo", "bench"]
+    assert "no pip wheel" in report["stages"][0]["status"]
+    assert {s["status"] for s in report["stages"][1:]} == {"skipped: nothing installed"}
+    assert report["environment"] is None and report["benchmarks"] is None
+    assert report["settings"]["wheel_dir"] == str(tmp_path.resolve())
 
 
 def test_bad_arguments_stop_before_anything_runs(tmp_path, capsys):

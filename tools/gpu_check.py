@@ -62,8 +62,9 @@ def tail(text, n=TAIL_CHARS):
 
 
 def run_stage(name, command, timeout, cwd=None, env=None):
-    """Run ``command`` (its output and errors together) within ``timeout`` seconds: the stage's
-    record.  A command still running at the limit is killed with its whole process group."""
+    """Run ``command`` (its output and errors together) within ``timeout`` seconds: (the stage's
+    record, the whole output).  A command still running at the limit is killed with its whole
+    process group."""
     record = {"name": name, "command": [str(c) for c in command], "timeout_s": round(timeout, 1)}
     start = time.monotonic()
     try:
@@ -72,7 +73,7 @@ def run_stage(name, command, timeout, cwd=None, env=None):
                                 start_new_session=True)
     except OSError as e:
         return {**record, "status": f"failed: {e}", "exit_code": None, "duration_s": 0.0,
-                "output_tail": ""}
+                "output_tail": ""}, ""
     try:
         out, _ = proc.communicate(timeout=timeout)
         status = "passed" if proc.returncode == 0 else f"failed (exit status {proc.returncode})"
@@ -82,8 +83,7 @@ def run_stage(name, command, timeout, cwd=None, env=None):
         status = f"timed out after {timeout:.0f} s"
     text = out.decode("utf-8", "replace")
     return {**record, "status": status, "exit_code": proc.returncode,
-            "duration_s": round(time.monotonic() - start, 2), "output_tail": tail(text),
-            "_output": text}
+            "duration_s": round(time.monotonic() - start, 2), "output_tail": tail(text)}, text
 
 
 def skipped(name, reason):
@@ -296,123 +296,138 @@ def test_files(patterns):
     return list(dict.fromkeys(files))
 
 
-def check(args):
-    wheel_dir = os.path.realpath(args.wheel_dir)
-    started = datetime.datetime.now(datetime.timezone.utc)
-    budget = Budget(args.budget)
-    work = tempfile.mkdtemp(prefix="dynograph-gpu-check-")
-    venv = os.path.join(work, "venv")
-    py = os.path.join(venv, "bin", "python")
-    # only WHEEL_DIR: no package index or other wheel folders from this machine's pip settings
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-    env = {**env, "DYNOGRAPH_CACHE_DIR": os.path.join(work, "cache"), "PIP_NO_INDEX": "1",
-           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_CONFIG_FILE": os.devnull,
-           "PYTHONNOUSERSITE": "1"}
-    tag = python_tag()
-    report = {"report": "dynograph GPU check (tools/gpu_check.sh)", "version": 1,
-              "started": started.isoformat(timespec="seconds"),
-              "settings": {"wheel_dir": wheel_dir, "source_tree": ROOT, "git_commit": git_commit(),
-                           "budget_s": args.budget, "stage_limits_s": LIMITS,
-                           "system_site_packages": not args.isolated, "tests": args.tests,
-                           "run_without_gpu": args.run_without_gpu, "work_dir": work},
-              "host": {"hostname": platform.node(), "platform": platform.platform(),
-                       "python": f"{platform.python_version()} ({sys.executable})",
-                       "cpus": os.cpu_count(), "nvidia_smi": nvidia_smi()},
-              "stages": []}
-    stages = report["stages"]
+class Check:
+    """One run of the check: its stages in order, its report."""
 
-    def stage(name, command, finish=None):
-        """Run a stage (``finish`` amends its record) unless the budget is spent."""
-        left = budget.limit(name)
+    def __init__(self, args):
+        self.args = args
+        self.wheel_dir = os.path.realpath(args.wheel_dir)
+        self.started = datetime.datetime.now(datetime.timezone.utc)
+        self.budget = Budget(args.budget)
+        self.work = tempfile.mkdtemp(prefix="dynograph-gpu-check-")
+        self.venv = os.path.join(self.work, "venv")
+        self.py = os.path.join(self.venv, "bin", "python")
+        # only WHEEL_DIR: no package index or other wheel folders from this machine's pip settings
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+        self.env = {**env, "DYNOGRAPH_CACHE_DIR": os.path.join(self.work, "cache"), "PIP_NO_INDEX": "1",
+                    "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_CONFIG_FILE": os.devnull,
+                    "PYTHONNOUSERSITE": "1"}
+        self.stages = []
+        self.report = {
+            "report": "dynograph GPU check (tools/gpu_check.sh)", "version": 1,
+            "started": self.started.isoformat(timespec="seconds"),
+            "settings": {"wheel_dir": self.wheel_dir, "source_tree": ROOT, "git_commit": git_commit(),
+                         "budget_s": args.budget, "stage_limits_s": LIMITS,
+                         "system_site_packages": not args.isolated, "tests": args.tests,
+                         "run_without_gpu": args.run_without_gpu, "work_dir": self.work},
+            "host": {"hostname": platform.node(), "platform": platform.platform(),
+                     "python": f"{platform.python_version()} ({sys.executable})",
+                     "cpus": os.cpu_count(), "nvidia_smi": nvidia_smi()},
+            "environment": None, "stages": self.stages, "benchmarks": None}
+
+    def stage(self, name, command, finish=None):
+        """Run a stage unless the budget is spent (``finish(record, output)`` amends its record);
+        True when it passed."""
+        left = self.budget.limit(name)
         if left < 5:
-            record = skipped(name, f"the check's {args.budget} s budget was spent")
+            record = skipped(name, f"the check's {self.args.budget} s budget was spent")
         else:
             print(f"gpu_check: {name} ...", file=sys.stderr, flush=True)
-            record = run_stage(name, command, left, env=env, cwd=work)
+            record, output = run_stage(name, command, left, env=self.env, cwd=self.work)
             if finish is not None:
-                finish(record)
-        stages.append(record)
-        print(f"gpu_check: {name}: {record['status']} ({record['duration_s']} s)", file=sys.stderr,
-              flush=True)
-        return record
-
-    def ok(record):
+                finish(record, output)
+        self.add(record)
         return record["status"] == "passed"
 
-    problems = missing_wheels(wheel_dir, tag)
-    if problems:
-        stages.append({"name": "wheels", "status": f"failed: WHEEL_DIR {wheel_dir}: " + "; ".join(problems),
-                       "duration_s": 0.0})
-    else:
-        venv_cmd = [sys.executable, "-m", "venv", "--without-pip"]
-        venv_cmd += [] if args.isolated else ["--system-site-packages"]
-        if ok(stage("venv", venv_cmd + [venv])):
-            pip_wheel = wheels(wheel_dir, "pip")[-1]
-            if ok(stage("pip", [py, os.path.join(pip_wheel, "pip"), "install", "--no-index",
-                                "--find-links", wheel_dir, "--ignore-installed", "pip"])):
-                own = wheels(wheel_dir, "dynograph")
-                target = f"{own[-1]}[cuda,examples]" if own else f"{ROOT}[cuda,examples]"
-                report["settings"]["installed_from"] = own[-1] if own else "the source tree"
-                stage("install", [py, "-m", "pip", "install", "--no-index", "--find-links", wheel_dir,
-                                  "--no-cache-dir", "--ignore-installed", "-c",
-                                  os.path.join(ROOT, "constraints.txt"), target, "pytest",
-                                  "pytest-xdist"])
-    installed = bool(stages) and ok(stages[-1]) and stages[-1]["name"] == "install"
-    gpu_reason = None
-    if installed:
-        stage("libcuda", [py, __file__, "libcuda", wheel_dir, venv])
-        record = stage("environment", [py, __file__, "environment"])
-        info = last_json(record.get("_output"))
-        report["environment"] = info
+    def add(self, record):
+        self.stages.append(record)
+        print(f"gpu_check: {record['name']}: {record['status']} ({record['duration_s']} s)",
+              file=sys.stderr, flush=True)
+
+    def install(self):
+        """The venv with pip, then dynograph and the test runner: True when installed."""
+        problems = missing_wheels(self.wheel_dir, python_tag())
+        if problems:
+            self.add({"name": "wheels", "duration_s": 0.0,
+                      "status": f"failed: WHEEL_DIR {self.wheel_dir}: " + "; ".join(problems)})
+            return False
+        venv = [sys.executable, "-m", "venv", "--without-pip"]
+        venv += [] if self.args.isolated else ["--system-site-packages"]
+        if not self.stage("venv", venv + [self.venv]):
+            return False
+        pip_wheel = wheels(self.wheel_dir, "pip")[-1]
+        if not self.stage("pip", [self.py, os.path.join(pip_wheel, "pip"), "install", "--no-index",
+                                  "--find-links", self.wheel_dir, "--ignore-installed", "pip"]):
+            return False
+        own = wheels(self.wheel_dir, "dynograph")
+        self.report["settings"]["installed_from"] = own[-1] if own else "the source tree"
+        target = f"{own[-1] if own else ROOT}[cuda,examples]"
+        return self.stage("install", [self.py, "-m", "pip", "install", "--no-index", "--find-links",
+                                      self.wheel_dir, "--no-cache-dir", "--ignore-installed", "-c",
+                                      os.path.join(ROOT, "constraints.txt"), target, "pytest",
+                                      "pytest-xdist"])
+
+    def probe(self):
+        """The libcuda and environment stages: None when a GPU can be used, else why not."""
+        self.stage("libcuda", [self.py, __file__, "libcuda", self.wheel_dir, self.venv])
+
+        def read(record, output):
+            self.report["environment"] = last_json(output)
+        self.stage("environment", [self.py, __file__, "environment"], read)
+        info = self.report["environment"]
         if info is None:
-            gpu_reason = "no usable GPU: the environment stage reported nothing"
-        elif info.get("gpu") is None:
-            gpu_reason = f"no usable GPU: {info.get('reason')}"
-    else:
-        gpu_reason = "nothing installed"
-    run_gpu = gpu_reason is None or (args.run_without_gpu and installed)
-    files = test_files(args.tests)
-    if not run_gpu:
-        for name in ("tests", "demo", "bench"):
-            stages.append(skipped(name, gpu_reason))
-    else:
+            return "no usable GPU: the environment stage reported nothing"
+        if info.get("gpu") is None:
+            return f"no usable GPU: {info.get('reason')}"
+        return None
+
+    def gpu_stages(self):
+        files = test_files(self.args.tests)
         if not files:
-            stages.append({"name": "tests", "status": f"failed: no test files match {args.tests}",
-                           "duration_s": 0.0})
+            self.add({"name": "tests", "duration_s": 0.0,
+                      "status": f"failed: no test files match {self.args.tests}"})
         else:
             workers = min(8, os.cpu_count() or 1)
-            stage("tests", [py, "-m", "pytest", "-rfEs", "-p", "no:cacheprovider", "-n", str(workers),
-                            "--rootdir", ROOT, *files],
-                  lambda record: record.update(counts=pytest_counts(record["_output"])))
+            self.stage("tests", [self.py, "-m", "pytest", "-rfEs", "-p", "no:cacheprovider", "-n",
+                                 str(workers), "--rootdir", ROOT, *files],
+                       lambda record, output: record.update(counts=pytest_counts(output)))
         if demo_takes_device():
-            stage("demo", [py, os.path.join(ROOT, "examples", "demo.py"), "--device", "cuda"])
+            self.stage("demo", [self.py, os.path.join(ROOT, "examples", "demo.py"), "--device", "cuda"])
         else:
-            stages.append(skipped("demo", "examples/demo.py takes no --device option yet"))
-        bench_json = os.path.join(work, "bench.json")
+            self.add(skipped("demo", "examples/demo.py takes no --device option yet"))
+        out = os.path.join(self.work, "bench.json")
 
-        def read_benchmarks(record):
+        def read(record, output):
             try:
-                with open(bench_json) as f:
-                    report["benchmarks"] = json.load(f)
+                with open(out) as f:
+                    self.report["benchmarks"] = json.load(f)
             except (OSError, ValueError):
                 return
             if record["exit_code"] == NO_GPU:       # its own "skipped: <reason>"
-                record["status"] = report["benchmarks"]["status"]
-        report["benchmarks"] = None
-        stage("bench", [py, os.path.join(ROOT, "tools", "gpu_bench.py"), "--out", bench_json],
-              read_benchmarks)
-    for record in stages:
-        record.pop("_output", None)
-    report["overall"], status = overall(stages, gpu_reason)
-    finished = datetime.datetime.now(datetime.timezone.utc)
-    report["finished"] = finished.isoformat(timespec="seconds")
-    report["duration_s"] = round((finished - started).total_seconds(), 1)
-    report["within_budget"] = report["duration_s"] <= args.budget
-    write_json(args.out_json, report)
-    print(f"gpu_check: {report['overall']}; report in {os.path.abspath(args.out_json)}", file=sys.stderr)
-    if not args.keep:
-        shutil.rmtree(work, ignore_errors=True)
-    return status
+                record["status"] = self.report["benchmarks"]["status"]
+        self.stage("bench", [self.py, os.path.join(ROOT, "tools", "gpu_bench.py"), "--out", out], read)
+
+    def run(self):
+        """Every stage, then the report written: the exit status."""
+        installed = self.install()
+        gpu_reason = self.probe() if installed else "nothing installed"
+        if gpu_reason is None or (installed and self.args.run_without_gpu):
+            self.gpu_stages()
+        else:
+            for name in ("tests", "demo", "bench"):
+                self.add(skipped(name, gpu_reason))
+        report = self.report
+        report["overall"], status = overall(self.stages, gpu_reason)
+        finished = datetime.datetime.now(datetime.timezone.utc)
+        report["finished"] = finished.isoformat(timespec="seconds")
+        report["duration_s"] = round((finished - self.started).total_seconds(), 1)
+        report["within_budget"] = report["duration_s"] <= self.args.budget
+        write_json(self.args.out_json, report)
+        print(f"gpu_check: {report['overall']}; report in {os.path.abspath(self.args.out_json)}",
+              file=sys.stderr)
+        if not self.args.keep:
+            shutil.rmtree(self.work, ignore_errors=True)
+        return status
 
 
 def parse(argv):
@@ -448,7 +463,7 @@ def main(argv=None):
     if sys.version_info < (3, 10):
         print("tools/gpu_check.sh needs Python 3.10 or later (set PYTHON)", file=sys.stderr)
         return 2
-    return check(parse(argv))
+    return Check(parse(argv)).run()
 
 
 if __name__ == "__main__":
