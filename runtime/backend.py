@@ -13,27 +13,41 @@ compiler/lowering/schedule.py) to its own code and runs them:
 * ``allocate(shape, dtype)``          a new array for a result (host or device memory);
 * ``address(array)``                  what ``fn`` takes for a buffer;
 * ``matmul(a, b, out, ...)``          optional: a matrix product by the backend's own means;
+* ``extern(op, args, attrs)``         optional: an op without a kernel step run on the backend's
+                                      own arrays (device memory); None: numpy on host arrays;
 * ``running()``                       optional: a context held while a program runs;
-* ``disk``                            a runtime.cache.DiskCache for its object code, or None.
+* ``disk``                            a runtime.cache.DiskCache for its object code, or None;
+* ``parallel_compile``                True where ``compile`` may run on several threads at once.
 
 ``kernel_function(backend, kernel)`` caches loaded kernels in memory and compiled ones on disk
-for every backend, by the description's hash.
+for every backend, by the description's hash.  ``compile_ahead(backend, kernels)`` starts
+compiling the kernels a program is about to need on a few threads (at most one fewer than
+``threads.count()``: the calling thread compiles too); ``kernel_function`` then takes each
+result when its kernel is first run, or compiles it itself where no thread has started on it.
 """
 import abc
 import contextlib
 import os
 import sys
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from . import threads
 
 STATS = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
 _loaded = {}                    # (backend name, kernel key) -> loaded function
+_ahead = {}                     # (backend name, kernel key) -> Future of its object code
 _lock = threading.RLock()
+_stats_lock = threading.Lock()
 
 
 def _new_lock_in_child():
-    """A forked child may inherit the lock held by a thread it does not have."""
-    global _lock
+    """A forked child may inherit the lock held by a thread it does not have, and compilations
+    running ahead on threads it does not have."""
+    global _lock, _stats_lock
     _lock = threading.RLock()
+    _stats_lock = threading.Lock()
+    _ahead.clear()
 
 
 os.register_at_fork(after_in_child=_new_lock_in_child)
@@ -45,6 +59,10 @@ class Backend(abc.ABC):
     # direct kernels compute a few output channels per step, sharing each input load (CPU
     # register tiling); a backend whose own mapping tiles contractions (CUDA's GEMM) keeps one
     tiles_channels = False
+    # extern(op, args, attrs) -> result (an array or a list): what runs a program's extern steps
+    # whose operands live in this backend's memory (None: they are host arrays, numpy runs them)
+    extern = None
+    parallel_compile = False
 
     @abc.abstractmethod
     def render(self, kernel, name):
@@ -83,8 +101,8 @@ class Backend(abc.ABC):
 
 
 def kernel_function(backend, kernel):
-    """The loaded function of ``kernel`` on ``backend``: from memory, from the backend's disk
-    cache, or rendered and compiled now."""
+    """The loaded function of ``kernel`` on ``backend``: from memory, from a compilation started
+    ahead, from the backend's disk cache, or rendered and compiled now."""
     key = (backend.name, kernel.key)
     fn = _loaded.get(key)
     if fn is not None:
@@ -95,8 +113,53 @@ def kernel_function(backend, kernel):
         if fn is not None:
             return fn
         with unwatched():
-            fn = _loaded[key] = _get(backend, kernel)
+            ahead = _ahead.pop(key, None)
+            if ahead is not None and not ahead.cancel():
+                while not ahead.done() and _help():
+                    pass
+                obj = ahead.result()        # a failed compilation raises here, as it would below
+            else:                           # (no thread has started on it: this one compiles it)
+                obj = _object(backend, kernel)
+            fn = _loaded[key] = backend.load(obj, f"dg_{kernel.key}", kernel)
         return fn
+
+
+def _help():
+    """While a thread compiles the kernel this one needs: compile the next kernel no thread has
+    started on (its result waits in its Future).  False when there is none."""
+    for key, future in list(_ahead.items()):
+        if future.cancel():                 # taken from the queue: this thread runs it
+            done = _ahead[key] = Future()
+            try:
+                done.set_result(_object(*future.work))
+            except Exception as e:          # raised when (if ever) the kernel is needed
+                done.set_exception(e)
+            return True
+    return False
+
+
+def compile_ahead(backend, kernels):
+    """Start compiling those of ``kernels`` that are neither loaded nor on their way, on up to
+    ``threads.count() - 1`` threads, disk cache first; ``kernel_function`` collects them.  A
+    kernel never asked for is still compiled and cached on disk."""
+    helpers = threads.count() - 1
+    if not backend.parallel_compile or helpers < 1:
+        return
+    todo = {}
+    with _lock:
+        for kernel in kernels:
+            key = (backend.name, kernel.key)
+            if key not in _loaded and key not in _ahead and key not in todo:
+                todo[key] = kernel
+        if not todo:
+            return
+        # the threads end once the queue is empty (shutdown(wait=False) below)
+        pool = ThreadPoolExecutor(min(helpers, len(todo)), thread_name_prefix="dynograph-compile")
+        with unwatched():
+            for key, kernel in todo.items():
+                future = _ahead[key] = pool.submit(_object, backend, kernel)
+                future.work = (backend, kernel)
+        pool.shutdown(wait=False)
 
 
 @contextlib.contextmanager
@@ -115,14 +178,21 @@ def unwatched():
         sys.settrace(hooks[1])
 
 
-def _get(backend, kernel):
-    name = f"dg_{kernel.key}"
+def _object(backend, kernel):
+    """Object code of ``kernel``: from the backend's disk cache, else compiled now (and written
+    there).  Called on the threads of compile_ahead too."""
     obj = backend.disk.read(kernel.key) if backend.disk is not None else None
     if obj is not None:
-        STATS["disk_hits"] += 1
-    else:
-        obj = backend.compile(backend.render(kernel, name), name, kernel)
-        STATS["compiled"] += 1
-        if backend.disk is not None:
-            backend.disk.write(kernel.key, obj)
-    return backend.load(obj, name, kernel)
+        _count("disk_hits")
+        return obj
+    name = f"dg_{kernel.key}"
+    obj = backend.compile(backend.render(kernel, name), name, kernel)
+    _count("compiled")
+    if backend.disk is not None:
+        backend.disk.write(kernel.key, obj)
+    return obj
+
+
+def _count(what):
+    with _stats_lock:
+        STATS[what] += 1

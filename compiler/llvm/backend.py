@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from dynograph.runtime.backend import Backend
+from ..lowering.ahead import compile_ahead
 from ..lowering.program import run as run_program
 from ..lowering.schedule import schedule
 from . import blas, jit, pool
@@ -27,6 +28,7 @@ class LLVMBackend(Backend):
     name = "llvm"
     disk = jit.DISK
     tiles_channels = True
+    parallel_compile = True         # jit.emit_object runs on several threads at once
 
     def render(self, kernel, name):
         return render(kernel, name, jit.triple())
@@ -78,5 +80,8 @@ LLVM = LLVMBackend()
 
 
 def run(graph, inputs, batch=None, writable=()):
-    """Execute ``graph`` with LLVM kernels where its nodes lower (compiler/lowering/program.py)."""
+    """Execute ``graph`` with LLVM kernels where its nodes lower (compiler/lowering/program.py);
+    before its first run, its kernels start compiling on a few threads (lowering/ahead.py)."""
+    writable = writable if isinstance(writable, frozenset) else frozenset(writable)
+    compile_ahead(graph, inputs, batch, writable, LLVM)
     return run_program(graph, inputs, batch, writable, backend=LLVM)

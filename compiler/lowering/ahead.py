@@ -1,0 +1,108 @@
+"""Compiling a program's kernels ahead of its first run, on several threads.
+
+A program compiles each kernel on its first use, for the layouts its inputs have then
+(program.py).  Most of those layouts are known before the first run: the graph's inputs are at
+hand, kernels store contiguous outputs, views are what their ``impl`` makes of their inputs,
+and other ops return new contiguous arrays.  ``compile_ahead`` walks the graph with stand-ins
+of those layouts (empty arrays, whose memory is never touched), describes the kernel of every
+node they determine (the same Plan, under the same key, that the run looks up:
+``program.kernel_plan``, in-place variants included) and hands the kernels to the backend's
+``compile_ahead`` (runtime/backend.py), which compiles them on a few threads while the run goes
+on; the run takes each kernel when it reaches it.  A layout guessed wrong costs a
+kernel compiled in vain (and cached on disk), never a wrong result: the run looks its kernels
+up by the layouts it really meets, and compiles any other on the spot, as before.
+"""
+import numpy as np
+
+from dynograph.runtime import backend as runtime_backend
+from dynograph.runtime.executor import overwritable
+from ..interpreter import evaluate
+from ..ir import TensorType
+from ..ops import REGISTRY
+from ..symbolic import concrete
+from . import program
+
+# (named _plan until the device arrays' change to program.py)
+_kernel_plan = getattr(program, "kernel_plan", None) or getattr(program, "_plan")
+
+
+def compile_ahead(graph, inputs, batch, writable, backend):
+    """Start compiling the kernels ``graph`` will need when it runs on ``inputs`` (once per
+    graph, batch size and set of writable slots: the key of its program)."""
+    done = graph.__dict__.setdefault("_compiled_ahead", set())
+    key = (backend.name, batch, writable)
+    if key in done:
+        return
+    done.add(key)
+    if not backend.parallel_compile:
+        return
+    runtime_backend.compile_ahead(backend, [plan.kernel for plan in
+                                            plans_ahead(graph, inputs, batch, writable, backend)])
+
+
+def plans_ahead(graph, inputs, batch, writable, backend):
+    """The Plans of the kernel nodes whose input layouts are known before the run."""
+    arrays = {inp.value: a for inp, a in zip(graph.inputs, inputs)}
+    memory = graph.memory_plan
+    by_name = {inp.name: inp.value for inp in graph.inputs}
+    inplace = {} if memory is None else \
+        {v: by_name[name] for name, v in graph.updates if name in memory.inplace and name in writable}
+    planned = () if memory is None else \
+        {v for v in memory.buffers if v in memory.lifetimes}
+    plans = []
+    for node in graph.nodes:
+        values = program.kernel_inputs(node)
+        if values is None:
+            _extern_outputs(node, arrays, batch)
+            continue
+        ins = [arrays.get(v) for v in values]
+        if any(a is None for a in ins):
+            continue
+        plan = _kernel_plan(node, ins, values, batch, backend)
+        if plan is None:                    # the interpreter runs it: its outputs are unknown
+            continue
+        into = []
+        for j, (v, dtype) in enumerate(zip(node.outs, plan.outputs)):
+            shape = tuple(concrete(v.type.shape, batch))
+            old = inplace.get(v)
+            # as _KernelStep does: an unplanned update may store into the state it replaces
+            if v not in planned and old is not None and old in values and \
+                    overwritable(arrays[old], dtype, shape):
+                into.append((j, values.index(old)))
+                arrays[v] = arrays[old]
+            else:
+                arrays[v] = np.empty(shape, dtype)
+        plans.append(plan.writing_into(tuple(into)) if into else plan)
+    return plans
+
+
+def _extern_outputs(node, arrays, batch):
+    """The outputs of a node the interpreter or a direct kernel runs.  A view's are what its
+    ``impl`` makes of the stand-ins (a view reads no element); other ops' results are new
+    arrays, contiguous (numpy's products, gathers, scatters and creations make them so)."""
+    op = REGISTRY.get(node.op)
+    if op is None:                          # a fused node run node by node: left out
+        return
+    if op.view:
+        ins = node.input_values()
+        if any(arrays.get(v) is None for v in ins if isinstance(v.type, TensorType)):
+            return
+        try:
+            args = _filled(node.args, arrays, batch)
+            attrs = {k: _filled(v, arrays, batch) for k, v in node.attrs.items()}
+            result = evaluate(op, args, attrs)
+        except Exception:                   # whatever it is, the run will meet it
+            return
+        results = [result] if len(node.outs) == 1 else list(result)
+        for v, r in zip(node.outs, results):
+            if type(r) is np.ndarray:
+                arrays[v] = r
+        return
+    for v in node.outs:
+        if isinstance(v.type, TensorType) and len(v.type.shape) > 0:   # 0-d: maybe a numpy scalar
+            arrays[v] = np.empty(tuple(concrete(v.type.shape, batch)), v.type.dtype.np)
+
+
+def _filled(x, arrays, batch):
+    """An argument or attribute of a node with its Values replaced by their stand-ins."""
+    return program._fill(program._template(x, lambda v: v, batch), arrays)

@@ -1,0 +1,200 @@
+"""Kernels compiled on several threads (compiler/llvm/jit.py, runtime/backend.py's
+compile_ahead, compiler/lowering/ahead.py): the same object code and the same kernels as the
+serial path, errors where the serial path raises them, and nothing ahead on one thread."""
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import dynograph as dg
+from dynograph.compiler.llvm import jit
+from dynograph.compiler.llvm.backend import LLVM
+from dynograph.compiler.lowering import ahead
+from dynograph.runtime import backend, threads
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DYNOGRAPH_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def two_threads():
+    before = threads.count()
+    threads.set_threads(2)
+    yield
+    threads.set_threads(before)
+
+
+def _model_and_step(seed):
+    dg.manual_seed(seed)
+    model = dg.nn.Sequential(dg.nn.Linear(12, 16), dg.nn.ReLU(), dg.nn.Linear(16, 5))
+    opt = dg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = dg.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return model, step
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    return (dg.from_numpy(rng.standard_normal((8, 12)).astype(np.float32)),
+            dg.from_numpy(rng.integers(0, 5, 8)))
+
+
+def _kernel_texts(seed):
+    """LLVM IR of the kernels of a small training step's graph."""
+    model, step = _model_and_step(seed)
+    compiled = dg.compile(step)
+    x, y = _data()
+    compiled(x, y)
+    graph = compiled.entries[-1].graph
+    plans = ahead.plans_ahead(graph, compiled.entries[-1].read_inputs([x, y]), None,
+                              compiled.entries[-1].writable, LLVM)
+    assert plans
+    return [LLVM.render(p.kernel, f"dg_{p.kernel.key}") for p in plans]
+
+
+def test_threads_compile_the_same_object_code():
+    texts = _kernel_texts(0)
+    serial = [jit.emit_object(t, "serial") for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        parallel = list(pool.map(lambda t: jit.emit_object(t, "parallel"), texts))
+    assert parallel == serial
+
+
+def test_a_program_compiled_ahead_needs_no_other_kernel_and_agrees(fresh_cache, two_threads):
+    x, y = _data()
+    model, step = _model_and_step(1)
+    compiled = dg.compile(step)
+    compiled(x, y)                          # traces (and traces ahead for the next call)
+    before = dict(backend.STATS)
+    loss = compiled(x, y)                   # the first replay: its kernels compiled ahead
+    entry = compiled.entries[-1]
+    assert compiled.hits == 1
+    keys = {p.kernel.key for p in ahead.plans_ahead(entry.graph, entry.read_inputs([x, y]),
+                                                    None, entry.writable, LLVM)}
+    assert keys and all(("llvm", k) in backend._loaded for k in keys)
+    # every kernel compiled was one the program ran (no layout guessed wrong)
+    assert backend.STATS["compiled"] - before["compiled"] == len(keys)
+    assert not any(k[1] in keys for k in backend._ahead)
+
+    # the same step compiled serially (one thread) gives the same values
+    threads.set_threads(1)
+    model2, step2 = _model_and_step(1)
+    compiled2 = dg.compile(step2)
+    compiled2(x, y)
+    loss2 = compiled2(x, y)
+    np.testing.assert_array_equal(loss.numpy(), loss2.numpy())
+    for p, q in zip(model.parameters(), model2.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+
+
+def test_compile_ahead_does_nothing_on_one_thread(fresh_cache):
+    before = threads.count()
+    threads.set_threads(1)
+    try:
+        x, y = _data()
+        _, step = _model_and_step(2)
+        compiled = dg.compile(step)
+        compiled(x, y)
+        started = []
+        real = ThreadPoolExecutor.submit
+
+        def submit(self, *args, **kwargs):
+            started.append(args)
+            return real(self, *args, **kwargs)
+        ThreadPoolExecutor.submit = submit
+        try:
+            compiled(x, y)
+        finally:
+            ThreadPoolExecutor.submit = real
+        assert compiled.hits == 1 and not started
+    finally:
+        threads.set_threads(before)
+
+
+class _Kernel:
+    def __init__(self, key):
+        self.key = key
+
+
+class _Slow(backend.Backend):
+    """A backend whose compiler takes a while and fails on kernels named 'bad...'."""
+    name = "test-slow"
+    parallel_compile = True
+
+    def __init__(self):
+        self.compiled_on = {}
+
+    def render(self, kernel, name):
+        return name
+
+    def compile(self, source, name, kernel):
+        self.compiled_on[kernel.key] = threading.current_thread().name
+        threading.Event().wait(0.02)
+        if kernel.key.startswith("bad"):
+            raise RuntimeError(f"cannot compile {kernel.key}")
+        return source.encode()
+
+    def load(self, obj, name, kernel):
+        return obj
+
+    def launch(self, fn, kernel, addresses):
+        pass
+
+    def allocate(self, shape, dtype):
+        return np.empty(shape, dtype)
+
+    def address(self, array):
+        return array.ctypes.data
+
+
+def test_errors_surface_when_the_kernel_is_needed(two_threads):
+    slow = _Slow()
+    kernels = [_Kernel(k) for k in ("ok_a", "bad_b", "ok_c", "bad_d", "ok_e")]
+    backend.compile_ahead(slow, kernels)
+    assert backend.kernel_function(slow, kernels[0]) == b"dg_ok_a"
+    with pytest.raises(RuntimeError, match="cannot compile bad_b"):
+        backend.kernel_function(slow, kernels[1])
+    assert backend.kernel_function(slow, kernels[4]) == b"dg_ok_e"
+    assert backend.kernel_function(slow, kernels[2]) == b"dg_ok_c"
+    # as the serial path: a failed kernel is not kept, asking again compiles it again and fails
+    with pytest.raises(RuntimeError, match="cannot compile bad_b"):
+        backend.kernel_function(slow, kernels[1])
+    with pytest.raises(RuntimeError, match="cannot compile bad_d"):
+        backend.kernel_function(slow, kernels[3])
+    # one helper thread (two threads in all): the caller compiled some of them itself
+    helpers = {name for name in slow.compiled_on.values() if name.startswith("dynograph-compile")}
+    assert len(helpers) == 1
+    assert threading.current_thread().name in slow.compiled_on.values()
+    assert not any(k[0] == "test-slow" for k in backend._ahead)
+
+
+def test_threads_compile_the_same_kernels_as_one(fresh_cache, two_threads, monkeypatch):
+    """The kernels a program needs, compiled ahead on two threads, are the ones the serial
+    path compiles, byte for byte on disk."""
+    monkeypatch.setattr(backend, "_loaded", {})
+    x, y = _data()
+    _, step = _model_and_step(3)
+    compiled = dg.compile(step)
+    compiled(x, y)
+    compiled(x, y)
+    ahead_files = {p.name: p.read_bytes() for p in (fresh_cache / "kernels").iterdir()}
+    serial_dir = fresh_cache / "serial"
+    serial_dir.mkdir(mode=0o700)
+    monkeypatch.setenv("DYNOGRAPH_CACHE_DIR", str(serial_dir))
+    backend._loaded.clear()
+    threads.set_threads(1)
+    _, step = _model_and_step(3)
+    compiled = dg.compile(step)
+    compiled(x, y)
+    compiled(x, y)
+    serial_files = {p.name: p.read_bytes() for p in (serial_dir / "kernels").iterdir()}
+    assert serial_files == ahead_files
