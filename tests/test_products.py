@@ -138,6 +138,23 @@ def test_operands_blas_cannot_take_are_left_to_numpy(monkeypatch):
     assert blas.gemm(workers, a[:0], a.T, np.empty((0, 300), np.float32)) is None   # empty
 
 
+@needs_blas
+def test_products_on_more_threads_than_cores(monkeypatch):
+    """Workers that wait for a core (and yield theirs while they spin) still run every block
+    exactly once."""
+    workers = _pool(monkeypatch, 4 * threads.usable_cores())
+    assert workers.state[pool.YIELD] > 0 and workers.state[pool.YIELD] & \
+        (workers.state[pool.YIELD] + 1) == 0                    # a mask of the pause count
+    rng = np.random.default_rng(11)
+    a = _operand(rng, (300, 500), np.float32, "T")
+    b = _operand(rng, (500, 400), np.float32, "C")
+    out = np.empty((300, 400), np.float32)
+    for _ in range(20):
+        out[...] = np.nan
+        blas.gemm(workers, a, b, out)
+        np.testing.assert_allclose(out, a @ b, **_tolerance(np.float32, 500))
+
+
 # ---------------------------------------------------------------- kept argument blocks
 
 @needs_blas

@@ -44,7 +44,9 @@ TASK = ir.FunctionType(VOID, [PTR, I64, I64])
 # the shared state: i64 words, the ones written by different threads a cache line apart
 TICKET, DONE, TASK_FN, ARGS, EXTENT, STOP, SLEEPERS, SEQ, SPIN = 0, 8, 16, 17, 18, 24, 32, 40, 48
 HELPED = 56                         # pieces run by the workers (not the caller), for the tests
+YIELD = 57                          # a spinning thread yields the core every YIELD + 1 pauses
 STATE_WORDS = 64
+YIELD_US = 20                       # about this often (rounded up to a power of two of pauses)
 FUTEX_WAIT, FUTEX_WAKE = 128, 129   # the private (one process) futex operations
 SYS_FUTEX = {"x86_64": 202, "aarch64": 98}
 
@@ -88,6 +90,7 @@ class _Builder:
             self.syscall = ir.Function(self.mod, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
         else:
             self.usleep = ir.Function(self.mod, ir.FunctionType(I32, [I32]), "usleep")
+        self.sched_yield = ir.Function(self.mod, ir.FunctionType(I32, []), "sched_yield")
         self.work = self._work()
         self.wake = self._wake()
         self._worker()
@@ -106,6 +109,23 @@ class _Builder:
     def pause(self, b):
         if self.pause_fn is not None:
             b.call(self.pause_fn, [] if not self.pause_fn.args else [I32(1)])   # 1: "yield"
+
+    def pause_or_yield(self, b, state, count):
+        """A pause; every YIELD + 1 of them (``count``: the pauses so far) the core goes to
+        any other thread waiting for it.  On a machine with more runnable threads than cores
+        (other processes, or more workers than cores), a worker preempted in the middle of
+        its piece then gets a core back from the threads spinning for it, instead of after a
+        whole time slice of the scheduler; with no other thread waiting, a yield is one
+        system call."""
+        self.pause(b)
+        mask = b.load(_word(b, state, YIELD), typ=I64)
+        fn = b.function
+        give, done = fn.append_basic_block("give"), fn.append_basic_block("paused")
+        b.cbranch(b.icmp_unsigned("==", b.and_(count, mask), mask), give, done)
+        b.position_at_end(give)
+        b.call(self.sched_yield, [])
+        b.branch(done)
+        b.position_at_end(done)
 
     def _work(self):
         """work(state, job): claim and run pieces of ``job`` until none is left; returns how
@@ -186,8 +206,8 @@ class _Builder:
         b.cbranch(b.icmp_unsigned("<", count, budget), pause, sleep)
 
         b.position_at_end(pause)
-        self.pause(b)
-        count.add_incoming(b.add(count, I64(1)), pause)
+        self.pause_or_yield(b, state, count)
+        count.add_incoming(b.add(count, I64(1)), b.block)
         b.branch(spin)
 
         # sleep: announce it, then look once more (a launch posted since then sees the
@@ -248,10 +268,13 @@ class _Builder:
         b.call(self.work, [state, job])
         b.branch(wait)
         b.position_at_end(wait)
+        count = b.phi(I64)          # pauses so far
+        count.add_incoming(I64(0), own)
         finished = b.load_atomic(_word(b, state, DONE), "acquire", 8, typ=I64)
         b.cbranch(b.icmp_unsigned("<", finished, parts), pause, done)
         b.position_at_end(pause)
-        self.pause(b)
+        self.pause_or_yield(b, state, count)
+        count.add_incoming(b.add(count, I64(1)), b.block)
         b.branch(wait)
         b.position_at_end(done)
         b.ret_void()
@@ -331,6 +354,7 @@ class Pool:
         start = (-self._words.ctypes.data % 64) // 8        # the state at a cache line
         self.state = self._words[start:start + STATE_WORDS]
         self.state[SPIN] = int(config.get("SPIN_US") * library.pauses_per_us)
+        self.state[YIELD] = (1 << max(0, int(YIELD_US * library.pauses_per_us)).bit_length()) - 1
         self.address = self.state.ctypes.data
         self.lock = threading.Lock()
         self.workers = [threading.Thread(target=library.worker, args=(self.address,), daemon=True,
