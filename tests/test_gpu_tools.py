@@ -167,6 +167,27 @@ def test_statistics_of_the_repeats():
     assert gpu_bench.result_status({"a": {"status": "ok"}, "b": {"status": "failed"}}) == 1
 
 
+def test_the_summary_lists_the_headline_figures_with_units():
+    results = {
+        "gelu": {"status": "ok", "settings": {"elements": 5}, "gelu": {"median_ms": 0.2, "bandwidth_GB_s": 2500.0},
+                 "copy": {"median_ms": 0.18, "bandwidth_GB_s": 2900.0}, "fraction_of_copy_bandwidth": 0.9,
+                 "goal_fraction": 0.8, "meets_goal": True, "check": {"ok": True}},
+        "gemm": {"status": "ok", "settings": {}, "float32": {
+            "dynograph": {"median_ms": 10, "throughput_TFLOP_s": 13.7},
+            "cupy": {"median_ms": 3, "throughput_TFLOP_s": 40}, "time_vs_cupy": 3.3, "check": {},
+            "not_available": {"torch": "absent"}}},
+        "training": {"status": "ok", "settings": {}, "mlp": {
+            "batch": 128, "dynograph": "not available yet: X", "torch": {"median_ms": 1.0}}},
+        "softmax": {"status": "failed", "error": "E: boom"}}
+    assert gpu_bench.summary(results) == {
+        "gelu.gelu_median_ms": 0.2, "gelu.gelu_GB_s": 2500.0, "gelu.copy_median_ms": 0.18,
+        "gelu.copy_GB_s": 2900.0, "gelu.fraction_of_copy_bandwidth": 0.9, "gelu.meets_goal": True,
+        "gemm.float32.dynograph_median_ms": 10, "gemm.float32.dynograph_TFLOP_s": 13.7,
+        "gemm.float32.cupy_median_ms": 3, "gemm.float32.cupy_TFLOP_s": 40, "gemm.float32.time_vs_cupy": 3.3,
+        "training.mlp.dynograph": "not available yet: X", "training.mlp.torch_median_ms": 1.0,
+        "softmax.error": "E: boom"}
+
+
 def test_unknown_benchmarks_are_refused(capsys):
     with pytest.raises(SystemExit):
         gpu_bench.parse(["--only", "gelu,fft"])
@@ -282,6 +303,8 @@ def test_the_benchmarks_run_on_emulated_kernels(fresh, tmp_path):
         assert g["not_available"] == {"cupy": "absent", "torch": "absent"}
         assert g["dynograph"]["throughput_TFLOP_s"] == pytest.approx(2 * 72 ** 3 / 1.5e-3 / 1e12)
     assert len(kernels) == 4
+    assert report["summary"]["gelu.fraction_of_copy_bandwidth"] == 1.0
+    assert report["summary"]["gemm.float16.dynograph_TFLOP_s"] == g["dynograph"]["throughput_TFLOP_s"]
 
 
 def test_training_waits_for_cuda_tensors(monkeypatch):

@@ -90,6 +90,35 @@ def compare(got, want, rtol, atol):
             "ok": bool(np.all(err <= atol + rtol * np.abs(want)))}
 
 
+def summary(results):
+    """The headline figures of a report's results, flat: ``{"gelu.fraction_of_copy_bandwidth":
+    0.93, "gemm.float32.dynograph_TFLOP_s": 12.1, ...}`` (a failed benchmark: its error)."""
+    out = {}
+    for name, r in results.items():
+        if r.get("status") != "ok":
+            out[f"{name}.error"] = r.get("error", r.get("status"))
+            continue
+        for key, value in _figures(r):
+            out[f"{name}.{key}"] = value
+    return out
+
+
+def _figures(r, prefix=""):
+    """(key, value) of the medians, throughputs, ratios and fractions in a result."""
+    for key, value in r.items():
+        if isinstance(value, dict) and "median_ms" in value:
+            yield f"{prefix}{key}_median_ms", value["median_ms"]
+            for unit in ("bandwidth_GB_s", "throughput_TFLOP_s"):
+                if unit in value:
+                    yield f"{prefix}{key}_{unit.split('_', 1)[1]}", value[unit]
+        elif isinstance(value, dict) and key not in ("settings", "check", "not_available"):
+            yield from _figures(value, f"{prefix}{key}.")
+        elif key.startswith(("time_vs_", "fraction_")) or key == "meets_goal":
+            yield prefix + key, value
+        elif key in ("dynograph", "torch") and isinstance(value, str):     # why it did not run
+            yield prefix + key, value
+
+
 def result_status(results):
     """The exit status of a report's results: 0 all ran, 1 some failed."""
     return 1 if any(r.get("status") != "ok" for r in results.values()) else 0
@@ -493,6 +522,7 @@ def run(settings):
                              "traceback": traceback.format_exc()[-3000:]}
         results[name]["wall_s"] = time.perf_counter() - start
     report["status"] = "failed" if result_status(results) else "ok"
+    report["summary"] = summary(results)
     return report
 
 

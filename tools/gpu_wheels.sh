@@ -49,7 +49,7 @@ pycuda_version=$(basename "$pycuda" | cut -d- -f2)
 mkdir -p "$work/src"
 if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
     git -C "$ROOT" ls-files -z --cached --others --exclude-standard \
-        | (cd "$ROOT" && xargs -0 sh -c 'for f; do [ -f "$f" ] && printf "%s\0" "$f"; done' _) \
+        | (cd "$ROOT" && xargs -0 sh -c 'for f; do if [ -f "$f" ]; then printf "%s\0" "$f"; fi; done' _) \
         | (cd "$ROOT" && tar --null -T - -cf -) | tar -xf - -C "$work/src"
 else
     (cd "$ROOT" && tar --exclude=.git --exclude='.*venv*' --exclude=build -cf - .) | tar -xf - -C "$work/src"
