@@ -311,7 +311,7 @@ class Check:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
         self.env = {**env, "DYNOGRAPH_CACHE_DIR": os.path.join(self.work, "cache"), "PIP_NO_INDEX": "1",
                     "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_CONFIG_FILE": os.devnull,
-                    "PYTHONNOUSERSITE": "1"}
+                    "PYTHONNOUSERSITE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
         self.stages = []
         self.report = {
             "report": "dynograph GPU check (tools/gpu_check.sh)", "version": 1,
@@ -388,8 +388,9 @@ class Check:
                       "status": f"failed: no test files match {self.args.tests}"})
         else:
             workers = min(8, os.cpu_count() or 1)
-            self.stage("tests", [self.py, "-m", "pytest", "-rfEs", "-p", "no:cacheprovider", "-n",
-                                 str(workers), "--rootdir", ROOT, *files],
+            # plugins are named, not found: the system's site-packages may hold others
+            self.stage("tests", [self.py, "-m", "pytest", "-rfEs", "-p", "no:cacheprovider", "-p",
+                                 "xdist.plugin", "-n", str(workers), "--rootdir", ROOT, *files],
                        lambda record, output: record.update(counts=pytest_counts(output)))
         if demo_takes_device():
             self.stage("demo", [self.py, os.path.join(ROOT, "examples", "demo.py"), "--device", "cuda"])
