@@ -163,6 +163,9 @@ def test_statistics_of_the_repeats():
     check = gpu_bench.compare([1.0, 2.001], [1.0, 2.0], 1e-3, 0)
     assert check["ok"] and check["max_abs_error"] == pytest.approx(1e-3)
     assert not gpu_bench.compare([1.0, 2.01], [1.0, 2.0], 1e-3, 0)["ok"]
+    assert gpu_bench.failed_checks({"check": {"ok": True}, "float16": {"check": {"ok": False}},
+                                    "float32": {"check": {"ok": True}}}) == ["float16"]
+    assert gpu_bench.failed_checks({"check": {"ok": False}}) == ["check"]
     assert gpu_bench.result_status({"a": {"status": "ok"}}) == 0
     assert gpu_bench.result_status({"a": {"status": "ok"}, "b": {"status": "failed"}}) == 1
 

@@ -21,12 +21,13 @@ minimum and interquartile range are reported.
 The fused kernels are those ``dynograph.compile`` makes: the function is traced on the llvm backend
 at two small batch sizes (so the batch dimension becomes symbolic; the CPU work is tiny) and its
 fused node described at the benchmark's size.  Each result is checked against numpy on part of
-the output, so a fast wrong kernel does not pass as a result.
+the output (the training steps: their first loss against torch's), and a benchmark whose check
+fails has the status "wrong result", so a fast wrong kernel does not pass as a result.
 
-The report is one JSON document (stdout, or ``--out``): ``settings``, ``environment`` and
-``results``; every number's key ends in its unit (``_ms``, ``_GB_s``, ``_TFLOP_s``, ``_bytes``).
-Exit status: 0 when every benchmark ran, 1 when one failed, 3 without a usable GPU (the report
-says why).
+The report is one JSON document (stdout, or ``--out``): ``settings``, ``environment``,
+``results`` and their ``summary``; every number's key ends in its unit (``_ms``, ``_GB_s``,
+``_TFLOP_s``, ``_bytes``).  Exit status: 0 when every benchmark ran and agreed, 1 when one
+failed or gave a wrong result, 3 without a usable GPU (the report says why).
 """
 import argparse
 import json
@@ -96,7 +97,7 @@ def summary(results):
     out = {}
     for name, r in results.items():
         if r.get("status") != "ok":
-            out[f"{name}.error"] = r.get("error", r.get("status"))
+            out[f"{name}.error"] = r.get("error", r["status"])
             continue
         for key, value in _figures(r):
             out[f"{name}.{key}"] = value
@@ -117,6 +118,17 @@ def _figures(r, prefix=""):
             yield prefix + key, value
         elif key in ("dynograph", "torch") and isinstance(value, str):     # why it did not run
             yield prefix + key, value
+
+
+def failed_checks(result, path=""):
+    """The paths of the ``check`` entries in a result that did not agree with their reference."""
+    bad = []
+    for key, value in result.items():
+        if key == "check" and isinstance(value, dict) and not value.get("ok", True):
+            bad.append(path or key)
+        elif isinstance(value, dict):
+            bad += failed_checks(value, f"{path}.{key}" if path else key)
+    return bad
 
 
 def result_status(results):
@@ -421,7 +433,7 @@ def bench_training(clock, settings, vendors):
             entry["torch"] = vendors.get("torch_reason", "not importable")
         if isinstance(entry["dynograph"], dict) and isinstance(entry["torch"], dict):
             entry["time_vs_torch"] = entry["dynograph"]["median_ms"] / entry["torch"]["median_ms"]
-            entry["first_loss_difference"] = abs(entry["dynograph_first_loss"] - entry["torch_first_loss"])
+            entry["check"] = compare(entry["dynograph_first_loss"], entry["torch_first_loss"], 1e-4, 1e-5)
         out[name] = entry
     if reason is not None:
         out["status_note"] = f"dynograph cuda tensors {reason}"
@@ -516,7 +528,10 @@ def run(settings):
     for name in settings.only:
         start = time.perf_counter()
         try:
-            results[name] = {"status": "ok", **jobs[name]()}
+            result = jobs[name]()
+            bad = failed_checks(result)
+            status = f"wrong result: {', '.join(bad)} (see check)" if bad else "ok"
+            results[name] = {"status": status, **result}
         except Exception as e:
             results[name] = {"status": "failed", "error": f"{type(e).__name__}: {e}",
                              "traceback": traceback.format_exc()[-3000:]}
