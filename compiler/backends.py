@@ -2,6 +2,7 @@
 import numpy as np
 
 from dynograph.runtime import device_kernels, host_kernels
+from dynograph.runtime.cuda_memory import DeviceArray
 from . import interpreter
 from .binding import assign_binding, write_binding
 
@@ -45,13 +46,17 @@ def run_entry(backend, entry, flat):
     from dynograph._tensor import Tensor
     arrays = entry.read_inputs(flat)
     batch = entry.guards.batch_size(flat) if entry.guards.dynamic else None
-    outs, updates = get_runner(backend)(entry.graph, arrays, batch, entry.writable)
+    runner = get_runner(backend)
+    if any(type(a) is DeviceArray for a in arrays):      # traced on cuda tensors
+        from .cuda.backend import run as runner
+    outs, updates = runner(entry.graph, arrays, batch, entry.writable)
     inputs = {id(a) for a in arrays}
     used = set(inputs)
 
     def fresh(a):
         # a result that is an input buffer or already handed out must not alias it
-        a = np.asarray(a)
+        if type(a) is not DeviceArray:
+            a = np.asarray(a)
         if id(a) in used or (a.base is not None and id(a.base) in inputs):
             a = a.copy()
         used.add(id(a))

@@ -7,7 +7,7 @@ reads inputs through them and the backends write the graph's state updates back 
 """
 import numpy as np
 
-from .tracer import storage_root
+from .tracer import address, storage_root
 
 
 def binding_tensor(b, flat_args):
@@ -49,13 +49,11 @@ def write_binding(b, flat_args, array):
     t = binding_tensor(b, flat_args)
     root = t._data if isinstance(b, tuple) and b[0] == "arg" else storage_root(t._data)
     if not _same_memory(root, array):           # else the backend updated it in place
-        if not root.flags.writeable:
-            from dynograph._inplace import writable
-            root = writable(root)
-        np.copyto(root, array, casting="unsafe")
+        from dynograph._inplace import writable, write
+        write(writable(root), array)
     t._bump_version()
 
 
 def _same_memory(a, b):
-    return a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and \
+    return type(a) is type(b) and address(a) == address(b) and \
         a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype

@@ -25,7 +25,7 @@ from .explain import explain_compiled
 from .guards import Guards
 from .aot import make_function, split, trace_backward
 from .symbolic import generalize, holds_at_other_sizes, size_guards
-from .tracer import GraphBreak, Tracer, storage_root
+from .tracer import GraphBreak, Tracer, address, storage_root
 from .undo import Undo
 from .watch import Watcher
 
@@ -176,7 +176,7 @@ def _view_of_argument(tracer, flat, x, inside):
             if x.requires_grad:
                 tracer.graph_break("the function returns a view of an argument that requires grad")
                 return None
-            offset = a.__array_interface__["data"][0] - arg._data.__array_interface__["data"][0]
+            offset = address(a) - address(arg._data)
             return ("view", i, a.shape, a.strides, offset)
     if root is not None and id(root) in tracer.storages and tracer.storages[id(root)].slot:
         tracer.graph_break("the function returns a view of a parameter, buffer or other state")
@@ -204,8 +204,11 @@ def restore_aliases(aliases, outs, flat):
             _, i, shape, strides, offset = alias
             base = flat[i]
             root = storage_root(base._data)
-            start = base._data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-            view = Tensor._wrap(np.ndarray(shape, base._data.dtype, root, start + offset, strides))
+            start = address(base._data) - address(root)
+            if type(root) is np.ndarray:
+                view = Tensor._wrap(np.ndarray(shape, base._data.dtype, root, start + offset, strides))
+            else:                       # a device array's view
+                view = Tensor._wrap(root.view(shape, strides, root.offset + start + offset))
             mark_view(view, base)
             outs[j] = view
     return outs

@@ -11,6 +11,8 @@ force a retrace) and parameter groups.
 """
 import numbers
 
+import numpy as np
+
 from dynograph.runtime import dtypes as D
 from .tracer import storage_root
 from .guard_code import compile_checks
@@ -24,9 +26,11 @@ def _arg_key(x):
         a = x._data
         # whether a leaf argument holds a .grad decides what backward() does with it
         grad = x._grad if x.requires_grad else None
+        layout = "C" if a.flags.c_contiguous else a.strides
+        if type(a) is not np.ndarray:       # a cuda tensor: the device is part of its layout
+            layout = (str(a.device), layout)
         return ("tensor", a.shape, x.dtype, x.requires_grad,
-                None if grad is None else (grad._data.shape, grad.dtype),
-                "C" if a.flags.c_contiguous else a.strides, bool(x._hooks))
+                None if grad is None else (grad._data.shape, grad.dtype), layout, bool(x._hooks))
     if x is None or isinstance(x, (numbers.Number, str, bytes)):
         return ("value", value_key(x))
     return ("object", id(x))
@@ -190,6 +194,13 @@ def _matches_dynamic(want, got, batch):
     return batch, True
 
 
+def _show_layout(layout):
+    on = ""
+    if type(layout) is tuple and layout and type(layout[0]) is str:
+        on, layout = f" on {layout[0]}", layout[1]
+    return on + ("" if layout == "C" else f" strides {layout}")
+
+
 def _show(key):
     kind = key[0]
     if kind == "tensor":
@@ -197,7 +208,7 @@ def _show(key):
         dims = ", ".join("s0" if n is None else str(n) for n in shape)
         return f"tensor {dtype.name}[{dims}]" + (" requires_grad" if rg else "") + \
             ("" if grad is None else " with .grad") + \
-            ("" if layout == "C" else f" strides {layout}") + (" with hooks" if hooks else "")
+            _show_layout(layout) + (" with hooks" if hooks else "")
     if kind == "value":
         return key[-1][-1]
     return "an object"

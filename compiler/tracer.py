@@ -27,7 +27,7 @@ import numpy as np
 from dynograph._trace_hook import TRACE, SizeInt, TraceHook, is_tracing  # noqa: F401
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.backend import unwatched
-from dynograph.runtime.executor import storage_root  # noqa: F401  (importers use it from here)
+from dynograph.runtime.executor import address, storage_root  # noqa: F401  (importers use it)
 from .ir import RNG, Graph, Input, Node, TensorType, Value
 from .watch import value_key
 
@@ -53,7 +53,7 @@ def user_frame(depth=2):
 
 def _extent(a):
     """The first and one-past-last byte addresses of array ``a``'s elements."""
-    lo = hi = a.__array_interface__["data"][0]
+    lo = hi = address(a)
     for n, st in zip(a.shape, a.strides):
         if n == 0:
             return lo, lo
@@ -71,7 +71,7 @@ def is_inside(a, b):
 
 
 def _geometry(a, root):
-    off = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    off = address(a) - address(root)
     return (a.shape, a.strides, off)
 
 
@@ -619,6 +619,9 @@ def _slot_key(t):
     if t is None:
         return None
     a = t._data
+    if type(a) is not np.ndarray:       # a cuda tensor: its device too (a longer key)
+        root = storage_root(a)
+        return (a.shape, a.dtype, a.strides, str(a.device), root.shape, _geometry(a, root))
     if a.base is None:                  # the common case, and the cheap one
         return (a.shape, a.dtype, a.strides)
     root = storage_root(a)

@@ -16,6 +16,8 @@ and buffer tables and each generator's state; ``rollback()`` restores them in re
 """
 import copy
 
+from dynograph.runtime.executor import address
+
 
 class Undo:
     def __init__(self, params=()):
@@ -32,7 +34,7 @@ class Undo:
     def before_write(self, tensor):
         """``tensor``'s memory is about to be written: keep its elements (once per view)."""
         a = tensor._data
-        key = (a.__array_interface__["data"][0], a.shape, a.strides)
+        key = (address(a), a.shape, a.strides)
         if key in self.seen:
             return
         self.seen.add(key)
@@ -54,8 +56,9 @@ class Undo:
         self.optimizers.append((opt, opt.state, {p: (st, dict(st)) for p, st in opt.state.items()}))
 
     def rollback(self):
+        from dynograph._inplace import write
         for tensor, a, saved, version in reversed(self.writes):
-            a[...] = saved
+            write(a, saved)
             tensor._data = a                # (an op may have given it a new array since)
             if tensor._vc is not None:
                 tensor._vc[0] = version

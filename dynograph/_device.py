@@ -101,7 +101,10 @@ def run(op, args, attrs, compute):
     if op.view:
         return _view(op, arrays, attrs)
     if op.name in VIEW_WHEN_POSSIBLE and arrays[0].is_contiguous():
-        return _view(op, arrays, attrs)
+        try:
+            return arrays[0].view_by(lambda *args: op.impl(*args, **attrs), arrays)
+        except ValueError:
+            pass                        # not a view after all: a kernel or the host below
     kernels = device_kernels.executor()
     result = kernels.run(op, arrays, attrs, index) if kernels is not None else None
     if result is not None:
@@ -147,29 +150,16 @@ def _back(r, index):
 
 # -- views: the op's own implementation on a shadow of the operand ------------------------------
 def _view(op, arrays, attrs):
-    source = next(a for a in arrays if not isinstance(a, (_ndarray, list, tuple)) and hasattr(a, "block"))
-    shadow, root = source.shadow()
-    args = [shadow if a is source else a for a in arrays]
+    source = next(a for a in arrays if hasattr(a, "block"))
     try:
-        result = op.impl(*args, **attrs)
-    except (ValueError, IndexError, TypeError) as e:
+        return source.view_by(lambda *args: op.impl(*args, **attrs), arrays)
+    except (IndexError, TypeError, ValueError) as e:
         from dynograph.compiler.ops.core import TensorSpec
         from dynograph.runtime import dtypes as D
         if op.meta is not None:         # the op's own error for bad input
             op.meta(*[TensorSpec(a.shape, D.from_numpy_dtype(a.dtype)) if hasattr(a, "block") else a
                       for a in arrays], **attrs)
         raise RuntimeError(f"{op.name}: {e}") from None
-    start = root.ctypes.data
-
-    def back(r):
-        offset = r.ctypes.data - start
-        if not 0 <= offset <= source.block.nbytes:
-            raise RuntimeError(f"dynograph: the view op '{op.name}' did not return a view on a "
-                               "cuda tensor")
-        return source.view(r.shape, r.strides, offset, r.dtype)
-    if type(result) in (tuple, list):
-        return tuple(back(r) for r in result)
-    return back(result)
 
 
 # -- transfers ------------------------------------------------------------------------------------

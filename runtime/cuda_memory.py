@@ -13,8 +13,13 @@ import weakref
 
 import numpy as np
 
-from . import cuda_driver
 from .device import device
+
+
+def _driver():
+    """runtime/cuda_driver.py, imported on first use (``import dynograph`` does not load it)."""
+    from . import cuda_driver
+    return cuda_driver
 
 
 class _Flags:
@@ -38,8 +43,8 @@ class _Block:
     __slots__ = ("index", "address", "nbytes", "__weakref__")
 
     def __init__(self, nbytes, index):
-        alloc = cuda_driver.allocator(index)
-        self.index = cuda_driver.current_device() if index is None else index
+        alloc = _driver().allocator(index)
+        self.index = _driver().current_device() if index is None else index
         self.nbytes = nbytes
         self.address = alloc.malloc(nbytes)
         weakref.finalize(self, alloc.free, self.address)
@@ -130,6 +135,23 @@ class DeviceArray:
                            strides=self.strides)
         return array, root
 
+    def view_by(self, fn, args):
+        """The views of this array's block that ``fn(*args)`` returns when it runs on this array's
+        shadow in place of the array (one, or a tuple): numpy's own view code, e.g. a view op's
+        implementation.  Raises ValueError where ``fn`` returned something that is not a view."""
+        shadow, root = self.shadow()
+        result = fn(*[shadow if a is self else a for a in args])
+        start = root.ctypes.data
+
+        def back(r):
+            offset = r.ctypes.data - start if isinstance(r, np.ndarray) else -1
+            if not 0 <= offset <= self.block.nbytes:
+                raise ValueError("not a view")
+            return self.view(r.shape, r.strides, offset, r.dtype)
+        if type(result) in (tuple, list):
+            return tuple(back(r) for r in result)
+        return back(result)
+
     # -- copies --------------------------------------------------------------------------------
     @classmethod
     def from_host(cls, array, index=None):
@@ -149,21 +171,21 @@ class DeviceArray:
         except ValueError:
             raise ValueError(f"cannot copy a host array of shape {host.shape} into a device array "
                              f"of shape {self.shape}") from None
-        cuda_driver.activate(self.index)
+        _driver().activate(self.index)
         if self.is_contiguous():
-            cuda_driver.copy_to_device(self.address, np.ascontiguousarray(host, dtype=self.dtype))
+            _driver().copy_to_device(self.address, np.ascontiguousarray(host, dtype=self.dtype))
             return
         # a strided view: read the bytes it spans, replace its elements, write them back
         low, _ = self.span()
         raw, view = self._window_of_span()
         view[...] = host
-        cuda_driver.copy_to_device(self.address + low, raw)
+        _driver().copy_to_device(self.address + low, raw)
 
     def _window_of_span(self):
         low, high = self.span()
         raw = np.empty(high - low, np.uint8)
         if raw.size:
-            cuda_driver.copy_to_host(raw, self.address + low)
+            _driver().copy_to_host(raw, self.address + low)
         view = np.ndarray(self.shape, self.dtype, buffer=raw, offset=-low, strides=self.strides)
         return raw, view
 
@@ -173,20 +195,29 @@ class DeviceArray:
         host = np.empty(self.shape, self.dtype)
         if self.size == 0:
             return host
-        cuda_driver.activate(self.index)
+        _driver().activate(self.index)
         if self.is_contiguous():
-            cuda_driver.copy_to_host(host, self.address)
+            _driver().copy_to_host(host, self.address)
             return host
         _, view = self._window_of_span()
         host[...] = view
         return host
 
+    def copy(self):
+        """A new contiguous device array with this one's elements."""
+        out = DeviceArray(self.shape, self.dtype, self.index)
+        if self.is_contiguous():
+            out.copy_from_device(self)
+        else:
+            out.copy_from_host(self.to_host())
+        return out
+
     def copy_from_device(self, src):
         """Copy the contiguous device array ``src`` (same shape and dtype) into this contiguous
         one."""
         if self.nbytes:
-            cuda_driver.activate(self.index)
-            cuda_driver.copy_on_device(self.address, src.address, self.nbytes)
+            _driver().activate(self.index)
+            _driver().copy_on_device(self.address, src.address, self.nbytes)
 
     def __repr__(self):
         return (f"DeviceArray(shape={self.shape}, dtype={self.dtype}, strides={self.strides}, "

@@ -23,6 +23,8 @@ import threading
 
 import numpy as np
 
+from .cuda_memory import DeviceArray, contiguous_strides
+
 
 class Program:
     def __init__(self, n_slots, input_slots, steps, frees, output_slots, update_slots,
@@ -39,7 +41,7 @@ class Program:
         self.update_slots = update_slots
         self.inplace = inplace
         self.allocate = allocate
-        self.planned, self.arenas = _arenas(buffers)
+        self.planned, self.arenas = _arenas(buffers, allocate)
         self.results = {}       # slot -> the array the last call returned for it
         self.busy = threading.Lock()
 
@@ -72,27 +74,44 @@ class Program:
 def overwritable(a, dtype, shape):
     """Whether a kernel may store a result of ``dtype`` and ``shape`` element for element into
     the input array ``a``."""
+    if type(a) is DeviceArray:
+        return a.dtype == dtype and a.shape == shape and a.is_contiguous()
     return type(a) is np.ndarray and a.dtype == dtype and a.flags.c_contiguous and \
         a.flags.writeable and a.shape == shape
 
 
 def storage_root(a):
-    """The array that owns ``a``'s memory."""
+    """The array that owns ``a``'s memory (a host or a device array)."""
+    if type(a) is DeviceArray:
+        return a if a.base is None else a.base
     while isinstance(getattr(a, "base", None), np.ndarray):
         a = a.base
     return a
 
 
-def _arenas(buffers):
-    """(slot -> its array in an arena allocated now, the arenas' ids)."""
+def address(a):
+    """The address of the first element of host or device array ``a``."""
+    return a.address if type(a) is DeviceArray else a.__array_interface__["data"][0]
+
+
+def _arenas(buffers, allocate):
+    """(slot -> its array in an arena allocated now by ``allocate``, the arenas' ids)."""
     sizes = {}
     for shape, dtype, arena, _ in buffers.values():
         n = int(np.prod(shape)) * np.dtype(dtype).itemsize
         sizes[arena] = max(sizes.get(arena, 0), n)
-    arenas = {b: np.empty(n, np.uint8) for b, n in sizes.items()}
-    planned = {s: np.ndarray(shape, dtype, buffer=arenas[arena])
+    arenas = {b: allocate((n,), np.uint8) for b, n in sizes.items()}
+    planned = {s: _typed(arenas[arena], shape, dtype)
                for s, (shape, dtype, arena, own) in buffers.items() if own}
     return planned, {id(a) for a in arenas.values()}
+
+
+def _typed(arena, shape, dtype):
+    """A contiguous array of ``shape`` and ``dtype`` at the start of byte array ``arena``."""
+    if type(arena) is DeviceArray:
+        dtype = np.dtype(dtype)
+        return arena.view(shape, contiguous_strides(shape, dtype.itemsize), 0, dtype)
+    return np.ndarray(shape, dtype, buffer=arena)
 
 
 def run_cached(cache, key, build, inputs):

@@ -239,6 +239,10 @@ class CudaBackend(Backend):
             shadows[2] = np.broadcast_to(shadows[2], out.shape)
         return run_matmul(self, arrays + [out], shadows, alpha, beta)
 
+    def extern(self, op, args, attrs):
+        from .eager import extern
+        return extern(self, op, args, attrs)
+
     def allocate(self, shape, dtype):
         from dynograph.runtime.cuda_memory import DeviceArray
         return DeviceArray(shape, dtype, self.index)
@@ -268,3 +272,14 @@ def backend(index=0):
         if key[1]:
             be.name = f"cuda-emulated:{index}"
     return _backends[key]
+
+
+def run(graph, inputs, batch=None, writable=()):
+    """Execute ``graph`` on the CUDA device its inputs live on (compiler/lowering/program.py):
+    kernels where its nodes lower, the rest by ``CudaBackend.extern``.  Host inputs (numbers the
+    function reads, 0-d cpu tensors) are copied to the device first."""
+    from dynograph.runtime.cuda_memory import DeviceArray
+    from ..lowering.program import run as run_program
+    index = next(a.index for a in inputs if type(a) is DeviceArray)
+    inputs = [DeviceArray.from_host(a, index) if type(a) is np.ndarray else a for a in inputs]
+    return run_program(graph, inputs, batch, writable, backend=backend(index))

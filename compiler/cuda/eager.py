@@ -11,9 +11,12 @@ without a lowering or a covered direct rule: the eager core then runs them on th
 import threading
 from collections import OrderedDict
 
+import numpy as np
+
 from dynograph.compiler.ops.core import TensorSpec
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.cuda_memory import DeviceArray
+from ..interpreter import evaluate
 from ..ir import Node, TensorType, Value
 from ..lowering.kernel import lowerable
 from ..lowering.program import kernel_inputs, kernel_plan
@@ -46,7 +49,7 @@ class DeviceOps:
             return None
         be = backend(index)
         if op.name in DEVICE_RULES:
-            return self._direct(op, call, arrays, attrs, be)
+            return product(be, op.name, arrays, attrs)
         inputs = [arrays[p] for p in call.positions]
         plan = kernel_plan(call.node, inputs, call.values, None, be)
         if plan is None:
@@ -54,19 +57,6 @@ class DeviceOps:
         outs = [be.allocate(shape, dt) for (shape, _), dt in zip(call.types, plan.outputs)]
         plan([be.address(a) for a in inputs] + [be.address(o) for o in outs])
         return outs[0] if len(outs) == 1 else tuple(outs)
-
-    def _direct(self, op, call, arrays, attrs, be):
-        """A matrix product by the backend's GEMM kernel (None: the host runs it)."""
-        (shape, dtype), = call.types
-        out = be.allocate(shape, dtype.np)
-        if op.name == "addmm":
-            bias, a, b = arrays
-            alpha, beta = attrs.get("alpha", 1), attrs.get("beta", 1)
-            if not all(type(v) in (int, float) for v in (alpha, beta)):
-                return None
-            return be.matmul(a, b, out, bias, alpha, beta) if _floats(out, bias, a, b) else None
-        a, b = arrays
-        return be.matmul(a, b, out) if _floats(out, a, b) else None
 
     def _call(self, op, arrays, attrs):
         key = (op.name, tuple(_signature(a) for a in arrays), tuple(sorted(attrs.items())))
@@ -88,8 +78,49 @@ class DeviceOps:
         return call
 
 
-def _floats(out, *arrays):
-    return out.dtype.name in _GEMM_TYPES and all(a.dtype == out.dtype for a in arrays)
+def product(be, name, arrays, attrs):
+    """mm, addmm or bmm of device arrays by ``be``'s GEMM kernel; None where the dtypes are not
+    floating (the host runs it)."""
+    if name == "addmm":
+        bias, a, b = arrays
+        alpha, beta = attrs.get("alpha", 1), attrs.get("beta", 1)
+        if not all(type(v) in (int, float) for v in (alpha, beta)):
+            return None
+    else:
+        (a, b), bias, alpha, beta = arrays, None, 1, 1
+    if not _floats(a, b, *([] if bias is None else [bias])):
+        return None
+    out = be.allocate(a.shape[:-1] + b.shape[-1:], a.dtype)
+    return be.matmul(a, b, out, bias, alpha, beta)
+
+
+def extern(be, op, args, attrs):
+    """An op of a program on device arrays that has no kernel step (runtime/backend.py's
+    ``extern``): a view of its operand, a matrix product by the GEMM kernel, else its numpy
+    implementation on host copies of the operands, its results copied back."""
+    source = next((a for a in args if type(a) is DeviceArray), None)
+    if op.view and source is not None:
+        return source.view_by(lambda *a: op.impl(*a, **attrs), args)
+    if op.name in DEVICE_RULES:
+        result = product(be, op.name, args, attrs)
+        if result is not None:
+            return result
+
+    def host(a):
+        if type(a) is DeviceArray:
+            return a.to_host()
+        if type(a) in (list, tuple):
+            return type(a)(host(b) for b in a)
+        return a
+    result = evaluate(op, [host(a) for a in args], attrs)
+
+    def back(r):
+        return DeviceArray.from_host(r, be.index) if isinstance(r, (np.ndarray, np.generic)) else r
+    return tuple(back(r) for r in result) if type(result) in (tuple, list) else back(result)
+
+
+def _floats(*arrays):
+    return arrays[0].dtype.name in _GEMM_TYPES and all(a.dtype == arrays[0].dtype for a in arrays)
 
 
 def lowerable_op(op):

@@ -169,15 +169,16 @@ class _ExternStep:
             result = run(sub, args, self.batch, backend=self.backend)[0]
         else:
             result = None
-            if op.kernel is not None:
+            extern = self.backend.extern
+            if op.kernel is not None and extern is None:
                 result = op.kernel(self.node, args, attrs, program.planned.get(self.outs[0]),
                                    self.host)
             if result is None:
-                result = evaluate(op, args, attrs)
+                result = evaluate(op, args, attrs) if extern is None else extern(op, args, attrs)
                 result = [result] if len(self.outs) == 1 else list(result)
                 if not op.view:     # a result sharing a planned buffer would be overwritten later
-                    result = [r.copy() if isinstance(r, np.ndarray) and program.in_arena(r) else r
-                              for r in result]
+                    result = [r.copy() if isinstance(r, (np.ndarray, DeviceArray)) and
+                              program.in_arena(r) else r for r in result]
             elif not isinstance(result, list):
                 result = [result]
         for s, r in zip(self.outs, result):
