@@ -1,5 +1,6 @@
 """Eager ops on the compiled direct kernels of the op set (the ``kernel`` facet: convolution, its
-weight gradient, max pooling), the same kernels compiled programs run, where they pay.
+weight gradient, max pooling and its backward), the same kernels compiled programs run, where
+they pay.
 
 The compiler lends them through runtime/host_kernels.py (the eager core cannot import a
 backend).  A direct rule keeps its compiled plans per *owner* (a graph node in a program);
@@ -57,8 +58,14 @@ def _pool_pays(x, kernel_size, stride, padding, dilation, ceil_mode):
     return x.size * math.prod(kernel_size) / math.prod(stride) >= MIN_POOL_READS
 
 
+def _pool_backward_pays(g, indices, input_shape, nd, disjoint=False, **window):
+    # the gather reads each window's gradient and index once per element it may hold
+    return math.prod(input_shape) >= MIN_POOL_READS
+
+
 _PAYS = {"convolution": _conv_pays, "convolution_weight_grad": _weight_grad_pays,
-         "max_pool2d_with_indices": _pool_pays, "max_pool3d_with_indices": _pool_pays}
+         "max_pool2d_with_indices": _pool_pays, "max_pool3d_with_indices": _pool_pays,
+         "max_pool_backward": _pool_backward_pays}
 
 
 def run(op, args, attrs):

@@ -131,7 +131,7 @@ def test_direct_convolution_kernels_match_interpreter(case):
     convolution._PLANS.clear()
     args, attrs = CONV_CASES[case]
     assert compare("convolution", args, expect_kernel=False, tol=2e-5, **attrs)
-    plans = [p for node_plans in convolution._PLANS.values() for p, _ in node_plans.values()]
+    plans = [p for node_plans in convolution._PLANS.values() for p, *_ in node_plans.values()]
     assert plans and all(p is not None for p in plans)
 
 
@@ -145,7 +145,7 @@ def test_convolutions_without_a_direct_kernel_run_im2col(case, expected):
     convolution._PLANS.clear()
     args, attrs = case
     assert compare("convolution", args, expect_kernel=False, tol=2e-3, **attrs), expected
-    assert not any(p is not None for plans in convolution._PLANS.values() for p, _ in plans.values())
+    assert not any(p is not None for plans in convolution._PLANS.values() for p, *_ in plans.values())
 
 
 def test_cnn_training_steps_with_direct_convolutions_match_eager():
@@ -331,7 +331,7 @@ def test_direct_weight_gradient_kernels_match_interpreter(case):
     args, attrs = WEIGHT_GRAD_CASES[case]
     # float32 sums of hundreds of products in another order: a few ulps of their magnitudes
     assert compare("convolution_weight_grad", args, expect_kernel=False, tol=1e-4, **attrs)
-    plans = [p for node_plans in convolution._PLANS.values() for p, _ in node_plans.values()]
+    plans = [p for node_plans in convolution._PLANS.values() for p, *_ in node_plans.values()]
     assert plans and all(p is not None for p in plans)
 
 

@@ -3,7 +3,7 @@
     out[n, g*Og + o, *q] = bias[g*Og + o] + sum over c < Cg and kernel offsets k of
                            x[n, g*Cg + c, *(q * stride + k * dilation)] * W(g, o, c, k)
 
-``x`` is already padded (the executor pads with numpy when the convolution has padding), so
+``x`` is already padded (by a copy kernel, padding.py, when the convolution has padding), so
 every load is in bounds and a load is a sum of index * stride.  ``W`` is read through strides
 and an offset: the weight itself for a convolution, or, for a stride-1 transposed convolution
 (the input gradient of a convolution), the weight with its channel axes swapped and its kernel
@@ -23,6 +23,7 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .description import Kernel, Load, Recorder, ReductionStep, Store
+from .padding import Padding, laid_out, padding_of, usable
 from .scalar import Unsupported
 
 
@@ -212,60 +213,66 @@ def run_convolution(node, args, attrs, out, compile_kernel):  # a direct rule (d
     else:
         pads = [(p, p) for p in attrs["padding"]]
         out_channels = w.shape[0]
-    xp = _padded(x, pads)
-    key = (xp.shape, xp.strides, w.shape, w.strides, None if bias is None else bias.strides)
+    key = (x.shape, x.strides, w.shape, w.strides, None if bias is None else bias.strides)
     plans = _PLANS.setdefault(node, {})
     if key not in plans:
-        plans[key] = _plan(xp, w, bias, attrs, out_channels, compile_kernel)
-    plan, sizes = plans[key]
+        plans[key] = _plan(x, pads, w, bias, attrs, out_channels, compile_kernel)
+    plan, sizes, padding = plans[key]
     if plan is None:
         return None
     shape = (x.shape[0], out_channels) + sizes
     if out is None or out.shape != shape:
         out = np.empty(shape, x.dtype)
-    pointers = [xp.ctypes.data, w.ctypes.data] + ([] if bias is None else [bias.ctypes.data])
-    plan(pointers + [out.ctypes.data])
+    rest = [w.ctypes.data] + ([] if bias is None else [bias.ctypes.data]) + [out.ctypes.data]
+    if padding is None:
+        plan([x.ctypes.data] + rest)
+    else:
+        with padding(x) as xp:
+            plan([xp.ctypes.data] + rest)
     return out
 
 
-def _plan(xp, w, bias, attrs, out_channels, compile_kernel):
-    item = xp.itemsize
-    if any(s % item for a in (xp, w) for s in a.strides):
-        return None, None
-    elements = [tuple(s // item for s in a.strides) for a in (xp, w)]
+def _plan(x, pads, w, bias, attrs, out_channels, compile_kernel):
+    """(plan, output spatial sizes, the Padding of x or None), or (None, None, None)."""
+    item = x.itemsize
+    if any(s % item for a in (x, w) for s in a.strides):
+        return None, None, None
+    padding = None
+    x_shape, x_strides = x.shape, tuple(s // item for s in x.strides)
+    if any(a or b for a, b in pads):
+        if not usable(x):
+            return None, None, None
+        padding = Padding(x, [a for a, _ in pads], [b for _, b in pads], 0, compile_kernel)
+        x_shape = padding.shape
+        x_strides = tuple(math.prod(x_shape[i + 1:]) for i in range(len(x_shape)))
+    w_strides = tuple(s // item for s in w.strides)
     groups = attrs["groups"]
     if attrs["transposed"]:
-        weights = Weights.transposed(elements[1], w.shape, groups)
+        weights = Weights.transposed(w_strides, w.shape, groups)
     else:
-        weights = Weights.forward(elements[1], groups, out_channels // groups)
+        weights = Weights.forward(w_strides, groups, out_channels // groups)
     bias_stride = None
     if bias is not None:
         if bias.strides[0] % item:
-            return None, None
+            return None, None, None
         bias_stride = bias.strides[0] // item
     try:
-        kernel = direct_convolution(xp.shape, elements[0], weights, bias_stride, groups,
+        kernel = direct_convolution(x_shape, x_strides, weights, bias_stride, groups,
                                     out_channels, tuple(w.shape[2:]), attrs["stride"],
-                                    attrs["dilation"], D.from_numpy_dtype(xp.dtype),
+                                    attrs["dilation"], D.from_numpy_dtype(x.dtype),
                                     _tiles(compile_kernel))
     except Unsupported:
-        return None, None
+        return None, None, None
     # the domain is (n, g, o, q0 .. q[d-2], c, k0 .. k[d-1], q[d-1])
     nd = (len(kernel.domain) - 4) // 2
-    return compile_kernel(kernel), tuple(kernel.domain[3:3 + nd - 1]) + (kernel.domain[-1],)
+    return compile_kernel(kernel), tuple(kernel.domain[3:3 + nd - 1]) + (kernel.domain[-1],), \
+        padding
 
 
 def _tiles(compile_kernel):
     """Whether the backend behind a direct rule's ``compile_kernel`` (program.Host) wants
     several output channels per step (runtime.backend.Backend.tiles_channels)."""
     return getattr(getattr(compile_kernel, "backend", None), "tiles_channels", False)
-
-
-def _padded(x, pads):
-    """x (N, C, *S) with zeros around its spatial dims, ``pads`` (before, after) per dim (x
-    itself when no padding)."""
-    from ..ops.pooling import pad_spatial     # the op set imports this module
-    return pad_spatial(x, len(pads), [a for a, _ in pads], [b for _, b in pads], 0)
 
 
 def run_weight_grad(node, args, attrs, out, compile_kernel):  # a direct rule (direct.py)
@@ -277,42 +284,42 @@ def run_weight_grad(node, args, attrs, out, compile_kernel):  # a direct rule (d
             x.dtype not in (np.float32, np.float64) or any(s != 1 for s in attrs["stride"]):
         return None
     plans = _PLANS.setdefault(node, {})
-    key = (x.shape, gy.shape)
+    key = (x.shape, x.strides, gy.shape, gy.strides)
     if key not in plans:
         plans[key] = _weight_grad_plan(x, gy, attrs, compile_kernel)
-    plan, (pads, lines) = plans[key]
+    plan, x_padding, gy_padding = plans[key]
     if plan is None:
         return None
-    xp = np.ascontiguousarray(_padded(x, pads))
-    gl = _padded(gy, [(0, p - n) for n, p in zip(gy.shape[2:], lines)]) if \
-        lines != gy.shape[2:] else np.ascontiguousarray(gy)
     o, c = gy.shape[1], x.shape[1]
     shape = (o, c // attrs["groups"]) + ksize
     if out is None or out.shape != shape:
         out = np.empty(shape, x.dtype)
-    plan([xp.ctypes.data, gl.ctypes.data, out.ctypes.data])
+    with laid_out(x, x_padding) as xp, laid_out(gy, gy_padding) as gl:
+        plan([xp.ctypes.data, gl.ctypes.data, out.ctypes.data])
     return out
 
 
 def _weight_grad_plan(x, gy, attrs, compile_kernel):
-    """(plan, (x's padding, gy's padded spatial sizes)): x padded by ``padding`` and by rows at
-    the end of its first spatial dim for the reads that run past a plane; gy's rows as long as
-    x's (zeros beyond the outputs)."""
+    """(plan, x's Padding, gy's Padding), a Padding None where the array is used as it is: x
+    padded by ``padding`` and by rows at the end of its first spatial dim for the reads that
+    run past a plane; gy's rows as long as x's (zeros beyond the outputs)."""
     ksize, dilation = tuple(attrs["kernel_size"]), attrs["dilation"]
     padded = [n + 2 * p for n, p in zip(x.shape[2:], attrs["padding"])]
     lines = (gy.shape[2],) + tuple(padded[1:])
-    if any(q > p for q, p in zip(gy.shape[3:], padded[1:])):
-        return None, (None, None)
+    if any(q > p for q, p in zip(gy.shape[3:], padded[1:])) or not (usable(x) and usable(gy)):
+        return None, None, None
     extra = _overrun_rows(padded, lines, ksize, dilation)
-    pads = [(p, p) for p in attrs["padding"]]
-    pads[0] = (pads[0][0], pads[0][1] + extra)
+    lo = tuple(attrs["padding"])
+    hi = (lo[0] + extra,) + lo[1:]
     x_shape = x.shape[:2] + (padded[0] + extra,) + tuple(padded[1:])
     try:
         kernel = flat_weight_grad(x_shape, gy.shape[:2] + lines, ksize, dilation, attrs["groups"],
                                   D.from_numpy_dtype(x.dtype), _tiles(compile_kernel))
     except Unsupported:
-        return None, (None, None)
-    return compile_kernel(kernel), (pads, lines)
+        return None, None, None
+    gy_hi = tuple(p - n for n, p in zip(gy.shape[2:], lines))
+    return compile_kernel(kernel), padding_of(x, lo, hi, 0, compile_kernel), \
+        padding_of(gy, (0,) * len(lines), gy_hi, 0, compile_kernel)
 
 
 def _overrun_rows(padded, lines, ksize, dilation):

@@ -20,7 +20,7 @@ import itertools
 import numpy as np
 
 from dynograph.runtime import dtypes as D
-from ..lowering.pool import run_max_pool
+from ..lowering.pool import run_max_pool, run_max_pool_backward
 from .core import TensorSpec, define
 from .eager import call as _call
 from .movement import prod
@@ -238,8 +238,11 @@ def _max_indices_vjp(ctx, g, _gi=None):
     # windows that cannot overlap (stride >= the window's extent) pick distinct elements
     disjoint = "stride" in a and "dilation" in a and all(
         s >= (k - 1) * d + 1 for k, s, d in zip(a["kernel_size"], a["stride"], a["dilation"]))
+    # a max pool's window lets the backward run as a gather kernel (lowering/pool.py)
+    window = {k: a[k] for k in ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
+              if "stride" in a}
     grad = _call(max_pool_backward, g, ctx.output[1], input_shape=tuple(x.shape), nd=nd,
-                 disjoint=disjoint)
+                 disjoint=disjoint, **window)
     return (grad,) + (None,) * (len(ctx.inputs) - 1)
 
 
@@ -258,7 +261,7 @@ def _plane_rows(indices, input_shape, nd):
     return (rows + (np.arange(planes, dtype=np.int64) * size)[:, None]).ravel(), planes * size
 
 
-def _max_pool_backward_impl(g, indices, input_shape, nd, disjoint=False):
+def _max_pool_backward_impl(g, indices, input_shape, nd, disjoint=False, **window):
     flat, total = _plane_rows(indices, input_shape, nd)
     if disjoint:                    # every element chosen at most once: a plain scatter
         out = np.zeros(total, g.dtype)
@@ -269,7 +272,7 @@ def _max_pool_backward_impl(g, indices, input_shape, nd, disjoint=False):
     return out.astype(g.dtype, copy=False).reshape(input_shape)
 
 
-def _max_pool_backward_meta(g, indices, input_shape, nd, disjoint=False):
+def _max_pool_backward_meta(g, indices, input_shape, nd, disjoint=False, **window):
     return TensorSpec(tuple(input_shape), g.dtype)
 
 
@@ -288,7 +291,10 @@ def _max_pool_backward_vjp(ctx, gg):
 max_pool_backward = define(
     "max_pool_backward", "index", _max_pool_backward_impl, meta=_max_pool_backward_meta,
     vjp=_max_pool_backward_vjp, grad_name="MaxPool2DWithIndicesBackwardBackward0",
-    doc="The input gradient of a max pool: each output gradient added at its index.")
+    kernel=run_max_pool_backward,
+    doc="The input gradient of a max pool: each output gradient added at its index; a max "
+        "pool's window attributes (kernel_size, stride, padding, dilation, ceil_mode), where "
+        "given, let it run as a gather kernel.")
 
 
 # ---------------------------------------------------------------- average pooling
