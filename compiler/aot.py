@@ -11,6 +11,7 @@ runs inside an ``autograd.Function`` whose backward runs the backward graph, so
 import numpy as np
 
 from dynograph.runtime import dtypes as D
+from dynograph.runtime.cuda_memory import DeviceArray
 from .ir import Graph, Input, TensorType
 from .passes.dce import dce
 
@@ -51,6 +52,8 @@ def trace_backward(tracer, out_tensors):
         t = out_tensors[k]
         value_type = TensorType(t._data.shape, t.dtype)
         ph = Tensor._wrap(np.ones(t._data.shape, t._data.dtype))
+        if t.is_cuda:
+            ph = ph.to(t.device)
         v = tracer.add_input("input", f"grad_output{k}", value_type, ("grad_output", k))
         tracer.bind_placeholder(ph, v)
         grad_inputs.append(tracer.graph.inputs[-1])
@@ -65,6 +68,11 @@ def trace_backward(tracer, out_tensors):
         return None
     values = [None if g is None else tracer.value_of(g) for g in grads]
     return AotPlan(leaves, grad_inputs, values, diff)
+
+
+def _array(a):
+    """A result of a program as a tensor's array: a host or a device array."""
+    return a if type(a) is DeviceArray else np.asarray(a)
 
 
 def _graph_freed(grad_fn):
@@ -177,13 +185,18 @@ def make_function(entry, run_forward, run_backward):
             for k in plan.diff_outputs:
                 g = grad_outputs[k]
                 shape, dtype = ctx.out_meta[k]
-                feeds.append(np.zeros(shape, dtype) if g is None else
-                             np.ascontiguousarray(g._data, dtype=dtype))
+                if g is not None and g.is_cuda:     # contiguous, of the output's dtype, by kernels
+                    from dynograph.runtime.dtypes import from_numpy_dtype
+                    g = g.to(from_numpy_dtype(dtype)).contiguous()
+                    feeds.append(g._data)
+                else:
+                    feeds.append(np.zeros(shape, dtype) if g is None else
+                                 np.ascontiguousarray(g._data, dtype=dtype))
             feeds = [feeds[i] for i in entry.backward_feeds]
             grads = iter(run_backward(feeds, ctx.flat))
             result = [None]
             for v in plan.grads:
-                result.append(None if v is None else Tensor._wrap(np.asarray(next(grads))))
+                result.append(None if v is None else Tensor._wrap(_array(next(grads))))
             return tuple(result)
 
     return CompiledFunction

@@ -156,7 +156,7 @@ class DeviceArray:
     @classmethod
     def from_host(cls, array, index=None):
         """A contiguous device copy of a host array."""
-        host = np.ascontiguousarray(array)
+        host = np.asarray(array, order="C")        # (ascontiguousarray makes 0-d arrays 1-d)
         out = cls(host.shape, host.dtype, index)
         out.copy_from_host(host)
         return out
@@ -173,7 +173,7 @@ class DeviceArray:
                              f"of shape {self.shape}") from None
         _driver().activate(self.index)
         if self.is_contiguous():
-            _driver().copy_to_device(self.address, np.ascontiguousarray(host, dtype=self.dtype))
+            _driver().copy_to_device(self.address, np.asarray(host, dtype=self.dtype, order="C"))
             return
         # a strided view: read the bytes it spans, replace its elements, write them back
         low, _ = self.span()

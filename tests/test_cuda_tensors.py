@@ -22,9 +22,11 @@ pytestmark = pytest.mark.skipif(host_compiler() is None, reason="no host C++ com
 
 @pytest.fixture(scope="module", autouse=True)
 def emulated_device():
-    """One emulated CUDA device for this module; CUDA is probed afresh before and after."""
+    """The GPU where one is usable, else one emulated CUDA device; CUDA is probed afresh before
+    and after this module."""
     mp = pytest.MonkeyPatch()
-    mp.setenv("DYNOGRAPH_CUDA_EMULATE", "1")
+    if not torch.cuda.is_available():
+        mp.setenv("DYNOGRAPH_CUDA_EMULATE", "1")
     mp.setattr(cuda_driver, "_state", {})
     mp.setattr(cuda_driver, "_devices", {})
     mp.setattr(cuda_driver, "_thread", threading.local())
@@ -232,4 +234,58 @@ def test_memory_is_returned_to_the_allocator():
     assert torch.cuda.memory_allocated() >= before + 4000      # the view keeps the block
     del v
     assert torch.cuda.memory_allocated() == before
-    assert torch.cuda.is_available() and torch.cuda.device_count() == 1
+    assert torch.cuda.is_available() and torch.cuda.device_count() >= 1
+
+
+# -- compiled functions ------------------------------------------------------------------------------
+def _compiled_training(device, steps=4):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    @torch.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    rng = np.random.default_rng(3)
+    losses = []
+    for _ in range(steps):
+        x = torch.tensor(rng.standard_normal((6, 5)).astype(np.float32), device=device)
+        y = torch.tensor(rng.integers(0, 3, 6), device=device)
+        losses.append(step(x, y).item())
+    return step, model, losses
+
+
+def test_compiled_training_step_on_cuda_equals_cpu():
+    step, model, losses = _compiled_training("cuda")
+    _, ref, ref_losses = _compiled_training("cpu")
+    report = str(step.explain())
+    assert "graph breaks: 0" in report and "cache hits: 3" in report, report
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert p.is_cuda and p.grad.is_cuda
+        close(p.detach(), q.detach(), rtol=1e-5, atol=1e-6)
+        close(p.grad, q.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_compiled_entries_are_guarded_on_the_device():
+    m = nn.Linear(3, 2)
+
+    @torch.compile
+    def f(x):
+        return m(x).relu() * 2
+
+    x = torch.randn(4, 3)
+    want = f(x)
+    assert f(x).is_cpu
+    m.cuda()
+    got = f(x.cuda())
+    assert got.is_cuda
+    close(got.detach(), want.detach(), rtol=1e-5, atol=1e-6)
+    assert "on cuda:0" in str(f.explain())
+    m.cpu()
+    assert f(x).is_cpu and f(x).tolist() == want.tolist()

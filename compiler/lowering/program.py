@@ -269,6 +269,8 @@ def _layout(a, dtype):
 def kernel_plan(node, arrays, values, batch, backend):
     """The Plan of ``node``'s kernel for input ``arrays`` (host or device arrays; ``values``:
     the Values they are), cached per layout; None where no kernel covers them."""
+    if backend.extern is not None and any(type(a) is np.ndarray for a in arrays):
+        return None             # a host array on a device backend: its extern step copies it
     layouts = []
     for a, v in zip(arrays, values):
         lay = _layout(a, v.type.dtype)
