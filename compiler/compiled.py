@@ -334,7 +334,23 @@ class CompiledFunction:
             self._try_dynamic()
         if len(self.entries) > n and self.eager_reason is None:
             self._look_ahead(args, kwargs, flat, spec)
+            self._compile_ahead(self.entries[-1], flat)
         return result
+
+    def _compile_ahead(self, entry, flat, updates=True):
+        """Start compiling the kernels of the graph the next call will run, on a few threads
+        (compiler/lowering/ahead.py): they compile while this call returns and the caller
+        prepares the next (``updates=False``: all but the state updates', while a trace ahead
+        runs)."""
+        if self.backend != "llvm" or entry.aot is not None or self.verify:
+            return
+        from .llvm.backend import prepare
+        try:
+            inputs = entry.read_inputs(flat)
+            batch = entry.guards.batch_size(flat) if entry.guards.dynamic else None
+        except Exception:       # noqa: BLE001  (the next call meets it, if it is real)
+            return
+        prepare(entry.graph, inputs, batch, entry.writable, updates)
 
     def _look_ahead(self, args, kwargs, flat, spec):
         """The call just traced may have changed state its graph is specialized on (a training
@@ -346,6 +362,7 @@ class CompiledFunction:
         if failed is None or len(self.entries) >= self.cache_limit:
             return
         n = len(self.entries)
+        self._compile_ahead(entry, flat, updates=False)
         undo = Undo(entry.params)
         try:
             with warnings.catch_warnings():

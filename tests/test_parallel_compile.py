@@ -21,6 +21,13 @@ def fresh_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def no_kernels(monkeypatch):
+    """No kernel loaded or on its way yet (earlier tests compile the same ones)."""
+    monkeypatch.setattr(backend, "_loaded", {})
+    monkeypatch.setattr(backend, "_ahead", {})
+
+
+@pytest.fixture
 def two_threads():
     before = threads.count()
     threads.set_threads(2)
@@ -69,19 +76,22 @@ def test_threads_compile_the_same_object_code():
     assert parallel == serial
 
 
-def test_a_program_compiled_ahead_needs_no_other_kernel_and_agrees(fresh_cache, two_threads):
+def test_a_program_compiled_ahead_needs_no_other_kernel_and_agrees(fresh_cache, no_kernels,
+                                                                   two_threads):
     x, y = _data()
     model, step = _model_and_step(1)
     compiled = dg.compile(step)
-    compiled(x, y)                          # traces (and traces ahead for the next call)
     before = dict(backend.STATS)
+    compiled(x, y)              # traces, traces ahead for the next call, starts its kernels
+    assert [k for k in backend._ahead if k[0] == "llvm"]
     loss = compiled(x, y)                   # the first replay: its kernels compiled ahead
     entry = compiled.entries[-1]
     assert compiled.hits == 1
     keys = {p.kernel.key for p in ahead.plans_ahead(entry.graph, entry.read_inputs([x, y]),
                                                     None, entry.writable, LLVM)}
     assert keys and all(("llvm", k) in backend._loaded for k in keys)
-    # every kernel compiled was one the program ran (no layout guessed wrong)
+    # every kernel compiled was one the program ran (no layout guessed wrong, none of the
+    # first trace's own update kernels)
     assert backend.STATS["compiled"] - before["compiled"] == len(keys)
     assert not any(k[1] in keys for k in backend._ahead)
 
@@ -96,28 +106,25 @@ def test_a_program_compiled_ahead_needs_no_other_kernel_and_agrees(fresh_cache, 
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
 
 
-def test_compile_ahead_does_nothing_on_one_thread(fresh_cache):
-    before = threads.count()
-    threads.set_threads(1)
-    try:
-        x, y = _data()
-        _, step = _model_and_step(2)
-        compiled = dg.compile(step)
-        compiled(x, y)
-        started = []
-        real = ThreadPoolExecutor.submit
+def test_compile_ahead_does_nothing_on_one_thread(fresh_cache, no_kernels, monkeypatch):
+    monkeypatch.setattr(threads, "_count", [1])
+    started = []
+    real = ThreadPoolExecutor.submit
 
-        def submit(self, *args, **kwargs):
-            started.append(args)
-            return real(self, *args, **kwargs)
-        ThreadPoolExecutor.submit = submit
-        try:
-            compiled(x, y)
-        finally:
-            ThreadPoolExecutor.submit = real
-        assert compiled.hits == 1 and not started
-    finally:
-        threads.set_threads(before)
+    def submit(self, *args, **kwargs):
+        started.append(args)
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", submit)
+    x, y = _data()
+    _, step = _model_and_step(2)
+    compiled = dg.compile(step)
+    compiled(x, y)
+    compiled(x, y)
+    assert compiled.hits == 1 and not started and not backend._ahead
+    assert all(k in backend._loaded for k in
+               [("llvm", p.kernel.key) for p in ahead.plans_ahead(
+                   compiled.entries[-1].graph, compiled.entries[-1].read_inputs([x, y]), None,
+                   compiled.entries[-1].writable, LLVM)])
 
 
 class _Kernel:
@@ -177,10 +184,10 @@ def test_errors_surface_when_the_kernel_is_needed(two_threads):
     assert not any(k[0] == "test-slow" for k in backend._ahead)
 
 
-def test_threads_compile_the_same_kernels_as_one(fresh_cache, two_threads, monkeypatch):
+def test_threads_compile_the_same_kernels_as_one(fresh_cache, no_kernels, two_threads,
+                                                 monkeypatch):
     """The kernels a program needs, compiled ahead on two threads, are the ones the serial
     path compiles, byte for byte on disk."""
-    monkeypatch.setattr(backend, "_loaded", {})
     x, y = _data()
     _, step = _model_and_step(3)
     compiled = dg.compile(step)

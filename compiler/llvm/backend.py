@@ -79,9 +79,16 @@ class LLVMBackend(Backend):
 LLVM = LLVMBackend()
 
 
+def prepare(graph, inputs, batch=None, writable=(), updates=True):
+    """Start compiling the kernels ``graph`` will need to run on ``inputs`` (lowering/ahead.py),
+    on a few threads, before it runs."""
+    writable = writable if isinstance(writable, frozenset) else frozenset(writable)
+    compile_ahead(graph, inputs, batch, writable, LLVM, updates)
+
+
 def run(graph, inputs, batch=None, writable=()):
     """Execute ``graph`` with LLVM kernels where its nodes lower (compiler/lowering/program.py);
     before its first run, its kernels start compiling on a few threads (lowering/ahead.py)."""
     writable = writable if isinstance(writable, frozenset) else frozenset(writable)
-    compile_ahead(graph, inputs, batch, writable, LLVM)
+    prepare(graph, inputs, batch, writable)
     return run_program(graph, inputs, batch, writable, backend=LLVM)

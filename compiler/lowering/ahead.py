@@ -12,9 +12,11 @@ on; the run takes each kernel when it reaches it.  A layout guessed wrong costs 
 kernel compiled in vain (and cached on disk), never a wrong result: the run looks its kernels
 up by the layouts it really meets, and compiles any other on the spot, as before.
 """
+import sys
+
 import numpy as np
 
-from dynograph.runtime import backend as runtime_backend
+from dynograph.runtime import backend as runtime_backend, config
 from dynograph.runtime.executor import overwritable
 from ..interpreter import evaluate
 from ..ir import TensorType
@@ -26,22 +28,29 @@ from . import program
 _kernel_plan = getattr(program, "kernel_plan", None) or getattr(program, "_plan")
 
 
-def compile_ahead(graph, inputs, batch, writable, backend):
+def compile_ahead(graph, inputs, batch, writable, backend, updates=True):
     """Start compiling the kernels ``graph`` will need when it runs on ``inputs`` (once per
-    graph, batch size and set of writable slots: the key of its program)."""
+    graph, batch size and set of writable slots: the key of its program).  ``updates=False``:
+    leave out the kernels of state updates, and do not count as done (a graph a trace ahead is
+    about to replace: its other kernels are mostly the next graph's too)."""
     done = graph.__dict__.setdefault("_compiled_ahead", set())
     key = (backend.name, batch, writable)
-    if key in done:
+    if key in done or not backend.parallel_compile:
         return
-    done.add(key)
-    if not backend.parallel_compile:
+    if updates:
+        done.add(key)
+    try:
+        plans = plans_ahead(graph, inputs, batch, writable, backend, updates)
+    except Exception as e:      # noqa: BLE001  (the run meets whatever this is, or compiles lazily)
+        if config.debug("kernels"):
+            print(f"[dynograph] no kernels compiled ahead: {type(e).__name__}: {e}", file=sys.stderr)
         return
-    runtime_backend.compile_ahead(backend, [plan.kernel for plan in
-                                            plans_ahead(graph, inputs, batch, writable, backend)])
+    runtime_backend.compile_ahead(backend, [plan.kernel for plan in plans])
 
 
-def plans_ahead(graph, inputs, batch, writable, backend):
-    """The Plans of the kernel nodes whose input layouts are known before the run."""
+def plans_ahead(graph, inputs, batch, writable, backend, updates=True):
+    """The Plans of the kernel nodes whose input layouts are known before the run (without
+    those computing a state update unless ``updates``)."""
     arrays = {inp.value: a for inp, a in zip(graph.inputs, inputs)}
     memory = graph.memory_plan
     by_name = {inp.name: inp.value for inp in graph.inputs}
@@ -49,6 +58,7 @@ def plans_ahead(graph, inputs, batch, writable, backend):
         {v: by_name[name] for name, v in graph.updates if name in memory.inplace and name in writable}
     planned = () if memory is None else \
         {v for v in memory.buffers if v in memory.lifetimes}
+    updated = {v for _, v in graph.updates}
     plans = []
     for node in graph.nodes:
         values = program.kernel_inputs(node)
@@ -72,7 +82,8 @@ def plans_ahead(graph, inputs, batch, writable, backend):
                 arrays[v] = arrays[old]
             else:
                 arrays[v] = np.empty(shape, dtype)
-        plans.append(plan.writing_into(tuple(into)) if into else plan)
+        if updates or not updated.intersection(node.outs):
+            plans.append(plan.writing_into(tuple(into)) if into else plan)
     return plans
 
 
