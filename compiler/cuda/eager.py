@@ -25,6 +25,8 @@ from .backend import backend
 
 # the distinct call signatures whose nodes (and compiled plans) are kept
 MAX_CALLS = 4096
+# the Python floats whose 0-d device arrays are kept for reuse
+MAX_NUMBERS = 256
 # the matrix products, run by the backend's GEMM (the other direct rules prepare their operands
 # with numpy on the host)
 DEVICE_RULES = ("mm", "addmm", "bmm")
@@ -32,14 +34,17 @@ _GEMM_TYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 class _Call:
-    """A call signature's node, the Values its kernel reads and its results' types."""
-    __slots__ = ("node", "values", "positions", "types", "__weakref__")
+    """A call signature's node, the Values its kernel reads (``positions``: the operands they
+    come from), its results' types, and the operands that are Python floats (``scalars``: their
+    positions and the dtype the kernel reads them in)."""
+    __slots__ = ("node", "values", "positions", "types", "scalars", "__weakref__")
 
 
 class DeviceOps:
     def __init__(self):
         self.calls = OrderedDict()
         self.lock = threading.Lock()
+        self.numbers = OrderedDict()    # (value, dtype, device) -> a 0-d device array holding it
 
     def run(self, op, arrays, attrs, index):
         if not (lowerable_op(op) or op.name in DEVICE_RULES):
@@ -50,6 +55,10 @@ class DeviceOps:
         be = backend(index)
         if op.name in DEVICE_RULES:
             return product(be, op.name, arrays, attrs)
+        if call.scalars:
+            arrays = list(arrays)
+            for p, dt in call.scalars:
+                arrays[p] = self._number(arrays[p], dt, index)
         inputs = [arrays[p] for p in call.positions]
         plan = kernel_plan(call.node, inputs, call.values, None, be)
         if plan is None:
@@ -57,6 +66,20 @@ class DeviceOps:
         outs = [be.allocate(shape, dt) for (shape, _), dt in zip(call.types, plan.outputs)]
         plan([be.address(a) for a in inputs] + [be.address(o) for o in outs])
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _number(self, value, dtype, index):
+        """A 0-d device array holding ``value`` as ``dtype``: a kernel reads a Python float from
+        memory, so a new value (a learning rate's bias correction) needs no new kernel; the most
+        recent values' arrays are kept."""
+        key = (value, dtype, index)
+        a = self.numbers.get(key)
+        if a is None:
+            a = DeviceArray.from_host(np.array(value, dtype.np), index)
+            with self.lock:
+                self.numbers[key] = a
+                if len(self.numbers) > MAX_NUMBERS:
+                    self.numbers.popitem(last=False)
+        return a
 
     def _call(self, op, arrays, attrs):
         key = (op.name, tuple(_signature(a) for a in arrays), tuple(sorted(attrs.items())))
@@ -130,14 +153,29 @@ def lowerable_op(op):
 def _signature(a):
     if isinstance(a, DeviceArray):
         return ("array", a.shape, a.dtype)
+    if type(a) is float:                # a kernel parameter: its value is read at run time
+        return float
     return (type(a), a)
 
 
 def _make_call(op, arrays, attrs):
-    args, values, positions = [], [], []
+    specs = [TensorSpec(a.shape, D.from_numpy_dtype(a.dtype)) if isinstance(a, DeviceArray) else a
+             for a in arrays]
+    args, values, positions, scalars = [], [], [], []
+    # a float operand of an elementwise op becomes a 0-d operand of the op's computation dtype,
+    # which gives the result the same dtype (a 0-d tensor of the computation's category)
+    compute = op.dtype_rule(*specs, **attrs)[0] if op.kind == "elementwise" else None
+    if compute is not None and any(type(a) is float for a in arrays):
+        as_operands = [TensorSpec((), compute) if type(a) is float else a for a in specs]
+        if op.meta(*as_operands, **attrs).dtype is not op.meta(*specs, **attrs).dtype:
+            compute = None              # the float's own promotion rule: a constant it stays
     for i, a in enumerate(arrays):
-        if isinstance(a, DeviceArray):
-            v = Value(TensorType(a.shape, D.from_numpy_dtype(a.dtype), "cuda"))
+        if isinstance(a, DeviceArray) or (compute is not None and type(a) is float):
+            if isinstance(a, DeviceArray):
+                v = Value(TensorType(a.shape, D.from_numpy_dtype(a.dtype), "cuda"))
+            else:
+                v = Value(TensorType((), compute, "cuda"))
+                scalars.append((i, compute))
             args.append(v)
             values.append(v)
             positions.append(i)
@@ -145,8 +183,6 @@ def _make_call(op, arrays, attrs):
             raise Unsupported(f"{op.name}: a list operand")
         else:
             args.append(a)
-    specs = [TensorSpec(a.shape, D.from_numpy_dtype(a.dtype)) if isinstance(a, DeviceArray) else a
-             for a in arrays]
     result = op.meta(*specs, **attrs)
     results = result if isinstance(result, (tuple, list)) else (result,)
     call = _Call()
@@ -156,7 +192,7 @@ def _make_call(op, arrays, attrs):
     if op.name not in DEVICE_RULES:
         if not lowerable(call.node) or kernel_inputs(call.node) != values:
             raise Unsupported(f"{op.name}: operands a kernel cannot read")
-    call.values, call.positions = values, positions
+    call.values, call.positions, call.scalars = values, positions, scalars
     return call
 
 
