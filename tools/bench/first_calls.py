@@ -14,7 +14,11 @@ execution inside the traces and the replays) and after how many calls the step f
 ``cold``: an empty ``DYNOGRAPH_CACHE_DIR``; ``warm``: the folder the cold process filled.
 ``--repeat N`` measures each N times and prints medians.  ``--compare`` also measures, in
 alternation, the compiler as it was before issue 14's first-call work (no look-ahead trace,
-LLVM at O3 with loop interleaving), so that both run under the same load.
+LLVM at O3 with loop interleaving), so that both run under the same load.  ``--against DIR``
+measures, in alternation too, another checkout (``git worktree add DIR COMMIT``; where
+dynograph is installed in development mode, link ``DIR/dynograph/compiler`` and
+``DIR/dynograph/runtime`` to ``../compiler`` and ``../runtime`` so that it imports from DIR).
+LLVM's times are summed over the threads that compile (they can exceed the wall time).
 """
 import argparse
 import json
@@ -24,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -130,19 +135,23 @@ class _Clock:
 
     def __init__(self):
         self.spent = {}
+        self.lock = threading.Lock()        # helper threads compile too
 
     def wrap(self, owner, attr, name):
         from dynograph._trace_hook import TRACE
         fn = getattr(owner, attr)
 
         def timed(*args, **kwargs):
-            if TRACE.tracer is not None:    # (eager kernels compiled while tracing: the
-                return fn(*args, **kwargs)  # clock would be a graph break of the user's code)
+            if TRACE.tracer is not None and threading.current_thread() is threading.main_thread():
+                # (eager kernels compiled while tracing: the clock would be a graph break of
+                # the user's code; helper threads compiling meanwhile are not traced)
+                return fn(*args, **kwargs)
             start = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.spent[name] = self.spent.get(name, 0.0) + time.perf_counter() - start
+                with self.lock:
+                    self.spent[name] = self.spent.get(name, 0.0) + time.perf_counter() - start
         setattr(owner, attr, timed)
 
 
@@ -207,21 +216,21 @@ def _timed(step, batch):
 
 # ---------------------------------------------------------------- the parent
 
-def measure(which, cache_dir, before=False):
-    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+def measure(which, cache_dir, before=False, root=ROOT):
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     env = dict(os.environ, DYNOGRAPH_CACHE_DIR=cache_dir, PYTHONPATH=path)
     code = f"from tools.bench.first_calls import child; child({which!r}, {before!r})"
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
                        text=True)
     if r.returncode != 0:
         raise RuntimeError(f"{which}: child failed:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def cold_and_warm(which, before=False):
+def cold_and_warm(which, before=False, root=ROOT):
     folder = tempfile.mkdtemp(prefix="dynograph-first-calls-")
     try:
-        return measure(which, folder, before), measure(which, folder, before)
+        return measure(which, folder, before, root), measure(which, folder, before, root)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -246,18 +255,26 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--compare", action="store_true",
                         help="also measure the compiler before the first-call work")
+    parser.add_argument("--against", metavar="DIR",
+                        help="also measure the checkout in DIR (alternating with this one)")
     args = parser.parse_args(argv)
     unknown = set(args.steps) - set(STEPS)
     if unknown:
         parser.error(f"unknown steps {sorted(unknown)}; choose from {', '.join(STEPS)}")
-    variants = (True, False) if args.compare else (False,)
+    # (label, before, root): measured in alternation, so that every variant sees the same load
+    variants = [("", False, ROOT)]
+    if args.compare:
+        variants.insert(0, (" (before)", True, ROOT))
+    if args.against:
+        variants.insert(0, (f" ({os.path.abspath(args.against)})", False,
+                            os.path.abspath(args.against)))
     for which in args.steps or STEPS:
         runs = {v: [] for v in variants}
         for _ in range(args.repeat):
-            for v in variants:          # alternating: both see the same load
-                runs[v].append(cold_and_warm(which, v))
+            for v in variants:
+                runs[v].append(cold_and_warm(which, v[1], v[2]))
         for v in variants:
-            print(which + (" (before)" if v else ""))
+            print(which + v[0])
             print(_line("cold", [c for c, _ in runs[v]]))
             print(_line("warm", [w for _, w in runs[v]]))
 
