@@ -122,7 +122,7 @@ def runtime_object(name, sources, build):
     key = f"{name}-{digest.hexdigest()[:32]}"
     obj = RUNTIME.read(key)
     if obj is None:
-        obj = emit_object(build(), name)
+        obj = emit_object(build(), name, level=RUNTIME_SPEED_LEVEL)
         RUNTIME.write(key, obj)
     return obj
 
@@ -133,6 +133,9 @@ def runtime_object(name, sources, build):
 # data: max pooling ran 17x slower.
 OPTIONS = ("-vectorizer-min-trip-count=4",)
 SPEED_LEVEL = 2     # LLVM's -O level of the pass pipeline (see above)
+# the runtime modules (pool.py, blas.py) are hand-written loops and calls, whose object code O1
+# makes the same as O2 (the pool's 64 trampolines and the BLAS tasks, checked) in 70% of the time
+RUNTIME_SPEED_LEVEL = 1
 TUNING = {"loop_vectorization": True, "slp_vectorization": True, "loop_interleaving": False}
 
 
@@ -155,9 +158,9 @@ def _unlocked(name):
     return getattr(ffi.lib, name)._cfn
 
 
-def optimize(module_text):
-    """Parse, verify and optimize LLVM IR text for the host; returns the ModuleRef (in an LLVM
-    context of its own)."""
+def optimize(module_text, level=None):
+    """Parse, verify and optimize LLVM IR text for the host (at -O``level``, default
+    ``SPEED_LEVEL``); returns the ModuleRef (in an LLVM context of its own)."""
     context = llvm.create_context()
     with ffi.OutputString() as err:
         mod = ModuleRef(_unlocked("LLVMPY_ParseAssembly")(context, ctypes.c_char_p(
@@ -168,7 +171,7 @@ def optimize(module_text):
     with ffi.OutputString() as err:
         if _unlocked("LLVMPY_VerifyModule")(mod, err):
             raise RuntimeError(str(err))
-    pto = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL)
+    pto = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL if level is None else level)
     for option, value in TUNING.items():
         setattr(pto, option, value)
     pb = llvm.create_pass_builder(_machine(), pto)
@@ -189,11 +192,11 @@ def _object_code(mod):
         ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
 
 
-def emit_object(module_text, name, describe=""):
-    """Object code of LLVM IR text, optimized for the host.  Safe to call from several threads
-    at once: they compile in parallel."""
+def emit_object(module_text, name, describe="", level=None):
+    """Object code of LLVM IR text, optimized for the host (``level``: as ``optimize``).  Safe
+    to call from several threads at once: they compile in parallel."""
     start = time.perf_counter()
-    mod = optimize(module_text)
+    mod = optimize(module_text, level)
     obj = _object_code(mod)
     if config.debug("kernels"):
         ms = (time.perf_counter() - start) * 1e3
