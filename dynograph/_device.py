@@ -227,3 +227,15 @@ def fill(dst, value):
     """Every element of device array ``dst`` set to the number ``value`` (wrapping as numpy's
     conversion of an integer array does)."""
     dst.copy_from_host(np.array(value).astype(dst.dtype))
+
+
+# -- random numbers ---------------------------------------------------------------------------------
+def random(kind, shape, dtype, params, device):
+    """A tensor of ``shape`` and ``dtype`` on CUDA ``device`` drawn by the device's Philox
+    kernel ``kind`` ('uniform' with params (low, high), 'normal' with (mean, std)) from the
+    device's generator (dynograph.cuda: seeded by manual_seed, advanced by each draw)."""
+    from . import cuda
+    index = cuda_index(device)
+    array = device_kernels.executor().random(kind, tuple(shape), dtype, tuple(params), index,
+                                             lambda counters: cuda.philox_state(index, counters))
+    return Tensor._wrap(array)

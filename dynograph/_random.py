@@ -21,6 +21,7 @@ from dynograph._trace_hook import TRACE
 from ._convert import copy_recorded, records_write
 from ._creation import (parse_size, finish_created, out_dtype, as_int, tname, check_input, sequence_size,
                         dtype_arg, like_strides)
+from . import _device
 from ._dispatch import call
 from ._inplace import check_inplace_leaf, check_no_internal_overlap, write
 from ._tensor import Tensor, tensor_method
@@ -139,8 +140,11 @@ def _bits(generator):
 
 
 def manual_seed(seed):
-    """Seed the default generator; returns it."""
-    return default_generator.manual_seed(builtins.int(seed))
+    """Seed the default generator and every CUDA device's; returns the default generator."""
+    gen = default_generator.manual_seed(builtins.int(seed))
+    from . import cuda
+    cuda.manual_seed_all(builtins.int(seed))
+    return gen
 
 
 def seed():
@@ -173,8 +177,9 @@ def _into(t, out):
 
 
 def _create(op, shape, dtype, out, device, requires_grad, generator, **attrs):
-    if device is not None:
-        as_device(device)
+    if device is not None and _on_cuda(op, dtype, device, generator):
+        t = _device.random(op.name, shape, dtype, tuple(attrs.values()), as_device(device))
+        return finish_created(t, requires_grad, out)
     t = call(op, shape=shape, dtype=dtype, generator=_bits(generator), **attrs)
     return finish_created(t, requires_grad, out, device)
 
@@ -406,9 +411,20 @@ def _overwrite(self, result):
 
 def _fill(self, op, generator, **attrs):
     check_inplace_leaf(self)
-    r = call(op, shape=tuple(self._data.shape), dtype=self.dtype, generator=_bits(generator),
-             **attrs)
+    if self.is_cuda and _on_cuda(op, self.dtype, self.device, generator):
+        r = _device.random(op.name, tuple(self._data.shape), self.dtype, tuple(attrs.values()),
+                           self.device)
+    else:
+        r = call(op, shape=tuple(self._data.shape), dtype=self.dtype, generator=_bits(generator),
+                 **attrs)
     return _overwrite(self, r)
+
+
+def _on_cuda(op, dtype, device, generator):
+    """Whether a sample is drawn on a CUDA device by its Philox kernels (uniform and normal
+    floating samples from the device's own generator)."""
+    return generator is None and op in (C.uniform, C.normal) and dtype.is_floating_point and \
+        as_device(device).type == "cuda"
 
 
 def _bounds(args, kwargs, fn, names):

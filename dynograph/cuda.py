@@ -17,7 +17,8 @@ __all__ = ["is_available", "is_initialized", "init", "device_count", "current_de
            "mem_get_info", "manual_seed", "manual_seed_all", "initial_seed", "OutOfMemoryError"]
 
 DEFAULT_SEED = 67280421310721       # torch's CUDA generators start from this seed too
-_seeds = {}                         # device index -> seed given to manual_seed
+_seeds = {}                         # device index -> seed given to manual_seed (None: every device)
+_offsets = {}                       # device index -> Philox counters used since it was seeded
 
 
 def _driver():
@@ -196,16 +197,31 @@ def manual_seed(seed):
     """Seed the current device's random numbers (kept until CUDA is used, as torch does)."""
     seed = int(seed)
     drv = _driver()
-    _seeds[drv.current_device() if drv.is_initialized() else 0] = seed
+    index = drv.current_device() if drv.is_initialized() else 0
+    _seeds[index] = seed
+    _offsets[index] = 0
 
 
 def manual_seed_all(seed):
     """Seed every device's random numbers."""
     seed = int(seed)
-    for i in range(max(1, device_count())):
-        _seeds[i] = seed
+    _seeds.clear()
+    _offsets.clear()
+    _seeds[None] = seed
 
 
 def initial_seed():
     """The seed of the current device's random numbers."""
-    return _seeds.get(_checked(None), DEFAULT_SEED)
+    return _seed_of(_checked(None))
+
+
+def _seed_of(index):
+    return _seeds.get(index, _seeds.get(None, DEFAULT_SEED))
+
+
+def philox_state(index, counters):
+    """(seed, offset) of device ``index``'s generator for a random kernel that uses ``counters``
+    Philox counters; the offset advances past them, so the next kernel draws new numbers."""
+    offset = _offsets.get(index, 0)
+    _offsets[index] = offset + counters
+    return _seed_of(index), offset

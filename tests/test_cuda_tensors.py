@@ -289,3 +289,23 @@ def test_compiled_entries_are_guarded_on_the_device():
     assert "on cuda:0" in str(f.explain())
     m.cpu()
     assert f(x).is_cpu and f(x).tolist() == want.tolist()
+
+
+# -- random numbers -----------------------------------------------------------------------------------
+def test_random_numbers_come_from_the_devices_philox_generator():
+    from dynograph.compiler.cuda.philox import RandomKernel, reference
+    from dynograph.runtime import dtypes as D
+    torch.manual_seed(7)                # seeds the CUDA generators too, as in torch
+    a = torch.rand(10, device="cuda")
+    want, = reference(RandomKernel("uniform", 10, D.float32, (0.0, 1.0)), 7, 0)
+    assert a.cpu().numpy().tolist() == want.tolist()
+    b = torch.rand(10, device="cuda")   # the offset moved on: new numbers
+    assert b.tolist() != a.tolist()
+    torch.cuda.manual_seed(7)
+    assert torch.rand(10, device="cuda").tolist() == a.tolist()
+    assert torch.cuda.initial_seed() == 7
+    z = torch.empty(20000, device="cuda").normal_(1.0, 2.0)
+    assert z.is_cuda and abs(z.mean().item() - 1) < 0.1 and abs(z.std().item() - 2) < 0.1
+    u = torch.empty(1000, dtype=torch.float64, device="cuda").uniform_(2, 3)
+    assert 2 <= u.min().item() and u.max().item() < 3
+    assert torch.randn(3, 4, device="cuda").is_cuda and torch.rand_like(u).dtype is torch.float64

@@ -8,6 +8,7 @@ as CUDA C and compiled once (``Plan``), launched on the device arrays; ops with 
 (the matrix products) run their rule with the backend's GEMM.  ``run`` answers None for ops
 without a lowering or a covered direct rule: the eager core then runs them on the host.
 """
+import math
 import threading
 from collections import OrderedDict
 
@@ -22,6 +23,7 @@ from ..lowering.kernel import lowerable
 from ..lowering.program import kernel_inputs, kernel_plan
 from ..lowering.scalar import Unsupported
 from .backend import backend
+from .philox import RandomKernel, RandomSource
 
 # the distinct call signatures whose nodes (and compiled plans) are kept
 MAX_CALLS = 4096
@@ -45,6 +47,7 @@ class DeviceOps:
         self.calls = OrderedDict()
         self.lock = threading.Lock()
         self.numbers = OrderedDict()    # (value, dtype, device) -> a 0-d device array holding it
+        self.random_kernels = {}        # (backend, RandomKernel key) -> (module, function, launch)
 
     def run(self, op, arrays, attrs, index):
         if not (lowerable_op(op) or op.name in DEVICE_RULES):
@@ -66,6 +69,30 @@ class DeviceOps:
         outs = [be.allocate(shape, dt) for (shape, _), dt in zip(call.types, plan.outputs)]
         plan([be.address(a) for a in inputs] + [be.address(o) for o in outs])
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def random(self, kind, shape, dtype, params, index, state):
+        """A device array of ``shape`` drawn by the Philox kernel ``kind`` (philox.py) with
+        ``params``; ``state(counters)`` gives the generator's (seed, offset) for the draw."""
+        from dynograph.runtime import cuda_driver
+        be = backend(index)
+        n = math.prod(shape)
+        out = be.allocate(shape, dtype.np)
+        if n == 0:
+            return out
+        kernel = RandomKernel(kind, n, dtype, tuple(float(p) for p in params))
+        key = (be.name, kernel.key)
+        loaded = self.random_kernels.get(key)
+        if loaded is None:
+            source = RandomSource(kernel)
+            module = cuda_driver.load_module(be.cache.image(source.text, source.name), index)
+            fn = cuda_driver.function(module, source.name, len(kernel.buffers) + 1)
+            loaded = self.random_kernels[key] = (module, fn, source.launch_shape())
+        _, fn, (grid, block) = loaded
+        seed, offset = state(kernel.counters())
+        words = DeviceArray.from_host(np.array([seed % (1 << 64), offset], np.uint64), index)
+        cuda_driver.activate(index)
+        cuda_driver.launch(fn, grid, block, [out.address, words.address])
+        return out
 
     def _number(self, value, dtype, index):
         """A 0-d device array holding ``value`` as ``dtype``: a kernel reads a Python float from
