@@ -225,6 +225,16 @@ def test_padding_fills_the_border_once_and_copies_any_layout():
             np.testing.assert_array_equal(other[:, :, 1:-3, 2:], x)
 
 
+def test_large_padded_buffers_are_not_kept(monkeypatch):
+    monkeypatch.setattr(padding, "KEEP_BYTES", 100)
+    x = np.ones((2, 3, 4, 5), np.float64)
+    pad = padding.Padding(x, (1, 1), (1, 1), 0.0, HOST)
+    for _ in range(2):
+        with pad(x) as got:
+            np.testing.assert_array_equal(got, np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)]))
+    assert not pad.free
+
+
 def test_padded_convolutions_and_weight_gradients_from_threads():
     """Padded convolutions, their input gradients (transposed) and weight gradients of strided
     operands equal the impl, also when several threads run one node's plans at once (each

@@ -5,7 +5,10 @@ convolution of an input gradient, a weight gradient's flat lines, max pooling's 
 The copy is an elementwise Kernel from the array (any element strides) into the interior of a
 contiguous buffer, split over the threads like every kernel (numpy's padding copies were
 serial work in every training step).  The border is filled once, when a buffer is made: a
-``Padding`` keeps its buffers and hands them out call after call, one per caller at a time.
+``Padding`` keeps its buffers (up to ``KEEP_BYTES`` each; an eager call's plans live as long as
+its owner) and hands them out call after call, one per caller at a time.  A larger buffer is
+made per call, by ``np.zeros`` where the fill is 0: pages the kernel does not write stay the
+system's zero pages.
 """
 import contextlib
 import math
@@ -14,6 +17,8 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .description import Kernel, Load, Recorder, Store
+
+KEEP_BYTES = 16 << 20
 
 
 def copy_kernel(shape, strides, padded, lo, dtype):
@@ -40,6 +45,7 @@ class Padding:
         self.lo = (0,) * lead + tuple(lo)
         self.shape = tuple(n + a + b for n, a, b in zip(x.shape, self.lo, (0,) * lead + tuple(hi)))
         self.dtype, self.fill = x.dtype, fill
+        self.keep = math.prod(self.shape) * x.itemsize <= KEEP_BYTES
         strides = tuple(s // x.itemsize for s in x.strides)
         self.plan = compile_kernel(copy_kernel(x.shape, strides, self.shape, self.lo,
                                                D.from_numpy_dtype(x.dtype)))
@@ -59,13 +65,15 @@ class _Lease:
         p = self.padding
         try:
             self.buffer = p.free.pop()
-        except IndexError:      # the first call, or another thread holds the others
-            self.buffer = np.full(p.shape, p.fill, p.dtype)
+        except IndexError:      # the first call, another thread holds the others, or too big
+            self.buffer = np.zeros(p.shape, p.dtype) if p.fill == 0 else \
+                np.full(p.shape, p.fill, p.dtype)
         p.plan([self.x.ctypes.data, self.buffer.ctypes.data])
         return self.buffer
 
     def __exit__(self, *exc):
-        self.padding.free.append(self.buffer)
+        if self.padding.keep:
+            self.padding.free.append(self.buffer)
 
 
 def padding_of(x, lo, hi, fill, compile_kernel):
