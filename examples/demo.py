@@ -4,8 +4,9 @@ The data is scikit-learn's bundled 8x8 digits (1797 images, no download).  The t
 (forward, backward and the optimizer update) is compiled with ``dynograph.compile``: the first
 call traces it into one graph, later calls replay that graph.
 
-    python examples/demo.py
+    python examples/demo.py [--device cuda] [--epochs N]
 """
+import argparse
 import time
 
 import numpy as np
@@ -43,12 +44,12 @@ def load_data(seed=0):
     return as_set(train), as_set(test)
 
 
-def main(epochs=12):
+def main(epochs=12, device="cpu"):
     torch.manual_seed(0)
     train_set, test_set = load_data()
     train_loader = DataLoader(train_set, batch_size=64, shuffle=True)
     test_loader = DataLoader(test_set, batch_size=360)
-    model = DigitNet()
+    model = DigitNet().to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=5, gamma=0.5)
     print(model)
@@ -66,6 +67,7 @@ def main(epochs=12):
         correct = 0
         with torch.no_grad():
             for x, y in test_loader:
+                x, y = x.to(device), y.to(device)
                 correct += (model(x).argmax(1) == y).sum().item()
         model.train()
         return correct / len(test_set)
@@ -74,7 +76,7 @@ def main(epochs=12):
     for epoch in range(1, epochs + 1):
         total, batches = 0.0, 0
         for x, y in train_loader:
-            total += train_step(x, y).item()
+            total += train_step(x.to(device), y.to(device)).item()
             batches += 1
         scheduler.step()
         print(f"epoch {epoch:2d}  loss {total / batches:.4f}  test accuracy {evaluate():.1%}  "
@@ -88,4 +90,8 @@ def main(epochs=12):
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--epochs", type=int, default=12)
+    args = parser.parse_args()
+    main(args.epochs, args.device)
