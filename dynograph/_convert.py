@@ -140,7 +140,7 @@ def _bad_to(args, kwargs):
 
 
 def _parse_to(args, kwargs):
-    """(device, dtype, copy, memory_format key) from Tensor.to's three overloads."""
+    """(device, dtype, copy, memory_format key, non_blocking) from Tensor.to's three overloads."""
     kw = dict(kwargs)
     fmt = kw.pop("memory_format", None)
     first = args[0] if args else None
@@ -174,7 +174,7 @@ def _parse_to(args, kwargs):
     for flag in ("non_blocking", "copy"):
         if not isinstance(vals.get(flag, False), builtins.bool):
             raise _bad_to(args, kwargs)
-    return device, dtype, vals.get("copy", False), _format_key(fmt)
+    return device, dtype, vals.get("copy", False), _format_key(fmt), vals.get("non_blocking", False)
 
 
 @tensor_method
@@ -191,11 +191,11 @@ def to(self, *args, **kwargs):
             return call(C.to_copy, self, dtype=arg)
         if (arg == "cpu" or arg is CPU) and type(self._data) is np.ndarray:
             return self
-    device, dtype, copy, key = _parse_to(args, kwargs)
+    device, dtype, copy, key, non_blocking = _parse_to(args, kwargs)
     if device is not None:
         device = as_device(device)          # raises the one clear error where CUDA is unavailable
         if device != self.device and not (device.index is None and device.type == self.device.type):
-            moved = transfer(self, device)
+            moved = transfer(self, device, non_blocking)
             if dtype is None or dtype is moved.dtype:
                 return moved
             return call(C.to_copy, moved, dtype=dtype, **_format_attrs(key))
@@ -281,7 +281,7 @@ def cuda(self, device=None, non_blocking=False, memory_format=preserve_format):
     index = cuda_index(device)
     if self.is_cuda and self._data.index == index:
         return self
-    return transfer(self, as_device(f"cuda:{index}"))
+    return transfer(self, as_device(f"cuda:{index}"), non_blocking)
 
 
 # ---------------------------------------------------------------- copies

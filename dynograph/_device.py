@@ -163,13 +163,14 @@ def _view(op, arrays, attrs):
 
 
 # -- transfers ------------------------------------------------------------------------------------
-def to_device_array(a, index):
-    """A device copy of host array ``a`` on CUDA device ``index``."""
+def to_device_array(a, index, non_blocking=False):
+    """A device copy of host array ``a`` on CUDA device ``index`` (queued without waiting where
+    ``non_blocking`` and ``a`` is in pinned memory)."""
     from dynograph.runtime.cuda_memory import DeviceArray
-    return DeviceArray.from_host(np.asarray(a), index)
+    return DeviceArray.from_host(a if type(a) is _ndarray else np.asarray(a), index, non_blocking)
 
 
-def transfer(t, device):
+def transfer(t, device, non_blocking=False):
     """``t`` copied to ``device`` (a runtime device): a new tensor, recorded for autograd so that
     the gradient travels back (``ToCopyBackward0``)."""
     from .autograd.graph import record_function
@@ -180,7 +181,7 @@ def transfer(t, device):
     else:
         index = device.index or 0
         if type(d) is _ndarray:
-            array = to_device_array(d, index)
+            array = to_device_array(d, index, non_blocking)
         else:                           # device to device: through the host
             array = to_device_array(d.to_host(), index)
     out = Tensor._wrap(array)

@@ -37,14 +37,25 @@ def is_inference(input):
 
 @tensor_method
 def is_pinned(self, device=None):
-    """False: there is no accelerator to pin host memory for."""
-    return False
+    """Whether this cpu tensor's memory is page-locked (``pin_memory``)."""
+    from dynograph.runtime import cuda_memory
+    return type(self._data) is np.ndarray and cuda_memory.is_pinned(self._data)
 
 
 @tensor_method
 def pin_memory(self, device=None):
-    """``self``: pinning only matters for copies to an accelerator."""
-    return self
+    """A copy in page-locked host memory, from which ``.to('cuda', non_blocking=True)`` copies
+    asynchronously (``self`` where it is pinned already, or where no CUDA device exists)."""
+    if type(self._data) is not np.ndarray:
+        raise RuntimeError(f"cannot pin '{self.type().replace('dynograph.', 'torch.cuda.')}' "
+                           "only dense CPU tensors can be pinned")
+    from dynograph import cuda
+    if self.is_pinned() or not cuda.is_available():
+        return self
+    from dynograph.runtime import cuda_memory
+    out = cuda_memory.pinned(self._data.shape, self._data.dtype)
+    out[...] = self._data
+    return Tensor._wrap(out)
 
 
 @tensor_method

@@ -266,6 +266,17 @@ def copy_to_host(array, address):
     require().memcpy_dtoh(array, address)
 
 
+def copy_to_device_async(address, array):
+    """Queue a copy of a contiguous host array in page-locked memory into device memory at
+    ``address`` on the default stream (the kernels queued after it see the data)."""
+    require().memcpy_htod_async(address, array)
+
+
+def pinned_empty(shape, dtype):
+    """A new host array in page-locked memory: copies from it can run asynchronously."""
+    return require().pagelocked_empty(shape, dtype)
+
+
 def copy_on_device(dst, src, nbytes):
     require().memcpy_dtod(dst, src, nbytes)
 

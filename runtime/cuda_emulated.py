@@ -115,6 +115,12 @@ class Driver(types.ModuleType):
     def memcpy_dtoh(self, array, address):
         ctypes.memmove(array.ctypes.data, address, array.nbytes)
 
+    def memcpy_htod_async(self, address, array, stream=None):
+        self.memcpy_htod(address, array)        # launches run at once: so do copies
+
+    def pagelocked_empty(self, shape, dtype):
+        return np.empty(shape, dtype)
+
     def memcpy_dtod(self, dst, src, nbytes):
         ctypes.memmove(int(dst), int(src), nbytes)
 

@@ -22,6 +22,24 @@ def _driver():
     return cuda_driver
 
 
+_pinned = weakref.WeakValueDictionary()      # id(host array) -> the array, in pinned memory
+
+
+def pinned(shape, dtype):
+    """A new host array in page-locked (pinned) memory."""
+    a = _driver().pinned_empty(tuple(shape), np.dtype(dtype))
+    _pinned[id(a)] = a
+    return a
+
+
+def is_pinned(array):
+    """Whether host array ``array`` lies in pinned memory made by ``pinned``."""
+    root = array
+    while isinstance(root.base, np.ndarray) and id(root) not in _pinned:
+        root = root.base
+    return _pinned.get(id(root)) is root
+
+
 class _Flags:
     __slots__ = ("c_contiguous", "writeable")
 
@@ -154,11 +172,17 @@ class DeviceArray:
 
     # -- copies --------------------------------------------------------------------------------
     @classmethod
-    def from_host(cls, array, index=None):
-        """A contiguous device copy of a host array."""
+    def from_host(cls, array, index=None, non_blocking=False):
+        """A contiguous device copy of a host array; with ``non_blocking`` and an array in pinned
+        memory (``pinned``), a copy queued on the default stream, which the caller returns
+        before it ends."""
         host = np.asarray(array, order="C")        # (ascontiguousarray makes 0-d arrays 1-d)
         out = cls(host.shape, host.dtype, index)
-        out.copy_from_host(host)
+        if non_blocking and out.nbytes and host is array and is_pinned(host):
+            _driver().activate(out.index)
+            _driver().copy_to_device_async(out.address, host)
+        else:
+            out.copy_from_host(host)
         return out
 
     def copy_from_host(self, array):

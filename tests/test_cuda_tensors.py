@@ -309,3 +309,21 @@ def test_random_numbers_come_from_the_devices_philox_generator():
     u = torch.empty(1000, dtype=torch.float64, device="cuda").uniform_(2, 3)
     assert 2 <= u.min().item() and u.max().item() < 3
     assert torch.randn(3, 4, device="cuda").is_cuda and torch.rand_like(u).dtype is torch.float64
+
+
+# -- pinned memory ------------------------------------------------------------------------------------
+def test_pinned_batches_and_non_blocking_copies():
+    from dynograph.utils.data import DataLoader, TensorDataset
+    x = torch.arange(12.).reshape(6, 2)
+    assert not x.is_pinned()
+    p = x.pin_memory()
+    assert p.is_pinned() and p.is_cpu and p.tolist() == x.tolist() and p.pin_memory() is p
+    c = p.to("cuda", non_blocking=True)
+    assert c.is_cuda and c.tolist() == x.tolist()
+    assert x.cuda(non_blocking=True).tolist() == x.tolist()
+    with pytest.raises(RuntimeError, match="only dense CPU tensors can be pinned"):
+        c.pin_memory()
+    loader = DataLoader(TensorDataset(x, torch.arange(6)), batch_size=4, pin_memory=True)
+    for xb, yb in loader:
+        assert xb.is_pinned() and yb.is_pinned()
+        assert (xb.to("cuda", non_blocking=True) * 2).cpu().tolist() == (xb * 2).tolist()

@@ -26,6 +26,20 @@ class _InfiniteConstantSampler(Sampler):
         while True:
             yield None
 
+def pin_memory(data):
+    """``data`` (a batch: tensors in tuples, lists, dicts, namedtuples) with every cpu tensor copied
+    into pinned memory, so ``.to('cuda', non_blocking=True)`` copies it without waiting."""
+    if isinstance(data, dynograph.Tensor):
+        return data.pin_memory()
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(pin_memory(d) for d in data))
+    if isinstance(data, (list, tuple)):
+        return type(data)(pin_memory(d) for d in data)
+    if isinstance(data, dict):
+        return type(data)((k, pin_memory(v)) for k, v in data.items())
+    return data
+
+
 def _cpu_count():
     if hasattr(os, "sched_getaffinity"):
         try:
@@ -232,10 +246,10 @@ class _BaseDataLoaderIter:
         self._drop_last = loader.drop_last
         self._index_sampler = loader._index_sampler
         self._num_workers = loader.num_workers
-        if loader.pin_memory and not dynograph.cuda.is_available():
+        self._pin_memory = loader.pin_memory and dynograph.cuda.is_available()
+        if loader.pin_memory and not self._pin_memory:
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
                           "then device pinned memory won't be used.", stacklevel=3)
-        self._pin_memory = False         # host tensors: nothing to pin
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
         self._sampler_iter = iter(self._index_sampler)
@@ -258,6 +272,8 @@ class _BaseDataLoaderIter:
 
     def __next__(self):
         data = self._next_data()
+        if self._pin_memory:
+            data = pin_memory(data)
         self._num_yielded += 1
         if self._dataset_kind == _DatasetKind.Iterable and self._IterableDataset_len_called is not None \
                 and self._num_yielded > self._IterableDataset_len_called:
