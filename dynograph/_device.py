@@ -208,20 +208,13 @@ def write(dst, src):
     if type(src) is _ndarray or not hasattr(src, "block"):
         dst.copy_from_host(np.asarray(src))
         return
+    if src.index != dst.index:
+        src = to_device_array(src.to_host(), dst.index)
     same = src.shape == dst.shape and src.dtype == dst.dtype
-    if not (same and src.is_contiguous() and dst.is_contiguous() and src.block is not dst.block):
-        # the source broadcast, cast and made contiguous by kernels, in a buffer of its own
-        t = Tensor._wrap(src)
-        if src.shape != dst.shape:
-            t = t.expand(dst.shape)
-        if src.dtype != dst.dtype:
-            from dynograph.runtime import dtypes as D
-            t = t.to(D.from_numpy_dtype(dst.dtype))
-        src = t.clone()._data if t._data.block is dst.block or not t.is_contiguous() else t._data
-    if dst.is_contiguous():
+    if same and src.is_contiguous() and dst.is_contiguous() and src.block is not dst.block:
         dst.copy_from_device(src)
-    else:       # a strided destination: through the host (its span is read and written back)
-        dst.copy_from_host(src.to_host())
+    else:                               # broadcast, cast, strided: a copy kernel
+        device_kernels.executor().copy(dst, src)
 
 
 def fill(dst, value):

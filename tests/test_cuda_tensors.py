@@ -156,7 +156,24 @@ def test_ops_without_a_kernel_run_on_the_host_with_one_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         c.sort(0)                       # once per op
-    assert torch.cat([c, c]).shape == (4, 2)
+
+
+
+def test_joins_and_strided_copies_by_copy_kernels():
+    a = torch.arange(6.).reshape(2, 3)
+    b = torch.arange(3, dtype=torch.int64).reshape(1, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no host round trip
+        close(torch.cat([a.cuda(), b.cuda()]), torch.cat([a, b]))
+        close(torch.cat([a.cuda(), a.cuda().t().t()], 1), torch.cat([a, a], 1))
+        close(torch.stack([a.cuda(), a.cuda() * 2], 1), torch.stack([a, a * 2], 1))
+        close(torch.cat([torch.zeros(0, device="cuda"), a.cuda()]), torch.cat([torch.zeros(0), a]))
+        x = a.cuda()
+        x.t().copy_(x.t() + 1)                  # source and destination share memory
+        assert x.tolist() == (a + 1).tolist()
+        y = torch.zeros(3, 2, dtype=torch.int32, device="cuda")
+        y.copy_(x.t())                          # strided source, cast
+        assert y.tolist() == (a + 1).t().to(torch.int32).tolist()
 
 
 # -- writes ------------------------------------------------------------------------------------------

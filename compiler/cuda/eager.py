@@ -19,8 +19,9 @@ from dynograph.runtime import dtypes as D
 from dynograph.runtime.cuda_memory import DeviceArray
 from ..interpreter import evaluate
 from ..ir import Node, TensorType, Value
+from ..lowering.description import Kernel, Load, Recorder, Store
 from ..lowering.kernel import lowerable
-from ..lowering.program import kernel_inputs, kernel_plan
+from ..lowering.program import Plan, kernel_inputs, kernel_plan
 from ..lowering.scalar import Unsupported
 from .backend import backend
 from .philox import RandomKernel, RandomSource
@@ -32,6 +33,8 @@ MAX_NUMBERS = 256
 # the matrix products, run by the backend's GEMM (the other direct rules prepare their operands
 # with numpy on the host)
 DEVICE_RULES = ("mm", "addmm", "bmm")
+# joins run as copy kernels into slices of their result
+JOINS = ("cat", "stack")
 _GEMM_TYPES = ("float32", "float64", "float16", "bfloat16")
 
 
@@ -50,6 +53,8 @@ class DeviceOps:
         self.random_kernels = {}        # (backend, RandomKernel key) -> (module, function, launch)
 
     def run(self, op, arrays, attrs, index):
+        if op.name in JOINS:
+            return self.join(backend(index), op, arrays, attrs)
         if not (lowerable_op(op) or op.name in DEVICE_RULES):
             return None
         call = self._call(op, arrays, attrs)
@@ -92,6 +97,45 @@ class DeviceOps:
         words = DeviceArray.from_host(np.array([seed % (1 << 64), offset], np.uint64), index)
         cuda_driver.activate(index)
         cuda_driver.launch(fn, grid, block, [out.address, words.address])
+        return out
+
+    def copy(self, dst, src):
+        """``dst[...] = src`` for device arrays of one device: ``src`` broadcast to ``dst``'s
+        shape and cast to its dtype, ``dst`` of any strides (a view), by one copy kernel.  A
+        source sharing ``dst``'s memory is first copied out, so no element is read after it
+        was written."""
+        be = backend(dst.index)
+        if src.block is dst.block:
+            src = self.copy(be.allocate(src.shape, src.dtype), src)
+        kernel = copy_kernel(dst, src)
+        plan = Plan(be, kernel)
+        plan([be.address(src), be.address(dst)])
+        return dst
+
+    def join(self, be, op, arrays, attrs):
+        """cat or stack of device arrays: each operand copied (cast to the result's dtype) into
+        its slice of the result by a copy kernel."""
+        specs = [TensorSpec(a.shape, D.from_numpy_dtype(a.dtype)) for a in arrays]
+        spec = op.meta(*specs, **attrs)
+        out = be.allocate(spec.shape, spec.dtype.np)
+        if not out.size:
+            return out
+        dim = attrs["dim"] % (len(spec.shape))
+        start = 0
+        for a in arrays:
+            if op.name == "stack":
+                shape = out.shape[:dim] + out.shape[dim + 1:]
+                strides = out.strides[:dim] + out.strides[dim + 1:]
+                part, start = out.view(shape, strides, start * out.strides[dim]), start + 1
+            elif a.size or a.shape != (0,):     # cat skips 1-d empty operands
+                n = a.shape[dim]
+                part = out.view(out.shape[:dim] + (n,) + out.shape[dim + 1:], out.strides,
+                                start * out.strides[dim])
+                start += n
+            else:
+                continue
+            if part.size:
+                self.copy(part, a)
         return out
 
     def _number(self, value, dtype, index):
@@ -155,6 +199,8 @@ def extern(be, op, args, attrs):
         result = product(be, op.name, args, attrs)
         if result is not None:
             return result
+    if op.name in JOINS and all(type(a) is DeviceArray for a in args):
+        return _OPS.join(be, op, args, attrs)
 
     def host(a):
         if type(a) is DeviceArray:
@@ -167,6 +213,23 @@ def extern(be, op, args, attrs):
     def back(r):
         return DeviceArray.from_host(r, be.index) if isinstance(r, (np.ndarray, np.generic)) else r
     return tuple(back(r) for r in result) if type(result) in (tuple, list) else back(result)
+
+
+def copy_kernel(dst, src):
+    """The Kernel storing ``src`` (broadcast, cast) into ``dst``, both read through their
+    strides: the domain is ``dst``'s shape, a load and a store per element."""
+    shape = dst.shape
+    pad = len(shape) - len(src.shape)
+
+    def elements(a, dims):
+        return tuple(0 if n == 1 else s // a.itemsize for n, s in zip(dims, a.strides))
+    src_strides = (0,) * pad + tuple(0 if n == 1 and m != 1 else s for s, n, m in
+                                     zip(elements(src, src.shape), src.shape, shape[pad:]))
+    sdt, ddt = D.from_numpy_dtype(src.dtype), D.from_numpy_dtype(dst.dtype)
+    rec = Recorder()
+    value = rec.cast(rec.load(0, sdt, 0), ddt)
+    return Kernel("copy", shape, (), [("in0", sdt, "in"), ("out0", ddt, "out")], rec.exprs,
+                  [Load(0, src_strides, 0)], [], [Store(1, value.index, elements(dst, shape))])
 
 
 def _floats(*arrays):
@@ -225,4 +288,7 @@ def _make_call(op, arrays, attrs):
 
 def device_ops():
     """The executor the eager core gets (runtime/device_kernels.py)."""
-    return DeviceOps()
+    return _OPS
+
+
+_OPS = DeviceOps()
