@@ -150,6 +150,7 @@ def test_products_by_the_gemm_kernel():
 def test_ops_without_a_kernel_run_on_the_host_with_one_warning():
     c = torch.tensor([[3., 1.], [2., 4.]], device="cuda")
     _device._warned.discard("sort")
+    _device._warned.discard("gather")
     with pytest.warns(UserWarning, match="'sort' has no CUDA kernel; it runs on the host"):
         values, indices = c.sort(1)
     assert values.is_cuda and indices.is_cuda and values.tolist() == [[1., 3.], [2., 4.]]
@@ -174,6 +175,27 @@ def test_joins_and_strided_copies_by_copy_kernels():
         y = torch.zeros(3, 2, dtype=torch.int32, device="cuda")
         y.copy_(x.t())                          # strided source, cast
         assert y.tolist() == (a + 1).t().to(torch.int32).tolist()
+
+
+def test_gather_and_scatter_add_by_kernels():
+    rng = np.random.default_rng(4)
+    x = torch.tensor(rng.standard_normal((4, 5)).astype(np.float32))
+    idx = torch.tensor(rng.integers(0, 5, (4, 3)))
+    idx0 = torch.tensor(rng.integers(0, 4, (2, 5)))
+    src = torch.tensor(rng.standard_normal((4, 3)).astype(np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no host round trip
+        close(torch.gather(x.cuda(), 1, idx.cuda()), torch.gather(x, 1, idx))
+        close(torch.gather(x.cuda().t(), 1, idx0.t().cuda()), torch.gather(x.t(), 1, idx0.t()))
+        close(torch.zeros(4, 5, device="cuda").scatter_add(1, idx.cuda(), src.cuda()),
+              torch.zeros(4, 5).scatter_add(1, idx, src), rtol=1e-6, atol=1e-6)
+        dup = idx0[:, :4] % 3                   # repeated indices add up
+        close(torch.ones(3, 6, device="cuda").scatter_add(0, dup.cuda(), torch.ones(2, 4).cuda() * 2),
+              torch.ones(3, 6).scatter_add(0, dup, torch.ones(2, 4) * 2))
+        i8 = torch.arange(20, dtype=torch.int8).reshape(4, 5)
+        assert torch.gather(i8.cuda(), 1, idx.cuda()).tolist() == torch.gather(i8, 1, idx).tolist()
+    with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 1 with size 5"):
+        torch.gather(x.cuda(), 1, torch.tensor([[7]]).cuda())
 
 
 # -- writes ------------------------------------------------------------------------------------------

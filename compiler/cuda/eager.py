@@ -19,7 +19,7 @@ from dynograph.runtime import dtypes as D
 from dynograph.runtime.cuda_memory import DeviceArray
 from ..interpreter import evaluate
 from ..ir import Node, TensorType, Value
-from ..lowering.description import Kernel, Load, Recorder, Store
+from ..lowering.description import Kernel, Load, Recorder, ReductionStep, Store
 from ..lowering.kernel import lowerable
 from ..lowering.program import Plan, kernel_inputs, kernel_plan
 from ..lowering.scalar import Unsupported
@@ -35,6 +35,9 @@ MAX_NUMBERS = 256
 DEVICE_RULES = ("mm", "addmm", "bmm")
 # joins run as copy kernels into slices of their result
 JOINS = ("cat", "stack")
+# gathers and scatters run as compare-and-sum reductions (pick_kernel), up to this much work
+PICKS = ("gather", "scatter_add")
+MAX_PICK_WORK = 1 << 26
 _GEMM_TYPES = ("float32", "float64", "float16", "bfloat16")
 
 
@@ -55,6 +58,8 @@ class DeviceOps:
     def run(self, op, arrays, attrs, index):
         if op.name in JOINS:
             return self.join(backend(index), op, arrays, attrs)
+        if op.name in PICKS:
+            return self.pick(backend(index), op, arrays, attrs)
         if not (lowerable_op(op) or op.name in DEVICE_RULES):
             return None
         call = self._call(op, arrays, attrs)
@@ -138,6 +143,58 @@ class DeviceOps:
                 self.copy(part, a)
         return out
 
+    def pick(self, be, op, arrays, attrs):
+        """gather or scatter_add of device arrays as a reduction that compares each index with
+        the positions along ``dim`` (see ``pick_kernel``); None (the host runs it, with torch's
+        errors) for operands it does not cover, indices out of range, or too much work."""
+        if not all(type(a) is DeviceArray for a in arrays):
+            return None
+        if op.name == "gather":
+            (x, index), src = arrays, None
+        else:
+            x, index, src = arrays
+        nd, dim = x.ndim, attrs["dim"]
+        if nd == 0 or index.ndim != nd or not -nd <= dim < nd or index.dtype != np.int64:
+            return None
+        dim %= nd
+        others = [d for d in range(nd) if d != dim]
+        if any(index.shape[d] > x.shape[d] for d in others) or (src is not None and (
+                src.ndim != nd or src.dtype != x.dtype
+                or any(index.shape[d] > src.shape[d] for d in range(nd)))):
+            return None
+        n = x.shape[dim]
+        extent = index.shape[dim] if src is not None else n
+        if not index.size or index.size * extent > MAX_PICK_WORK or not self._in_range(be, index, n):
+            return None
+        iota = self._iota(n, be.index)
+        if src is None:
+            out = be.allocate(index.shape, x.dtype)
+            Plan(be, pick_kernel(x, index, None, dim, iota, out))([
+                be.address(index), be.address(iota), be.address(x), be.address(out)])
+            return out
+        out = self.copy(be.allocate(x.shape, x.dtype), x)
+        region = out.view(index.shape[:dim] + (n,) + index.shape[dim + 1:], out.strides, 0)
+        Plan(be, pick_kernel(x, index, src, dim, iota, region))([
+            be.address(index), be.address(iota), be.address(x), be.address(src), be.address(region)])
+        return out
+
+    def _in_range(self, be, index, n):
+        """Whether every value of device array ``index`` lies in [0, n): its minimum and maximum
+        by one reduction kernel, read back."""
+        both = be.allocate((2,), np.int64)
+        Plan(be, _bounds_kernel(index))([be.address(index), be.address(both)])
+        low, high = both.to_host().tolist()
+        return 0 <= low and high < n
+
+    def _iota(self, n, index):
+        key = ("iota", n, index)
+        a = self.numbers.get(key)
+        if a is None:
+            a = DeviceArray.from_host(np.arange(n, dtype=np.int64), index)
+            with self.lock:
+                self.numbers[key] = a
+        return a
+
     def _number(self, value, dtype, index):
         """A 0-d device array holding ``value`` as ``dtype``: a kernel reads a Python float from
         memory, so a new value (a learning rate's bias correction) needs no new kernel; the most
@@ -201,6 +258,10 @@ def extern(be, op, args, attrs):
             return result
     if op.name in JOINS and all(type(a) is DeviceArray for a in args):
         return _OPS.join(be, op, args, attrs)
+    if op.name in PICKS:
+        result = _OPS.pick(be, op, args, attrs)
+        if result is not None:
+            return result
 
     def host(a):
         if type(a) is DeviceArray:
@@ -230,6 +291,75 @@ def copy_kernel(dst, src):
     value = rec.cast(rec.load(0, sdt, 0), ddt)
     return Kernel("copy", shape, (), [("in0", sdt, "in"), ("out0", ddt, "out")], rec.exprs,
                   [Load(0, src_strides, 0)], [], [Store(1, value.index, elements(dst, shape))])
+
+
+def _elements(a, dims=None):
+    return tuple(0 if n == 1 else s // a.itemsize for n, s in zip(dims or a.shape, a.strides))
+
+
+def pick_kernel(x, index, src, dim, iota, out):
+    """The Kernel of ``gather`` (``src`` None: out = x[... index ...] along ``dim``) or of
+    ``scatter_add`` over ``out``, the region of its result that ``index`` spans (out = x + the
+    src elements whose index names each position), written with loads, comparisons and a sum
+    only: a reduction over a position axis compares every index with ``iota`` (0, 1, ...
+    along ``dim``) and sums the selected elements.  Exactly one element is selected per
+    gathered value; scatter_add sums each position's elements in index order, then adds x.
+    Buffers: index, iota, x[, src], out."""
+    nd = x.ndim
+    xdt = D.from_numpy_dtype(x.dtype)
+    acc = D.float32 if xdt in (D.float16, D.bfloat16) else D.float64 if xdt is D.float64 else \
+        D.float32 if xdt is D.float32 else D.int64
+    rec = Recorder()
+    zero = rec.const(0, acc)
+    if src is None:             # domain: index's shape, then the positions along dim (reduced)
+        domain = index.shape + (x.shape[dim],)
+        si = _elements(index) + (0,)
+        sx = tuple(0 if d == dim else s for d, s in enumerate(_elements(x, index.shape))) + \
+            (x.strides[dim] // x.itemsize,)
+        loads = [Load(0, si, 0), Load(1, (0,) * nd + (1,), 0), Load(2, sx, 0)]
+        i, t, v = rec.load(0, D.int64, 0), rec.load(1, D.int64, 1), rec.load(2, xdt, 1)
+        picked = rec.select(rec.cmp("eq", i, t), rec.cast(v, acc), zero)
+        value = rec.round_to(rec.acc(0, acc), xdt) if acc is not xdt else rec.acc(0, acc)
+        buffers = [("in0", D.int64, "in"), ("in1", D.int64, "in"), ("in2", xdt, "in"),
+                   ("out0", xdt, "out")]
+    else:                       # domain: the region of out, then index's extent along dim
+        region = out.shape
+        k = index.shape[dim]
+        along = [s for s in _elements(index)]
+        si = tuple(0 if d == dim else s for d, s in enumerate(along)) + (along[dim],)
+        src_el = _elements(src, index.shape)
+        ss = tuple(0 if d == dim else s for d, s in enumerate(src_el)) + \
+            (src.strides[dim] // src.itemsize,)
+        domain = region + (k,)
+        loads = [Load(0, si, 0), Load(1, tuple(1 if d == dim else 0 for d in range(nd)) + (0,), 0),
+                 Load(2, _elements(x, region) + (0,), 0), Load(3, ss, 0)]
+        i, t = rec.load(0, D.int64, 1), rec.load(1, D.int64, 0)
+        base, v = rec.load(2, xdt, 0), rec.load(3, xdt, 1)
+        picked = rec.select(rec.cmp("eq", i, t), rec.cast(v, acc), zero)
+        total = rec.add(rec.cast(base, acc), rec.acc(0, acc))
+        value = rec.round_to(total, xdt) if acc is not xdt else total
+        buffers = [("in0", D.int64, "in"), ("in1", D.int64, "in"), ("in2", xdt, "in"),
+                   ("in3", xdt, "in"), ("out0", xdt, "out")]
+    if xdt is D.bool:
+        value = rec.cast(value, D.bool)
+    reductions = [ReductionStep("add", 0, acc, picked.index)]
+    stores = [Store(len(buffers) - 1, value.index, _elements(out) + (0,))]
+    return Kernel("gather" if src is None else "scatter_add", domain, (nd,), buffers, rec.exprs,
+                  loads, reductions, stores)
+
+
+def _bounds_kernel(index):
+    """The Kernel storing the minimum and maximum of int64 ``index`` into a 2-element array."""
+    rec = Recorder()
+    v = rec.load(0, D.int64, 1)
+    reductions = [ReductionStep("min", np.iinfo(np.int64).max, D.int64, v.index),
+                  ReductionStep("max", np.iinfo(np.int64).min, D.int64, v.index)]
+    low, high = rec.acc(0, D.int64), rec.acc(1, D.int64)
+    nd = index.ndim
+    return Kernel("index_bounds", index.shape, tuple(range(nd)),
+                  [("in0", D.int64, "in"), ("out0", D.int64, "out")], rec.exprs,
+                  [Load(0, _elements(index), 0)], reductions,
+                  [Store(1, low.index, (0,) * nd, 0), Store(1, high.index, (0,) * nd, 1)])
 
 
 def _floats(*arrays):
