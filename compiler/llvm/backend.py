@@ -22,11 +22,6 @@ from .render import render
 # the fewest domain elements worth a piece of its own (a launch on the pool costs a few µs)
 PIECE_MIN = 1 << 15
 PIECES_PER_THREAD = 4       # more pieces than threads: a worker that starts late takes fewer
-# Kernels too small to split (under PIECE_MIN domain elements) compile at LLVM's O1 (with its
-# loop and SLP vectorizers): they run whole on one thread in microseconds, and O2 took twice as
-# long to compile them (the fused backward-and-update kernels of a small batch: 0.2-0.4 s each,
-# unrolled and vectorized into five times their IR).
-SMALL_KERNEL = PIECE_MIN
 
 
 class LLVMBackend(Backend):
@@ -40,8 +35,7 @@ class LLVMBackend(Backend):
 
     def compile(self, source, name, kernel):
         dims = "x".join(str(n) for n in kernel.domain)
-        return jit.emit_object(source, name, describe=f"({kernel.name}, domain [{dims}])",
-                               level=_level(kernel))
+        return jit.emit_object(source, name, describe=f"({kernel.name}, domain [{dims}])")
 
     def load(self, obj, name, kernel):
         pointers = len(kernel.buffers) + kernel.divides_integers
@@ -79,12 +73,7 @@ class LLVMBackend(Backend):
 
     def optimized_source(self, kernel):
         """The optimized LLVM IR of ``kernel`` (the ``llvm`` dump stage)."""
-        return str(jit.optimize(self.render(kernel, f"dg_{kernel.key}"), _level(kernel)))
-
-
-def _level(kernel):
-    """LLVM's -O level for ``kernel`` (None: jit.SPEED_LEVEL)."""
-    return 1 if math.prod(kernel.domain) < SMALL_KERNEL else None
+        return str(jit.optimize(self.render(kernel, f"dg_{kernel.key}")))
 
 
 LLVM = LLVMBackend()
