@@ -117,10 +117,10 @@ def kernel_function(backend, kernel):
             if ahead is not None and not ahead.cancel():
                 while not ahead.done() and _help():
                     pass
-                obj = ahead.result()        # a failed compilation raises here, as it would below
+                fn = ahead.result()         # a failed compilation raises here, as it would below
             else:                           # (no thread has started on it: this one compiles it)
-                obj = _object(backend, kernel)
-            fn = _loaded[key] = backend.load(obj, f"dg_{kernel.key}", kernel)
+                fn = _function(backend, kernel)
+            _loaded[key] = fn
         return fn
 
 
@@ -131,7 +131,7 @@ def _help():
         if future.cancel():                 # taken from the queue: this thread runs it
             done = _ahead[key] = Future()
             try:
-                done.set_result(_object(*future.work))
+                done.set_result(_function(*future.work))
             except Exception as e:          # raised when (if ever) the kernel is needed
                 done.set_exception(e)
             return True
@@ -157,7 +157,7 @@ def compile_ahead(backend, kernels):
         pool = ThreadPoolExecutor(min(helpers, len(todo)), thread_name_prefix="dynograph-compile")
         with unwatched():
             for key, kernel in todo.items():
-                future = _ahead[key] = pool.submit(_object, backend, kernel)
+                future = _ahead[key] = pool.submit(_function, backend, kernel)
                 future.work = (backend, kernel)
         pool.shutdown(wait=False)
 
@@ -178,9 +178,15 @@ def unwatched():
         sys.settrace(hooks[1])
 
 
+def _function(backend, kernel):
+    """``kernel`` loaded (the threads of compile_ahead load what they compile or read, which
+    overlaps the loading with the calling thread's own work)."""
+    return backend.load(_object(backend, kernel), f"dg_{kernel.key}", kernel)
+
+
 def _object(backend, kernel):
     """Object code of ``kernel``: from the backend's disk cache, else compiled now (and written
-    there).  Called on the threads of compile_ahead too."""
+    there)."""
     obj = backend.disk.read(kernel.key) if backend.disk is not None else None
     if obj is not None:
         _count("disk_hits")
