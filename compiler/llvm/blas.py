@@ -3,11 +3,14 @@
 A BLAS library keeps threads of its own, and OpenBLAS's spin for a while after each call:
 running its threads next to the pool's (pool.py) makes the two compete for the cores, and
 kernels and products run slower on two cores than on one.  So, while the pool has more than
-one thread, a product ``out = a @ b`` (and nn.Linear's ``addmm``) is cut into blocks of rows
-(or of columns, when there are few rows), and each block is one single-threaded BLAS call made
-by a pool thread (``dg_gemm_f32/f64``, tasks compiled here); the BLAS library's own thread count
-is 1 while a compiled program runs (``single_threaded``: any other numpy product in it runs on
-the calling thread, next to the pool, not against it).
+one thread, a product ``out = a @ b`` (and nn.Linear's ``addmm``) is cut into a grid of blocks,
+one per thread (``grid``: rows, columns or both, whichever packs the least), and each block is
+one single-threaded BLAS call made by a pool thread (``dg_gemm_f32/f64``, tasks compiled here);
+the BLAS library's own thread count is 1 while a compiled program runs (``single_threaded``:
+any other numpy product in it runs on the calling thread, next to the pool, not against it).
+Measured on the MLP step's products, OpenBLAS's own threads (with the pool asleep) were slower
+than this split for every one of them (docs/llvm.md).  ``gemm(None, ...)`` runs the task as one
+block on the calling thread at the library's own thread count.
 
 The BLAS functions are those numpy itself uses, found through threadpoolctl (the library's
 path) and by name (``cblas_sgemm``, ``openblas_set_num_threads``..., possibly with numpy's
