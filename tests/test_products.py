@@ -142,7 +142,7 @@ def test_operands_blas_cannot_take_are_left_to_numpy(monkeypatch):
 def test_products_on_more_threads_than_cores(monkeypatch):
     """Workers that wait for a core (and yield theirs while they spin) still run every block
     exactly once."""
-    workers = _pool(monkeypatch, 4 * threads.usable_cores())
+    workers = _pool(monkeypatch, threads.usable_cores() + 2)
     assert workers.state[pool.YIELD] > 0 and workers.state[pool.YIELD] & \
         (workers.state[pool.YIELD] + 1) == 0                    # a mask of the pause count
     rng = np.random.default_rng(11)
