@@ -36,7 +36,7 @@ from . import threads
 
 STATS = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
 _loaded = {}                    # (backend name, kernel key) -> loaded function
-_ahead = {}                     # (backend name, kernel key) -> Future of its object code
+_ahead = {}                     # (backend name, kernel key) -> Future of its loaded function
 _lock = threading.RLock()
 _stats_lock = threading.Lock()
 
@@ -48,9 +48,22 @@ def _new_lock_in_child():
     _lock = threading.RLock()
     _stats_lock = threading.Lock()
     _ahead.clear()
+    _pool.clear()                           # (its threads are the parent's)
 
 
-os.register_at_fork(after_in_child=_new_lock_in_child)
+def settle_compilations():
+    """Wait for the compilations running on helper threads; those not started yet are left to
+    the kernels' first runs.  Before a fork: the child would inherit the locks a compiler holds
+    meanwhile, held by threads it does not have."""
+    for future in list(_ahead.values()):
+        if not future.cancel():
+            try:
+                future.result()
+            except Exception:       # noqa: BLE001  (raised again where the kernel is needed)
+                pass
+
+
+os.register_at_fork(before=settle_compilations, after_in_child=_new_lock_in_child)
 
 
 class Backend(abc.ABC):
@@ -153,13 +166,24 @@ def compile_ahead(backend, kernels):
                 todo[key] = kernel
         if not todo:
             return
-        # the threads end once the queue is empty (shutdown(wait=False) below)
-        pool = ThreadPoolExecutor(min(helpers, len(todo)), thread_name_prefix="dynograph-compile")
         with unwatched():
+            pool = _helpers(helpers)
             for key, kernel in todo.items():
                 future = _ahead[key] = pool.submit(_function, backend, kernel)
                 future.work = (backend, kernel)
-        pool.shutdown(wait=False)
+
+
+_pool = []              # [the helper threads (an executor), their number]
+
+
+def _helpers(n):
+    """The executor of ``n`` helper threads, one for every compile_ahead (idle threads wait on
+    its queue)."""
+    if not _pool or _pool[1] != n:
+        if _pool:
+            _pool[0].shutdown(wait=False)
+        _pool[:] = [ThreadPoolExecutor(n, thread_name_prefix="dynograph-compile"), n]
+    return _pool[0]
 
 
 @contextlib.contextmanager

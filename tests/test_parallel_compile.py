@@ -1,7 +1,10 @@
 """Kernels compiled on several threads (compiler/llvm/jit.py, runtime/backend.py's
 compile_ahead, compiler/lowering/ahead.py): the same object code and the same kernels as the
 serial path, errors where the serial path raises them, and nothing ahead on one thread."""
+import os
+import signal
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -205,3 +208,35 @@ def test_threads_compile_the_same_kernels_as_one(fresh_cache, no_kernels, two_th
     compiled(x, y)
     serial_files = {p.name: p.read_bytes() for p in (serial_dir / "kernels").iterdir()}
     assert serial_files == ahead_files
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_fork_while_kernels_compile_ahead_leaves_a_child_that_compiles(fresh_cache,
+                                                                        no_kernels, two_threads):
+    x, y = _data()
+    _, step = _model_and_step(4)
+    compiled = dg.compile(step)
+    compiled(x, y)                          # helper threads now compile the next call's kernels
+    pid = os.fork()
+    if pid == 0:                            # the child: compiles and runs kernels of its own
+        code = 1
+        try:
+            _, step2 = _model_and_step(5)
+            compiled2 = dg.compile(step2)
+            losses = [float(compiled2(x, y)) for _ in range(3)]
+            code = 0 if compiled2.hits == 2 and all(np.isfinite(losses)) else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the child of a fork made while kernels compiled ahead hung")
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    compiled(x, y)                          # the parent's kernels: taken or compiled now
+    assert compiled.hits == 1

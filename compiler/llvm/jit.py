@@ -37,7 +37,7 @@ from llvmlite.binding import ffi
 from llvmlite.binding.module import ModuleRef
 
 from dynograph.runtime import config
-from dynograph.runtime.backend import STATS  # noqa: F401  (compilations of every backend)
+from dynograph.runtime.backend import STATS, settle_compilations  # noqa: F401  (STATS: every backend's)
 from dynograph.runtime.cache import DiskCache
 
 FORMAT_VERSION = 1
@@ -49,9 +49,19 @@ def _new_lock_in_child():
     """A forked child may inherit the lock held by a thread it does not have."""
     global _lock
     _lock = threading.RLock()
+    ffi.lib._lock._lock.release()           # taken by this thread before the fork
 
 
-os.register_at_fork(after_in_child=_new_lock_in_child)
+def _before_fork():
+    """No thread may be inside LLVM when the process forks (the child would inherit LLVM's and
+    llvmlite's locks held by threads it does not have): the compilations running ahead finish
+    (runtime/backend.py), then this thread holds llvmlite's lock across the fork."""
+    settle_compilations()
+    ffi.lib._lock._lock.acquire()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=lambda: ffi.lib._lock._lock.release(),
+                    after_in_child=_new_lock_in_child)
 _state = {}
 _codegen = {}
 
