@@ -66,6 +66,17 @@ def settle_compilations():
 os.register_at_fork(before=settle_compilations, after_in_child=_new_lock_in_child)
 
 
+def _cancel_waiting():
+    """At exit: the helper threads are joined only once their queue is empty, so kernels no
+    call will run are not compiled first."""
+    for future in list(_ahead.values()):
+        future.cancel()
+
+
+# (threading's exit callbacks run last registered first: before concurrent.futures joins them)
+threading._register_atexit(_cancel_waiting)
+
+
 class Backend(abc.ABC):
     name = None
     disk = None
