@@ -366,3 +366,26 @@ def test_pinned_batches_and_non_blocking_copies():
     for xb, yb in loader:
         assert xb.is_pinned() and yb.is_pinned()
         assert (xb.to("cuda", non_blocking=True) * 2).cpu().tolist() == (xb * 2).tolist()
+
+
+# -- library functions that make tensors of their own -------------------------------------------------
+@pytest.mark.parametrize("name", ["cross_entropy", "one_hot", "interpolate", "attention", "pdist",
+                                  "multilabel_margin", "reflect_pad", "affine_grid"])
+def test_functions_make_their_tensors_on_the_inputs_device(name):
+    rng = np.random.default_rng(5)
+    x = torch.tensor(rng.standard_normal((3, 4)).astype(np.float32))
+    t = torch.tensor(rng.integers(0, 4, (3, 4)))
+    fn = {
+        "cross_entropy": lambda x, t: F.cross_entropy(x, t[:, 0]),
+        "one_hot": lambda x, t: F.one_hot(t, 4),
+        "interpolate": lambda x, t: F.interpolate(x[None, None], scale_factor=2, mode="bilinear"),
+        "attention": lambda x, t: F.scaled_dot_product_attention(x[None], x[None], x[None], is_causal=True),
+        "pdist": lambda x, t: F.pdist(x),
+        "multilabel_margin": lambda x, t: F.multilabel_margin_loss(x, t),
+        "reflect_pad": lambda x, t: F.pad(x[None], (2, 2), mode="reflect"),
+        "affine_grid": lambda x, t: F.affine_grid(torch.eye(2, 3, device=x.device)[None], (1, 1, 3, 3),
+                                                  align_corners=False),
+    }[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (host round trips of ops without kernels)
+        close(fn(x.cuda(), t.cuda()), fn(x, t), rtol=1e-5, atol=1e-6)

@@ -483,8 +483,8 @@ def pdist(input, p=2):
         raise RuntimeError("pdist only supports non-negative p values")
     n = input.shape[0]
     # the pairs depend on the size only: constants, not a data-dependent mask
-    i = _d.tensor([i for i in range(n) for _ in range(i + 1, n)], dtype=_d.int64)
-    j = _d.tensor([j for i in range(n) for j in range(i + 1, n)], dtype=_d.int64)
+    i = _d.tensor([i for i in range(n) for _ in range(i + 1, n)], dtype=_d.int64, device=input.device)
+    j = _d.tensor([j for i in range(n) for j in range(i + 1, n)], dtype=_d.int64, device=input.device)
     return (input.index_select(0, i) - input.index_select(0, j)).norm(p, -1)
 
 
@@ -502,7 +502,7 @@ def one_hot(tensor, num_classes=-1):
         raise RuntimeError("Class values must be smaller than num_classes.")
     if tensor.numel() and int(tensor.min().item()) < 0:
         raise RuntimeError("Class values must be non-negative.")
-    return (tensor.unsqueeze(-1) == _d.arange(num_classes)).long()
+    return (tensor.unsqueeze(-1) == _d.arange(num_classes, device=tensor.device)).long()
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):

@@ -44,18 +44,18 @@ def _repeat_kv_heads(query, key, value):
     return key, value
 
 
-def _attention_bias(attn_mask, is_causal, q_len, k_len, dtype):
+def _attention_bias(attn_mask, is_causal, q_len, k_len, dtype, device):
     """The additive mask: -inf where attention is not allowed, None when nothing is masked."""
     if is_causal:
         # upper-left aligned causal mask, as torch's CausalBias for non-square shapes
-        allowed = _d.ones((q_len, k_len), dtype=_d.bool).tril()
-        return _d.zeros((q_len, k_len), dtype=dtype).masked_fill(allowed.logical_not(),
-                                                                  float("-inf"))
+        allowed = _d.ones((q_len, k_len), dtype=_d.bool, device=device).tril()
+        return _d.zeros((q_len, k_len), dtype=dtype, device=device).masked_fill(
+            allowed.logical_not(), float("-inf"))
     if attn_mask is None:
         return None
     if attn_mask.dtype == _d.bool:
-        return _d.zeros(attn_mask.shape, dtype=dtype).masked_fill(attn_mask.logical_not(),
-                                                                   float("-inf"))
+        return _d.zeros(attn_mask.shape, dtype=dtype, device=attn_mask.device).masked_fill(
+            attn_mask.logical_not(), float("-inf"))
     return attn_mask
 
 
@@ -90,7 +90,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key, value = _repeat_kv_heads(query, key, value)
     scale_factor = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
     scores = _d.matmul(query, key.transpose(-2, -1)) * scale_factor
-    bias = _attention_bias(attn_mask, is_causal, query.size(-2), key.size(-2), scores.dtype)
+    bias = _attention_bias(attn_mask, is_causal, query.size(-2), key.size(-2), scores.dtype,
+                           scores.device)
     if bias is not None:
         scores = _add_mask(scores, bias)
     weights = _safe_softmax(scores)
@@ -131,7 +132,7 @@ def canonical_mask(mask, mask_name, other_type, other_name, target_type, check_o
         warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use "
                       "same type for both instead.", stacklevel=2)
     if not is_float:
-        mask = _d.zeros(mask.shape, dtype=target_type).masked_fill(mask, float("-inf"))
+        mask = _d.zeros(mask.shape, dtype=target_type, device=mask.device).masked_fill(mask, float("-inf"))
     return mask
 
 
@@ -320,8 +321,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
     if add_zero_attn:
         zeros = (bsz * num_heads, 1, head_dim)
-        k = _d.cat([k, _d.zeros(zeros, dtype=k.dtype)], dim=1)
-        v = _d.cat([v, _d.zeros(zeros, dtype=v.dtype)], dim=1)
+        k = _d.cat([k, _d.zeros(zeros, dtype=k.dtype, device=k.device)], dim=1)
+        v = _d.cat([v, _d.zeros(zeros, dtype=v.dtype, device=v.device)], dim=1)
         attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
 
     src_len = k.size(1)

@@ -193,7 +193,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         h = h * h
     if weight is not None:
         h = h * weight[y].unsqueeze(1)
-    h = _d.where(_d.arange(dim) != y.unsqueeze(1), h, 0.0)
+    h = _d.where(_d.arange(dim, device=y.device) != y.unsqueeze(1), h, 0.0)
     loss = h.sum(1) / dim
     if red == "none":
         loss = loss if target.dim() > 0 else loss.reshape(())
@@ -223,7 +223,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     t = target.reshape(nframe, dim)
     valid = (t < 0).long().cumsum(1) == 0                  # positions before the first -1
     safe = _d.where(valid, t, 0)
-    classes = _d.arange(dim)
+    classes = _d.arange(dim, device=target.device)
     is_target = ((safe.unsqueeze(2) == classes) & valid.unsqueeze(2)).any(1)     # (N, C)
     # z[n, j, k] = 1 - x[n, target j] + x[n, k] for target j and non-target class k
     z = 1 - x.gather(1, safe).unsqueeze(2) + x.unsqueeze(1)

@@ -351,7 +351,7 @@ def _bag_inputs(input, offsets, per_sample_weights, include_last_offset):
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a "
                              "mini-batch of fixed length sequences. However, found offsets of type "
                              f"{kind}")
-        offsets = _d.arange(0, input.numel(), input.size(1), dtype=input.dtype)
+        offsets = _d.arange(0, input.numel(), input.size(1), dtype=input.dtype, device=input.device)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)
         return input.reshape(-1), offsets, per_sample_weights, False
@@ -441,7 +441,7 @@ def _bag_reduce(input, weight, offsets, mode, per_sample_weights, include_last_o
     """Scatter each looked-up row into its bag; left-out rows go to one extra bag, dropped after."""
     bags = offsets.numel() - 1 if include_last_offset else offsets.numel()
     starts = offsets[:bags].to(_d.int64)
-    positions = _d.arange(input.numel())
+    positions = _d.arange(input.numel(), device=input.device)
     bag = _d.searchsorted(starts, positions, right=True) - 1
     keep = (input != padding_idx) & (bag >= 0)
     if include_last_offset:

@@ -41,7 +41,7 @@ def pad(input, pad, mode="constant", value=None):
     for k in range(len(pad) // 2):
         dim = input.dim() - 1 - k
         idx = index(out.shape[dim], pad[2 * k], pad[2 * k + 1])
-        out = out.index_select(dim, _d.tensor(idx, dtype=_d.int64))
+        out = out.index_select(dim, _d.tensor(idx, dtype=_d.int64, device=out.device))
     return out
 
 

@@ -89,8 +89,8 @@ def _cubic_taps(in_size, out_size, scale, align_corners, ct):
 def _resample_dim(x, dim, idx, weights):
     """sum_k x.index_select(dim, idx[k]) * weights[k], as one primitive (a gather per tap
     forward, one bincount backward)."""
-    index = _d.tensor(np.stack(idx), dtype=_d.int64)
-    weight = _d.tensor(np.stack(weights), dtype=x.dtype)
+    index = _d.tensor(np.stack(idx), dtype=_d.int64, device=x.device)
+    weight = _d.tensor(np.stack(weights), dtype=x.dtype, device=x.device)
     return _call(_P.resample, x, index, weight, dim=dim)
 
 
@@ -369,7 +369,8 @@ def _uint8_resize(input, out, scales, align_corners, mode, antialias):
             continue
         index, weight, p = _uint8_taps(x.shape[dim], out[i], _scale(scales, i), align_corners,
                                        mode, antialias)
-        acc = _call(_P.resample, x.to(_d.int32), _d.tensor(index), _d.tensor(weight), dim=dim)
+        acc = _call(_P.resample, x.to(_d.int32), _d.tensor(index, device=x.device),
+                    _d.tensor(weight, device=x.device), dim=dim)
         x = ((acc + (1 << (p - 1))) >> p).clamp(0, 255).to(_d.uint8)
     return x.clone() if x is input else x
 
@@ -426,7 +427,7 @@ def _antialias(input, out, scales, align_corners, mode):
     for i, n in enumerate(out):
         dim = 2 + i
         m = _d.tensor(_aa_matrix(input.shape[dim], n, _scale(scales, i), align_corners, mode, ct),
-                      dtype=input.dtype)
+                      dtype=input.dtype, device=input.device)
         resampled = (x.movedim(dim, -1) @ m.mT).movedim(-1, dim)
         # PyTorch skips a dim of unchanged size forward, yet its backward kernel resamples it
         x = _with_grad_of(x, resampled) if n == input.shape[dim] else resampled
@@ -663,7 +664,7 @@ def affine_grid(theta, size, align_corners=None):
     axes = [_base_coords(s, align_corners, theta.dtype) for s in spatial[::-1]]   # x, y(, z)
     mesh = _d.meshgrid(*axes[::-1], indexing="ij")          # spatial order (D,) H, W
     cols = [m.reshape(-1) for m in mesh[::-1]] + [_d.ones(mesh[0].numel(), dtype=theta.dtype)]
-    base = _d.stack(cols, 1)                                 # (points, nd + 1)
+    base = _d.stack(cols, 1).to(theta.device)                # (points, nd + 1)
     grid = base.unsqueeze(0) @ theta.transpose(1, 2)         # (N, points, nd)
     return grid.reshape([size[0]] + list(spatial) + [nd])
 
