@@ -251,9 +251,10 @@ def _backward_plan(g, indices, shape, attrs, compile_kernel):
     ksize, stride = tuple(attrs["kernel_size"]), tuple(attrs["stride"])
     dilation, padding = tuple(attrs["dilation"]), tuple(attrs["padding"])
     spatial, out = shape[-nd:], g.shape[-nd:]
-    if any(padding) or min(stride) <= 0 or any(s % g.itemsize for s in g.strides) or \
+    if g.shape[:-nd] != shape[:-nd] or any(padding) or min(stride) <= 0 or \
+            any(s % g.itemsize for s in g.strides) or \
             any(s % 8 for s in indices.strides) or out != tuple(
-                pool_output_size(n, k, 0, s, d, attrs["ceil_mode"])
+                pool_output_size(n, k, 0, s, d, attrs.get("ceil_mode", False))
                 for n, k, s, d in zip(spatial, ksize, stride, dilation)):
         return none
     blocks = tuple(n // s for n, s in zip(spatial, stride))
