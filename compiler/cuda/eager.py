@@ -37,6 +37,9 @@ DEVICE_RULES = ("mm", "addmm", "bmm")
 JOINS = ("cat", "stack")
 # gathers and scatters run as compare-and-sum reductions (pick_kernel), up to this much work
 PICKS = ("gather", "scatter_add")
+# copies of reversed, rotated, sliced or broadcast views
+MOVES = ("flip", "rot90", "roll", "repeat")
+SPECIAL = JOINS + PICKS + MOVES
 MAX_PICK_WORK = 1 << 26
 _GEMM_TYPES = ("float32", "float64", "float16", "bfloat16")
 
@@ -56,10 +59,8 @@ class DeviceOps:
         self.random_kernels = {}        # (backend, RandomKernel key) -> (module, function, launch)
 
     def run(self, op, arrays, attrs, index):
-        if op.name in JOINS:
-            return self.join(backend(index), op, arrays, attrs)
-        if op.name in PICKS:
-            return self.pick(backend(index), op, arrays, attrs)
+        if op.name in SPECIAL:
+            return self.special(backend(index), op, arrays, attrs)
         if not (lowerable_op(op) or op.name in DEVICE_RULES):
             return None
         call = self._call(op, arrays, attrs)
@@ -117,6 +118,13 @@ class DeviceOps:
         plan([be.address(src), be.address(dst)])
         return dst
 
+    def special(self, be, op, arrays, attrs):
+        """An op of SPECIAL (joins, picks, moves) on device arrays; None: the host runs it."""
+        if not all(type(a) is DeviceArray for a in arrays):
+            return None
+        kind = self.join if op.name in JOINS else self.pick if op.name in PICKS else self.move
+        return kind(be, op, arrays, attrs)
+
     def join(self, be, op, arrays, attrs):
         """cat or stack of device arrays: each operand copied (cast to the result's dtype) into
         its slice of the result by a copy kernel."""
@@ -143,12 +151,55 @@ class DeviceOps:
                 self.copy(part, a)
         return out
 
+    def move(self, be, op, arrays, attrs):
+        """flip, rot90, roll and repeat of a device array: copy kernels from views of the operand
+        (reversed, rotated, sliced or broadcast) into the result or views of it."""
+        x, = arrays
+        shape = tuple(op.meta(TensorSpec(x.shape, D.from_numpy_dtype(x.dtype)), **attrs).shape)
+        out = be.allocate(shape, x.dtype)
+        if not out.size:
+            return out
+        if op.name == "flip":
+            dims = attrs["dims"]
+            view = x.view_by(lambda a: a[tuple(slice(None, None, -1) if d in dims else slice(None)
+                                               for d in range(a.ndim))], [x])
+        elif op.name == "rot90":
+            view = x.view_by(lambda a: np.rot90(a, attrs["k"], attrs["dims"]), [x])
+        elif op.name == "repeat":
+            # out laid out as (r0, s0, r1, s1, ...) takes x laid out as (1, s0, 1, s1, ...)
+            reps = attrs["repeats"]
+            sizes = (1,) * (len(reps) - x.ndim) + x.shape
+            strides = (0,) * (len(reps) - x.ndim) + x.strides
+            out_view = out.view(_pairs(reps, sizes), _pairs(
+                [n * s for n, s in zip(sizes, out.strides)], out.strides), 0)
+            self.copy(out_view, x.view(_pairs([1] * len(reps), sizes),
+                                       _pairs([0] * len(reps), strides), x.offset))
+            return out
+        else:                                   # roll: two slice copies per rolled dimension
+            return self._roll(be, x, out, attrs["shifts"], attrs["dims"])
+        return self.copy(out, view)
+
+    def _roll(self, be, x, out, shifts, dims):
+        if not dims:                            # the flattened tensor, rolled
+            flat = self.copy(be.allocate(x.shape, x.dtype), x) if not x.is_contiguous() else x
+            flat = flat.view((flat.size,), (flat.itemsize,), flat.offset)
+            self._roll(be, flat, out.view((out.size,), (out.itemsize,), 0), shifts, (0,))
+            return out
+        src = x
+        for k, (shift, dim) in enumerate(zip(shifts, dims)):
+            dst = out if k == len(dims) - 1 else be.allocate(x.shape, x.dtype)
+            n = x.shape[dim]
+            s = shift % n if n else 0
+            for start, stop, at in ((0, n - s, s), (n - s, n, 0)):
+                if stop > start:
+                    self.copy(_along(dst, dim, at, stop - start), _along(src, dim, start, stop - start))
+            src = dst
+        return out
+
     def pick(self, be, op, arrays, attrs):
         """gather or scatter_add of device arrays as a reduction that compares each index with
         the positions along ``dim`` (see ``pick_kernel``); None (the host runs it, with torch's
         errors) for operands it does not cover, indices out of range, or too much work."""
-        if not all(type(a) is DeviceArray for a in arrays):
-            return None
         if op.name == "gather":
             (x, index), src = arrays, None
         else:
@@ -256,10 +307,8 @@ def extern(be, op, args, attrs):
         result = product(be, op.name, args, attrs)
         if result is not None:
             return result
-    if op.name in JOINS and all(type(a) is DeviceArray for a in args):
-        return _OPS.join(be, op, args, attrs)
-    if op.name in PICKS:
-        result = _OPS.pick(be, op, args, attrs)
+    if op.name in SPECIAL:
+        result = _OPS.special(be, op, args, attrs)
         if result is not None:
             return result
 
@@ -291,6 +340,17 @@ def copy_kernel(dst, src):
     value = rec.cast(rec.load(0, sdt, 0), ddt)
     return Kernel("copy", shape, (), [("in0", sdt, "in"), ("out0", ddt, "out")], rec.exprs,
                   [Load(0, src_strides, 0)], [], [Store(1, value.index, elements(dst, shape))])
+
+
+def _pairs(a, b):
+    """(a0, b0, a1, b1, ...)."""
+    return tuple(v for pair in zip(a, b) for v in pair)
+
+
+def _along(a, dim, start, n):
+    """The view of device array ``a`` holding elements ``start .. start + n`` along ``dim``."""
+    return a.view(a.shape[:dim] + (n,) + a.shape[dim + 1:], a.strides,
+                  a.offset + start * a.strides[dim])
 
 
 def _elements(a, dims=None):
