@@ -198,13 +198,14 @@ def test_gather_and_scatter_add_by_kernels():
         torch.gather(x.cuda(), 1, torch.tensor([[7]]).cuda())
 
 
-def test_flip_rot90_roll_repeat_by_copy_kernels():
+def test_flip_rot90_roll_repeat_tril_triu_by_kernels():
     x = torch.arange(24.).reshape(2, 3, 4)
     with warnings.catch_warnings():
         warnings.simplefilter("error")          # no host round trip
         for fn in (lambda t: t.flip(0, 2), lambda t: t.rot90(1, (1, 2)), lambda t: t.roll((1, -2), (0, 2)),
                    lambda t: t.roll(5), lambda t: t.repeat(2, 1, 3), lambda t: t[0].repeat(2, 2, 1),
-                   lambda t: t.transpose(0, 2).flip(1), lambda t: t.transpose(0, 2).roll(3)):
+                   lambda t: t.transpose(0, 2).flip(1), lambda t: t.transpose(0, 2).roll(3),
+                   lambda t: t.tril(), lambda t: t.transpose(1, 2).triu(-1), lambda t: (t > 5).tril(1)):
             close(fn(x.cuda()), fn(x))
 
 

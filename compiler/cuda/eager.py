@@ -39,7 +39,8 @@ JOINS = ("cat", "stack")
 PICKS = ("gather", "scatter_add")
 # copies of reversed, rotated, sliced or broadcast views
 MOVES = ("flip", "rot90", "roll", "repeat")
-SPECIAL = JOINS + PICKS + MOVES
+TRIANGLES = ("tril", "triu")
+SPECIAL = JOINS + PICKS + MOVES + TRIANGLES
 MAX_PICK_WORK = 1 << 26
 _GEMM_TYPES = ("float32", "float64", "float16", "bfloat16")
 
@@ -122,8 +123,22 @@ class DeviceOps:
         """An op of SPECIAL (joins, picks, moves) on device arrays; None: the host runs it."""
         if not all(type(a) is DeviceArray for a in arrays):
             return None
-        kind = self.join if op.name in JOINS else self.pick if op.name in PICKS else self.move
+        kind = self.join if op.name in JOINS else self.pick if op.name in PICKS else \
+            self.triangle if op.name in TRIANGLES else self.move
         return kind(be, op, arrays, attrs)
+
+    def triangle(self, be, op, arrays, attrs):
+        """tril or triu: each element kept or zeroed by comparing its column minus its row with
+        the diagonal (two device aranges read along the last two axes)."""
+        x, = arrays
+        if x.ndim < 2:
+            return None
+        out = be.allocate(x.shape, x.dtype)
+        if out.size:
+            rows, cols = self._iota(x.shape[-2], be.index), self._iota(x.shape[-1], be.index)
+            kernel = triangle_kernel(x, op.name == "tril", attrs.get("diagonal", 0), out)
+            Plan(be, kernel)([be.address(x), be.address(rows), be.address(cols), be.address(out)])
+        return out
 
     def join(self, be, op, arrays, attrs):
         """cat or stack of device arrays: each operand copied (cast to the result's dtype) into
@@ -351,6 +366,24 @@ def _along(a, dim, start, n):
     """The view of device array ``a`` holding elements ``start .. start + n`` along ``dim``."""
     return a.view(a.shape[:dim] + (n,) + a.shape[dim + 1:], a.strides,
                   a.offset + start * a.strides[dim])
+
+
+def triangle_kernel(x, lower, diagonal, out):
+    """The Kernel of tril (``lower``) or triu: x where column - row <= diagonal (>= for triu),
+    else 0.  Buffers: x, rows (arange), columns (arange), out."""
+    nd = x.ndim
+    xdt = D.from_numpy_dtype(x.dtype)
+    rec = Recorder()
+    v = rec.load(0, xdt, 0)
+    row, col = rec.load(1, D.int64, 0), rec.load(2, D.int64, 0)
+    keep = rec.cmp("le" if lower else "ge", rec.sub(col, row), rec.const(diagonal, D.int64))
+    value = rec.select(keep, v, rec.const(0, xdt))
+    loads = [Load(0, _elements(x), 0), Load(1, (0,) * (nd - 2) + (1, 0), 0),
+             Load(2, (0,) * (nd - 1) + (1,), 0)]
+    return Kernel("tril" if lower else "triu", x.shape, (),
+                  [("in0", xdt, "in"), ("in1", D.int64, "in"), ("in2", D.int64, "in"),
+                   ("out0", xdt, "out")], rec.exprs, loads, [],
+                  [Store(3, value.index, _elements(out))])
 
 
 def _elements(a, dims=None):
