@@ -177,7 +177,7 @@ def test_joins_and_strided_copies_by_copy_kernels():
         assert y.tolist() == (a + 1).t().to(torch.int32).tolist()
 
 
-def test_gather_and_scatter_add_by_kernels():
+def test_gathers_and_scatters_by_kernels():
     rng = np.random.default_rng(4)
     x = torch.tensor(rng.standard_normal((4, 5)).astype(np.float32))
     idx = torch.tensor(rng.integers(0, 5, (4, 3)))
@@ -194,6 +194,15 @@ def test_gather_and_scatter_add_by_kernels():
               torch.ones(3, 6).scatter_add(0, dup, torch.ones(2, 4) * 2))
         i8 = torch.arange(20, dtype=torch.int8).reshape(4, 5)
         assert torch.gather(i8.cuda(), 1, idx.cuda()).tolist() == torch.gather(i8, 1, idx).tolist()
+        w, j = x.t().contiguous(), torch.tensor([[1, 2], [3, 4]])
+        for fn in (lambda w, j: F.embedding(j, w), lambda w, j: w[j], lambda w, j: w.index_select(0, j[0]),
+                   lambda w, j: w.t().index_select(1, j[1]),
+                   lambda w, j: torch.zeros(5, 4, device=w.device).index_add(0, j[0], w[:2])):
+            close(fn(w.cuda(), j.cuda()), fn(w, j))
+        wc, wh = w.cuda().requires_grad_(), w.clone().requires_grad_()
+        F.embedding(j.cuda(), wc).pow(2).sum().backward()
+        F.embedding(j, wh).pow(2).sum().backward()
+        close(wc.grad, wh.grad)
     with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 1 with size 5"):
         torch.gather(x.cuda(), 1, torch.tensor([[7]]).cuda())
 

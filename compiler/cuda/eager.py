@@ -36,7 +36,7 @@ DEVICE_RULES = ("mm", "addmm", "bmm")
 # joins run as copy kernels into slices of their result
 JOINS = ("cat", "stack")
 # gathers and scatters run as compare-and-sum reductions (pick_kernel), up to this much work
-PICKS = ("gather", "scatter_add")
+PICKS = ("gather", "scatter_add", "index_select", "index_add", "embedding", "index")
 # copies of reversed, rotated, sliced or broadcast views
 MOVES = ("flip", "rot90", "roll", "repeat")
 TRIANGLES = ("tril", "triu")
@@ -212,14 +212,42 @@ class DeviceOps:
         return out
 
     def pick(self, be, op, arrays, attrs):
-        """gather or scatter_add of device arrays as a reduction that compares each index with
-        the positions along ``dim`` (see ``pick_kernel``); None (the host runs it, with torch's
-        errors) for operands it does not cover, indices out of range, or too much work."""
-        if op.name == "gather":
+        """gather, scatter_add and the ops made of them (index_select, index_add, embedding, a
+        leading index tensor) of device arrays; None (the host runs it, with torch's errors) for
+        operands they do not cover, indices out of range, or too much work."""
+        name = op.name
+        if name in ("index_select", "embedding", "index"):
+            if name == "index_select":
+                (x, index), dim = arrays, attrs["dim"]
+            elif name == "embedding":
+                (x, index), dim = arrays, 0
+            elif len(arrays) == 2:
+                (x, index), dim = arrays, 0
+            else:
+                return None             # several index tensors: the host
+            if x.ndim == 0 or not -x.ndim <= dim < x.ndim or (name == "index_select" and index.ndim != 1):
+                return None
+            dim %= x.ndim
+            flat = index if index.ndim == 1 and name == "index_select" else _flat(be, self, index)
+            out_shape = x.shape[:dim] + (flat.shape[0],) + x.shape[dim + 1:]
+            out = self._pick(be, x, _spread(flat, out_shape, dim), None, dim)
+            if out is None or name == "index_select":
+                return out
+            return out.view(index.shape + x.shape[1:], _contiguous(index.shape + x.shape[1:], out), 0)
+        if name == "index_add":
+            x, index, src = arrays
+            dim = attrs["dim"]
+            if attrs.get("alpha", 1) != 1 or index.ndim != 1 or src.ndim != x.ndim or x.ndim == 0:
+                return None
+            return self._pick(be, x, _spread(index, src.shape, dim % x.ndim), src, dim % x.ndim)
+        if name == "gather":
             (x, index), src = arrays, None
         else:
             x, index, src = arrays
-        nd, dim = x.ndim, attrs["dim"]
+        return self._pick(be, x, index, src, attrs["dim"])
+
+    def _pick(self, be, x, index, src, dim):
+        nd = x.ndim
         if nd == 0 or index.ndim != nd or not -nd <= dim < nd or index.dtype != np.int64:
             return None
         dim %= nd
@@ -355,6 +383,24 @@ def copy_kernel(dst, src):
     value = rec.cast(rec.load(0, sdt, 0), ddt)
     return Kernel("copy", shape, (), [("in0", sdt, "in"), ("out0", ddt, "out")], rec.exprs,
                   [Load(0, src_strides, 0)], [], [Store(1, value.index, elements(dst, shape))])
+
+
+def _spread(index, shape, dim):
+    """1-D device array ``index`` as a view of ``shape``, varying along ``dim`` only."""
+    strides = tuple(index.strides[0] if d == dim else 0 for d in range(len(shape)))
+    return index.view(shape, strides, index.offset)
+
+
+def _flat(be, ops, a):
+    """Device array ``a`` as a 1-D view (a contiguous copy first where it is strided)."""
+    if not a.is_contiguous():
+        a = ops.copy(be.allocate(a.shape, a.dtype), a)
+    return a.view((a.size,), (a.itemsize,), a.offset)
+
+
+def _contiguous(shape, like):
+    from dynograph.runtime.cuda_memory import contiguous_strides
+    return contiguous_strides(shape, like.itemsize)
 
 
 def _pairs(a, b):
