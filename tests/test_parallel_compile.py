@@ -240,3 +240,51 @@ def test_a_fork_while_kernels_compile_ahead_leaves_a_child_that_compiles(fresh_c
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     compiled(x, y)                          # the parent's kernels: taken or compiled now
     assert compiled.hits == 1
+
+
+def _loops(n):
+    """LLVM IR of ``n`` small loop functions (a module that takes a while to compile)."""
+    return "\n".join(f"""
+define void @f{i}(ptr noalias %a, ptr noalias %b, i64 %n) {{
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%j, %loop]
+  %pa = getelementptr float, ptr %a, i64 %i
+  %pb = getelementptr float, ptr %b, i64 %i
+  %y = load float, ptr %pa
+  %z = fmul float %y, {float(i + 1)}
+  store float %z, ptr %pb
+  %j = add i64 %i, 1
+  %c = icmp slt i64 %j, %n
+  br i1 %c, label %loop, label %done
+done:
+  ret void
+}}""" for i in range(n))
+
+
+def test_compiling_leaves_llvmlites_lock_to_other_threads():
+    """What lets compilations run in parallel: while one thread optimizes and generates code,
+    llvmlite's process-wide lock stays free (another thread's compilation would wait on it)."""
+    from llvmlite.binding import ffi
+    jit.triple()
+    for n in (40, 160, 640):
+        text, started, done = _loops(n), threading.Event(), threading.Event()
+
+        def compile_(text=text, started=started, done=done):
+            started.set()
+            jit.emit_object(text, "loops")
+            done.set()
+        thread = threading.Thread(target=compile_)
+        thread.start()
+        started.wait()
+        time.sleep(0.005)
+        free = ffi.lib._lock._lock.acquire(blocking=False)
+        if free:
+            ffi.lib._lock._lock.release()
+        busy = not done.is_set()            # the compilation was still running meanwhile
+        thread.join()
+        if busy:
+            assert free
+            return
+    pytest.fail("every compilation ended before the lock could be looked at")
