@@ -11,7 +11,7 @@ force a retrace) and parameter groups.
 """
 import numbers
 
-import numpy as np
+from dynograph.runtime.cuda_memory import DeviceArray
 
 from dynograph.runtime import dtypes as D
 from .tracer import storage_root
@@ -27,7 +27,7 @@ def _arg_key(x):
         # whether a leaf argument holds a .grad decides what backward() does with it
         grad = x._grad if x.requires_grad else None
         layout = "C" if a.flags.c_contiguous else a.strides
-        if type(a) is not np.ndarray:       # a cuda tensor: the device is part of its layout
+        if type(a) is DeviceArray:          # a cuda tensor: the device is part of its layout
             layout = (str(a.device), layout)
         return ("tensor", a.shape, x.dtype, x.requires_grad,
                 None if grad is None else (grad._data.shape, grad.dtype), layout, bool(x._hooks))

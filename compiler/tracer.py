@@ -28,6 +28,7 @@ from dynograph._trace_hook import TRACE, SizeInt, TraceHook, is_tracing  # noqa:
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.backend import unwatched
 from dynograph.runtime.executor import address, storage_root  # noqa: F401  (importers use it)
+from dynograph.runtime.cuda_memory import DeviceArray
 from .ir import RNG, Graph, Input, Node, TensorType, Value
 from .watch import value_key
 
@@ -619,7 +620,7 @@ def _slot_key(t):
     if t is None:
         return None
     a = t._data
-    if type(a) is not np.ndarray:       # a cuda tensor: its device too (a longer key)
+    if type(a) is DeviceArray:          # a cuda tensor: its device too (a longer key)
         root = storage_root(a)
         return (a.shape, a.dtype, a.strides, str(a.device), root.shape, _geometry(a, root))
     if a.base is None:                  # the common case, and the cheap one

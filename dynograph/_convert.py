@@ -16,6 +16,7 @@ from dynograph.compiler.ops import creation as C
 from dynograph._trace_hook import TRACE
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import CPU, as_device, device as _device
+from dynograph.runtime.cuda_memory import DeviceArray
 from ._device import cuda_index, fill, transfer
 from ._dispatch import call
 from ._inplace import check_inplace_leaf, check_no_internal_overlap, commit, writable, write
@@ -189,7 +190,7 @@ def to(self, *args, **kwargs):
             if arg is FROM_NUMPY[self._data.dtype]:
                 return self
             return call(C.to_copy, self, dtype=arg)
-        if (arg == "cpu" or arg is CPU) and type(self._data) is np.ndarray:
+        if (arg == "cpu" or arg is CPU) and type(self._data) is not DeviceArray:
             return self
     device, dtype, copy, key, non_blocking = _parse_to(args, kwargs)
     if device is not None:
@@ -269,7 +270,7 @@ for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float
 @tensor_method
 def cpu(self, memory_format=preserve_format):
     """This tensor in host memory: ``self`` when it is there already, else a copy."""
-    if type(self._data) is np.ndarray:
+    if type(self._data) is not DeviceArray:
         return self
     return transfer(self, CPU)
 
@@ -342,7 +343,7 @@ def copy_(self, src, non_blocking=False):
     dst, data = self._data, src._data
     if data.shape != dst.shape:
         C.copy.meta(_spec(self), _spec(src))      # raises PyTorch's broadcast error
-    if type(dst) is not np.ndarray or type(data) is not np.ndarray:     # a cuda tensor
+    if type(dst) is DeviceArray or type(data) is DeviceArray:     # a cuda tensor
         if TRACE.tracer is not None:
             TRACE.tracer.write(self, src)
         write(dst, data)
@@ -395,7 +396,7 @@ def fill_(self, value):
     dst = writable(self._data)                      # fill_ may write an expanded tensor
     if TRACE.tracer is not None:
         TRACE.tracer.write(self, value)
-    if type(dst) is not np.ndarray:
+    if type(dst) is DeviceArray:
         fill(dst, value)
         self._bump_version()
         return self
@@ -415,7 +416,7 @@ def zero_(self):
         return fill_(self, 0)
     if TRACE.tracer is not None:
         TRACE.tracer.write(self, 0)
-    if type(self._data) is not np.ndarray:
+    if type(self._data) is DeviceArray:
         fill(self._data, 0)
     else:
         writable(self._data).fill(0)

@@ -22,6 +22,7 @@ import numpy as np
 from dynograph import runtime
 from dynograph.compiler import ops
 from dynograph.runtime import device_kernels
+from dynograph.runtime.cuda_memory import DeviceArray
 from dynograph.runtime.device import CPU, as_device
 from ._tensor import Tensor
 
@@ -39,18 +40,18 @@ def on_device(args):
     """Whether a tensor among ``args`` (or inside a list/tuple argument) lives on a device."""
     for a in args:
         if isinstance(a, Tensor):
-            if type(a._data) is not _ndarray:
+            if type(a._data) is DeviceArray:
                 return True
         elif type(a) in (list, tuple):
             for b in a:
-                if isinstance(b, Tensor) and type(b._data) is not _ndarray:
+                if isinstance(b, Tensor) and type(b._data) is DeviceArray:
                     return True
     return False
 
 
 def device_of(t):
     d = t._data
-    return CPU if type(d) is _ndarray else d.device
+    return d.device if type(d) is DeviceArray else CPU
 
 
 def _tensors(args):
@@ -80,7 +81,7 @@ def _moved(args, index):
     """``args`` with the arrays of their tensors: device arrays, 0-d cpu ones copied over."""
     def array(t):
         d = t._data
-        return to_device_array(d, index) if type(d) is _ndarray else d
+        return d if type(d) is DeviceArray else to_device_array(d, index)
     out = []
     for a in args:
         if isinstance(a, Tensor):
@@ -120,7 +121,7 @@ def _on_host(op, args, attrs, index, compute):
 
     def host(t):
         d = t._data
-        return t if type(d) is _ndarray else Tensor._wrap(d.to_host())
+        return Tensor._wrap(d.to_host()) if type(d) is DeviceArray else t
     hargs = []
     for a in args:
         if isinstance(a, Tensor):
@@ -166,7 +167,6 @@ def _view(op, arrays, attrs):
 def to_device_array(a, index, non_blocking=False):
     """A device copy of host array ``a`` on CUDA device ``index`` (queued without waiting where
     ``non_blocking`` and ``a`` is in pinned memory)."""
-    from dynograph.runtime.cuda_memory import DeviceArray
     return DeviceArray.from_host(a if type(a) is _ndarray else np.asarray(a), index, non_blocking)
 
 
@@ -180,7 +180,7 @@ def transfer(t, device, non_blocking=False):
         array = d.to_host()
     else:
         index = device.index or 0
-        if type(d) is _ndarray:
+        if type(d) is not DeviceArray:
             array = to_device_array(d, index, non_blocking)
         else:                           # device to device: through the host
             array = to_device_array(d.to_host(), index)
@@ -202,10 +202,10 @@ def cuda_index(device):
 def write(dst, src):
     """``dst[...] = src`` where either is a device array (``src`` may be a host array or a number):
     broadcast to ``dst``'s shape and cast to its dtype, as numpy's assignment."""
-    if type(dst) is _ndarray:
+    if type(dst) is not DeviceArray:
         dst[...] = src.to_host()
         return
-    if type(src) is _ndarray or not hasattr(src, "block"):
+    if type(src) is not DeviceArray:
         dst.copy_from_host(np.asarray(src))
         return
     if src.index != dst.index:

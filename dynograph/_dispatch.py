@@ -11,6 +11,7 @@ import numpy as np
 from dynograph.compiler.ops.core import TensorSpec
 from dynograph.compiler.ops.evaluate import elementwise, quiet as _np_quiet, restore as _np_restore
 from dynograph.runtime import config, dtypes as D
+from dynograph.runtime.cuda_memory import DeviceArray
 from . import _device
 from ._direct_kernels import run as _direct
 from ._tensor import Tensor
@@ -131,7 +132,7 @@ def _simple(op, args):
             x = a._data
             if isinstance(b, Tensor):
                 y = b._data
-                if x.dtype is not y.dtype or x.shape != y.shape or type(y) is not _ndarray:
+                if x.dtype is not y.dtype or x.shape != y.shape or type(y) is DeviceArray:
                     return None
                 if not (x.flags.c_contiguous and y.flags.c_contiguous):
                     return None         # the general path lays the result out as PyTorch
@@ -153,7 +154,7 @@ def _simple(op, args):
             return None
     else:
         return None
-    if type(x) is not _ndarray or not x.size:   # a device array; empty: PyTorch's strides
+    if type(x) is DeviceArray or not x.size:    # a device array; empty: PyTorch's strides
         return None
     entry = _SIMPLE.get(key, False)
     if entry is False:

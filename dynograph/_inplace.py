@@ -1,6 +1,8 @@
 """Writing a result into an existing tensor: in-place methods (``add_``) and ``out=``."""
 import numpy as np
 
+from dynograph.runtime.cuda_memory import DeviceArray
+
 from dynograph.compiler.ops.core import can_cast, type_name
 from dynograph._trace_hook import TRACE
 from . import _device
@@ -184,7 +186,7 @@ def _addresses(shape, strides, offset):
 def write(dst, src):
     """``dst[...] = src`` for numpy arrays, also into read-only views of writable memory
     (an expanded tensor's elements share memory: PyTorch writes them anyway)."""
-    if type(dst) is not np.ndarray or type(src) is not np.ndarray and hasattr(src, "block"):
+    if type(dst) is DeviceArray or type(src) is DeviceArray:
         _device.write(dst, src)         # a cuda tensor's memory on either side
         return
     if not dst.flags.writeable:
@@ -194,7 +196,7 @@ def write(dst, src):
 
 def writable(a):
     """A writable array over ``a``'s memory (``a`` itself when it already is writable)."""
-    if type(a) is not np.ndarray or a.flags.writeable:
+    if type(a) is DeviceArray or a.flags.writeable:
         return a
     root = a
     while isinstance(root.base, np.ndarray):
@@ -230,7 +232,7 @@ def write_out(out, result):
             f"result type {type_name(result.dtype)} can't be cast to the desired output type "
             f"{type_name(out.dtype)}")
     if out._data.shape != result._data.shape:
-        out._data = (np.empty(result._data.shape, out._data.dtype) if type(out._data) is np.ndarray
+        out._data = (np.empty(result._data.shape, out._data.dtype) if type(out._data) is not DeviceArray
                      else type(out._data)(result._data.shape, out._data.dtype, out._data.index))
     if TRACE.tracer is not None:
         TRACE.tracer.write(out, result)

@@ -13,6 +13,7 @@ from dynograph._trace_hook import TRACE
 from dynograph.compiler.ops.creation import with_torch_strides
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.device import CPU
+from dynograph.runtime.cuda_memory import DeviceArray
 
 FROM_NUMPY = D.FROM_NUMPY
 
@@ -129,15 +130,15 @@ class Tensor:
     @property
     def device(self):
         d = self._data
-        return CPU if type(d) is np.ndarray else d.device
+        return d.device if type(d) is DeviceArray else CPU
 
     @property
     def is_cuda(self):
-        return type(self._data) is not np.ndarray
+        return type(self._data) is DeviceArray
 
     @property
     def is_cpu(self):
-        return type(self._data) is np.ndarray
+        return type(self._data) is not DeviceArray
 
     @property
     def layout(self):
@@ -158,7 +159,7 @@ class Tensor:
         return strides[wrap_dim(dim, self._data.ndim)]
 
     def storage_offset(self):
-        if type(self._data) is not np.ndarray:
+        if type(self._data) is DeviceArray:
             return self._data.offset // self._data.itemsize
         base = self._data
         while isinstance(base.base, np.ndarray):
@@ -167,7 +168,7 @@ class Tensor:
                 - base.__array_interface__["data"][0]) // self._data.itemsize
 
     def data_ptr(self):
-        if type(self._data) is not np.ndarray:
+        if type(self._data) is DeviceArray:
             return self._data.address
         return self._data.__array_interface__["data"][0]
 
@@ -175,7 +176,7 @@ class Tensor:
         return self._data.flags.c_contiguous or self._data.size <= 1
 
     def get_device(self):
-        return -1 if type(self._data) is np.ndarray else self._data.index
+        return self._data.index if type(self._data) is DeviceArray else -1
 
     @property
     def requires_grad(self):
@@ -226,14 +227,14 @@ class Tensor:
 
     def _host_check(self):
         """numpy() and friends on a cuda tensor: torch's error."""
-        if type(self._data) is not np.ndarray:
+        if type(self._data) is DeviceArray:
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
 
     def _host_data(self):
         """The elements in host memory: the array itself, or a copy of a cuda tensor's."""
         d = self._data
-        return d if type(d) is np.ndarray else d.to_host()
+        return d.to_host() if type(d) is DeviceArray else d
 
     def __array__(self, dtype=None, copy=None):
         if TRACE.tracer is not None:

@@ -46,7 +46,7 @@ def is_pinned(self, device=None):
 def pin_memory(self, device=None):
     """A copy in page-locked host memory, from which ``.to('cuda', non_blocking=True)`` copies
     asynchronously (``self`` where it is pinned already, or where no CUDA device exists)."""
-    if type(self._data) is not np.ndarray:
+    if self.is_cuda:
         raise RuntimeError(f"cannot pin '{self.type().replace('dynograph.', 'torch.cuda.')}' "
                            "only dense CPU tensors can be pinned")
     from dynograph import cuda

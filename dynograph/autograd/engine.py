@@ -278,7 +278,7 @@ def accumulate_grad(leaf, g, create_graph):
             leaf._grad = g
         elif tracer is None and _sole_owner(g, _SOLE):
             leaf._grad = Tensor._wrap(g._data)
-        elif type(g._data) is not np.ndarray:      # a cuda gradient: a copy by a kernel
+        elif g.is_cuda:                             # a cuda gradient: a copy by a kernel
             leaf._grad = g.clone()
         else:
             leaf._grad = Tensor._wrap(g._data.copy())
@@ -289,7 +289,7 @@ def accumulate_grad(leaf, g, create_graph):
     elif tracer is not None:
         with no_grad():
             leaf._grad.add_(g)
-    elif type(g._data) is not np.ndarray:
+    elif g.is_cuda:
         with no_grad():
             leaf._grad.add_(g)
     else:
