@@ -77,20 +77,26 @@ def common_device(op_name, args):
     return found
 
 
+def _each_tensor(args, fn):
+    """``args`` with every tensor ``t`` among them (or in a list/tuple argument) replaced by
+    ``fn(t)``."""
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            out.append(fn(a))
+        elif type(a) in (list, tuple) and any(isinstance(b, Tensor) for b in a):
+            out.append(type(a)(fn(b) if isinstance(b, Tensor) else b for b in a))
+        else:
+            out.append(a)
+    return out
+
+
 def _moved(args, index):
     """``args`` with the arrays of their tensors: device arrays, 0-d cpu ones copied over."""
     def array(t):
         d = t._data
         return d if type(d) is DeviceArray else to_device_array(d, index)
-    out = []
-    for a in args:
-        if isinstance(a, Tensor):
-            out.append(array(a))
-        elif type(a) in (list, tuple) and any(isinstance(b, Tensor) for b in a):
-            out.append(type(a)(array(b) if isinstance(b, Tensor) else b for b in a))
-        else:
-            out.append(a)
-    return out
+    return _each_tensor(args, array)
 
 
 def run(op, args, attrs, compute):
@@ -122,15 +128,7 @@ def _on_host(op, args, attrs, index, compute):
     def host(t):
         d = t._data
         return Tensor._wrap(d.to_host()) if type(d) is DeviceArray else t
-    hargs = []
-    for a in args:
-        if isinstance(a, Tensor):
-            hargs.append(host(a))
-        elif type(a) in (list, tuple) and any(isinstance(b, Tensor) for b in a):
-            hargs.append(type(a)(host(b) if isinstance(b, Tensor) else b for b in a))
-        else:
-            hargs.append(a)
-    result = compute(op, hargs, attrs)
+    result = compute(op, _each_tensor(args, host), attrs)
     if type(result) is tuple:
         return tuple(_back(r, index) for r in result)
     return _back(result, index)
