@@ -412,6 +412,8 @@ def _overwrite(self, result):
 def _fill(self, op, generator, **attrs):
     check_inplace_leaf(self)
     if self.is_cuda and _on_cuda(op, self.dtype, self.device, generator):
+        if op is C.bernoulli_scalar:
+            C.check_probability(attrs["p"])
         r = _device.random(op.name, tuple(self._data.shape), self.dtype, tuple(attrs.values()),
                            self.device)
     else:
@@ -422,9 +424,10 @@ def _fill(self, op, generator, **attrs):
 
 def _on_cuda(op, dtype, device, generator):
     """Whether a sample is drawn on a CUDA device by its Philox kernels (uniform and normal
-    floating samples from the device's own generator)."""
-    return generator is None and op in (C.uniform, C.normal) and dtype.is_floating_point and \
-        as_device(device).type == "cuda"
+    floating samples, bernoulli draws of one probability, from the device's own generator)."""
+    if generator is not None or as_device(device).type != "cuda":
+        return False
+    return op is C.bernoulli_scalar or (op in (C.uniform, C.normal) and dtype.is_floating_point)
 
 
 def _bounds(args, kwargs, fn, names):

@@ -368,6 +368,13 @@ def test_random_numbers_come_from_the_devices_philox_generator():
     u = torch.empty(1000, dtype=torch.float64, device="cuda").uniform_(2, 3)
     assert 2 <= u.min().item() and u.max().item() < 3
     assert torch.randn(3, 4, device="cuda").is_cuda and torch.rand_like(u).dtype is torch.float64
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # dropout's mask is drawn on the device
+        y = F.dropout(torch.ones(20000, device="cuda"), 0.25)
+    assert y.is_cuda and abs((y == 0).float().mean().item() - 0.25) < 0.02
+    assert y.unique().tolist() == [0.0, np.float32(4 / 3)]
+    with pytest.raises(RuntimeError, match="bernoulli_ expects p to be in"):
+        torch.empty(3, device="cuda").bernoulli_(1.5)
 
 
 # -- pinned memory ------------------------------------------------------------------------------------
