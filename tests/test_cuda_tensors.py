@@ -218,6 +218,30 @@ def test_flip_rot90_roll_repeat_tril_triu_by_kernels():
             close(fn(x.cuda()), fn(x))
 
 
+def test_convolutions_and_their_gradients_by_direct_kernels():
+    rng = np.random.default_rng(6)
+
+    def t(*shape):
+        return torch.tensor(rng.standard_normal(shape).astype(np.float32))
+    x, x4, w, wg, b = t(2, 3, 7, 6), t(2, 4, 7, 6), t(4, 3, 3, 3), t(4, 1, 3, 3), t(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no host round trip
+        for fn in (lambda x, x4, w, wg, b: F.conv2d(x, w, b, padding=1),
+                   lambda x, x4, w, wg, b: F.conv2d(x, w, b, stride=2, padding=(1, 2), dilation=(1, 2)),
+                   lambda x, x4, w, wg, b: F.conv_transpose2d(x4, w, padding=1),
+                   lambda x, x4, w, wg, b: F.conv2d(x4, wg, groups=4, padding=1)):
+            close(fn(x.cuda(), x4.cuda(), w.cuda(), wg.cuda(), b.cuda()), fn(x, x4, w, wg, b),
+                  rtol=1e-5, atol=1e-5)
+        for pad, groups, weight in ((1, 1, w), ((0, 2), 1, w), (1, 4, wg)):
+            inp = x if groups == 1 else x4
+            xc, wc = inp.cuda().requires_grad_(), weight.cuda().requires_grad_()
+            xh, wh = inp.clone().requires_grad_(), weight.clone().requires_grad_()
+            F.conv2d(xc, wc, padding=pad, groups=groups).pow(2).sum().backward()
+            F.conv2d(xh, wh, padding=pad, groups=groups).pow(2).sum().backward()
+            close(wc.grad, wh.grad, rtol=1e-5, atol=1e-4)
+            close(xc.grad, xh.grad, rtol=1e-5, atol=1e-4)
+
+
 # -- writes ------------------------------------------------------------------------------------------
 def test_in_place_writes_and_copies():
     c = torch.zeros(2, 3, device="cuda")

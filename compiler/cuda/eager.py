@@ -19,6 +19,7 @@ from dynograph.runtime import dtypes as D
 from dynograph.runtime.cuda_memory import DeviceArray
 from ..interpreter import evaluate
 from ..ir import Node, TensorType, Value
+from ..lowering.conv import Weights, direct_convolution, flat_weight_grad, overrun_rows
 from ..lowering.description import Kernel, Load, Recorder, ReductionStep, Store
 from ..lowering.kernel import lowerable
 from ..lowering.program import Plan, kernel_inputs, kernel_plan
@@ -40,7 +41,8 @@ PICKS = ("gather", "scatter_add", "index_select", "index_add", "embedding", "ind
 # copies of reversed, rotated, sliced or broadcast views
 MOVES = ("flip", "rot90", "roll", "repeat")
 TRIANGLES = ("tril", "triu")
-SPECIAL = JOINS + PICKS + MOVES + TRIANGLES
+CONVS = ("convolution", "convolution_weight_grad")
+SPECIAL = JOINS + PICKS + MOVES + TRIANGLES + CONVS
 MAX_PICK_WORK = 1 << 26
 _GEMM_TYPES = ("float32", "float64", "float16", "bfloat16")
 
@@ -121,11 +123,86 @@ class DeviceOps:
 
     def special(self, be, op, arrays, attrs):
         """An op of SPECIAL (joins, picks, moves) on device arrays; None: the host runs it."""
-        if not all(type(a) is DeviceArray for a in arrays):
+        if not all(type(a) is DeviceArray for a in arrays if not (a is None and op.name in CONVS)):
             return None
         kind = self.join if op.name in JOINS else self.pick if op.name in PICKS else \
-            self.triangle if op.name in TRIANGLES else self.move
+            self.triangle if op.name in TRIANGLES else self.move if op.name in MOVES else \
+            self.weight_grad if op.name == "convolution_weight_grad" else self.convolve
         return kind(be, op, arrays, attrs)
+
+    def convolve(self, be, op, arrays, attrs):
+        """A convolution (a transposed one of stride 1 too: an input gradient) by the direct
+        kernel of compiler/lowering/conv.py over x padded on the device; None (the host) for
+        the other cases (dtypes other than float32/float64, transposed with stride > 1)."""
+        x, w, bias = arrays
+        if x.dtype != w.dtype or x.dtype.name not in ("float32", "float64") or \
+                (bias is not None and bias.dtype != x.dtype) or x.ndim != w.ndim:
+            return None
+        stride, dilation, groups = attrs["stride"], attrs["dilation"], attrs["groups"]
+        ksize, item = w.shape[2:], x.itemsize
+        w_strides = tuple(s // item for s in w.strides)
+        if attrs["transposed"]:
+            lead = tuple(d * (k - 1) - p for d, k, p in zip(dilation, ksize, attrs["padding"]))
+            if any(s != 1 for s in stride) or min(lead) < 0:
+                return None
+            pads = [(a, a + extra) for a, extra in zip(lead, attrs["output_padding"])]
+            out_channels = w.shape[1] * groups
+            weights = Weights.transposed(w_strides, w.shape, groups)
+        else:
+            pads = [(p, p) for p in attrs["padding"]]
+            out_channels = w.shape[0]
+            weights = Weights.forward(w_strides, groups, out_channels // groups)
+        if any(a or b for a, b in pads):
+            x = self._padded(be, x, [a for a, _ in pads], [b for _, b in pads])
+        try:
+            kernel = direct_convolution(x.shape, tuple(s // item for s in x.strides), weights,
+                                        None if bias is None else bias.strides[0] // item, groups,
+                                        out_channels, tuple(ksize), stride, dilation,
+                                        D.from_numpy_dtype(x.dtype))
+        except Unsupported:
+            return None
+        nd = len(ksize)         # the domain is (n, g, o, q0 .. q[d-2], c, k0 .. k[d-1], q[d-1])
+        sizes = tuple(kernel.domain[3:3 + nd - 1]) + (kernel.domain[-1],)
+        out = be.allocate((x.shape[0], out_channels) + sizes, x.dtype)
+        Plan(be, kernel)([be.address(a) for a in (x, w, bias, out) if a is not None])
+        return out
+
+    def weight_grad(self, be, op, arrays, attrs):
+        """A convolution's weight gradient (stride 1) by the flat direct kernel of
+        compiler/lowering/conv.py, x and gy laid out on the device as it reads them (x padded,
+        with rows of zeros after its planes; gy with x's row lengths)."""
+        x, gy = arrays
+        ksize, dilation = tuple(attrs["kernel_size"]), attrs["dilation"]
+        if x.dtype != gy.dtype or x.dtype.name not in ("float32", "float64") or \
+                any(s != 1 for s in attrs["stride"]) or x.ndim != gy.ndim:
+            return None
+        padded = [n + 2 * p for n, p in zip(x.shape[2:], attrs["padding"])]
+        lines = (gy.shape[2],) + tuple(padded[1:])
+        if any(q > p for q, p in zip(gy.shape[3:], padded[1:])):
+            return None
+        extra = overrun_rows(padded, lines, ksize, dilation)
+        lo = tuple(attrs["padding"])
+        xp = self._padded(be, x, lo, (lo[0] + extra,) + lo[1:])
+        gl = self._padded(be, gy, (0,) * len(lines), tuple(p - n for n, p in zip(gy.shape[2:], lines)))
+        try:
+            kernel = flat_weight_grad(xp.shape, gl.shape, ksize, dilation, attrs["groups"],
+                                      D.from_numpy_dtype(x.dtype))
+        except Unsupported:
+            return None
+        out = be.allocate((gy.shape[1], x.shape[1] // attrs["groups"]) + ksize, x.dtype)
+        Plan(be, kernel)([be.address(xp), be.address(gl), be.address(out)])
+        return out
+
+    def _padded(self, be, x, lo, hi):
+        """A contiguous device copy of ``x`` inside a border of zeros: ``lo``/``hi`` more
+        elements before/after each of its last dims."""
+        lead = x.ndim - len(lo)
+        lo, hi = (0,) * lead + tuple(lo), (0,) * lead + tuple(hi)
+        out = be.allocate(tuple(n + a + b for n, a, b in zip(x.shape, lo, hi)), x.dtype)
+        self.copy(out, self._number(0.0, D.from_numpy_dtype(x.dtype), be.index))
+        inside = out.view(x.shape, out.strides, sum(a * s for a, s in zip(lo, out.strides)))
+        self.copy(inside, x)
+        return out
 
     def triangle(self, be, op, arrays, attrs):
         """tril or triu: each element kept or zeroed by comparing its column minus its row with

@@ -308,7 +308,7 @@ def _weight_grad_plan(x, gy, attrs, compile_kernel):
     lines = (gy.shape[2],) + tuple(padded[1:])
     if any(q > p for q, p in zip(gy.shape[3:], padded[1:])) or not (usable(x) and usable(gy)):
         return None, None, None
-    extra = _overrun_rows(padded, lines, ksize, dilation)
+    extra = overrun_rows(padded, lines, ksize, dilation)
     lo = tuple(attrs["padding"])
     hi = (lo[0] + extra,) + lo[1:]
     x_shape = x.shape[:2] + (padded[0] + extra,) + tuple(padded[1:])
@@ -322,7 +322,7 @@ def _weight_grad_plan(x, gy, attrs, compile_kernel):
         padding_of(gy, (0,) * len(lines), gy_hi, 0, compile_kernel)
 
 
-def _overrun_rows(padded, lines, ksize, dilation):
+def overrun_rows(padded, lines, ksize, dilation):
     """Rows of zeros to add after x's first spatial dim so that reading flat lines of sizes
     ``lines`` at every kernel offset stays inside x's plane."""
     row = [math.prod(padded[1 + i:]) for i in range(len(padded))]
