@@ -242,6 +242,22 @@ def test_convolutions_and_their_gradients_by_direct_kernels():
             close(xc.grad, xh.grad, rtol=1e-5, atol=1e-4)
 
 
+def test_max_pooling_and_its_gradient_by_direct_kernels():
+    rng = np.random.default_rng(7)
+    x = torch.tensor(rng.standard_normal((2, 3, 8, 10)).astype(np.float32))
+    for fn in (lambda x: F.max_pool2d(x, 2), lambda x: F.max_pool2d(x, 3, 2),
+               lambda x: F.max_pool2d(x.transpose(2, 3), (2, 3), stride=(2, 1))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")      # no host round trip
+            values, indices = fn(x.cuda()), F.max_pool2d(x.cuda(), 2, return_indices=True)[1]
+            close(values, fn(x))
+            assert indices.tolist() == F.max_pool2d(x, 2, return_indices=True)[1].tolist()
+            xc, xh = x.cuda().requires_grad_(), x.clone().requires_grad_()
+            fn(xc).pow(2).sum().backward()
+            fn(xh).pow(2).sum().backward()
+            close(xc.grad, xh.grad)
+
+
 # -- writes ------------------------------------------------------------------------------------------
 def test_in_place_writes_and_copies():
     c = torch.zeros(2, 3, device="cuda")

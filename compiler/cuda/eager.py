@@ -21,6 +21,7 @@ from ..interpreter import evaluate
 from ..ir import Node, TensorType, Value
 from ..lowering.conv import Weights, direct_convolution, flat_weight_grad, overrun_rows
 from ..lowering.description import Kernel, Load, Recorder, ReductionStep, Store
+from ..lowering.pool import pooling_backward_kernel, pooling_kernel
 from ..lowering.kernel import lowerable
 from ..lowering.program import Plan, kernel_inputs, kernel_plan
 from ..lowering.scalar import Unsupported
@@ -42,7 +43,8 @@ PICKS = ("gather", "scatter_add", "index_select", "index_add", "embedding", "ind
 MOVES = ("flip", "rot90", "roll", "repeat")
 TRIANGLES = ("tril", "triu")
 CONVS = ("convolution", "convolution_weight_grad")
-SPECIAL = JOINS + PICKS + MOVES + TRIANGLES + CONVS
+POOLS = ("max_pool2d_with_indices", "max_pool3d_with_indices", "max_pool_backward")
+SPECIAL = JOINS + PICKS + MOVES + TRIANGLES + CONVS + POOLS
 MAX_PICK_WORK = 1 << 26
 _GEMM_TYPES = ("float32", "float64", "float16", "bfloat16")
 
@@ -127,7 +129,9 @@ class DeviceOps:
             return None
         kind = self.join if op.name in JOINS else self.pick if op.name in PICKS else \
             self.triangle if op.name in TRIANGLES else self.move if op.name in MOVES else \
-            self.weight_grad if op.name == "convolution_weight_grad" else self.convolve
+            self.weight_grad if op.name == "convolution_weight_grad" else \
+            self.max_pool_backward if op.name == "max_pool_backward" else \
+            self.max_pool if op.name in POOLS else self.convolve
         return kind(be, op, arrays, attrs)
 
     def convolve(self, be, op, arrays, attrs):
@@ -193,13 +197,55 @@ class DeviceOps:
         Plan(be, kernel)([be.address(xp), be.address(gl), be.address(out)])
         return out
 
-    def _padded(self, be, x, lo, hi):
-        """A contiguous device copy of ``x`` inside a border of zeros: ``lo``/``hi`` more
+    def max_pool(self, be, op, arrays, attrs):
+        """Max pooling (values and indices) by the direct kernel of compiler/lowering/pool.py
+        over a contiguous device copy of x."""
+        x, = arrays
+        nd = len(attrs["kernel_size"])
+        if x.dtype.name not in ("float32", "float64") or x.ndim not in (nd + 1, nd + 2) or \
+                0 in x.shape:
+            return None
+        recipe = pooling_kernel(x.shape, attrs, nd, D.from_numpy_dtype(x.dtype))
+        if recipe is None:
+            return None
+        kernel, sizes, starts = recipe
+        x = self._padded(be, x, (0,) * nd, (0,) * nd)
+        shape = x.shape[:-nd] + sizes
+        values, indices = be.allocate(shape, x.dtype), be.allocate(shape, np.int64)
+        starts = DeviceArray.from_host(starts, be.index)
+        Plan(be, kernel)([be.address(a) for a in (x, starts, values, indices)])
+        return values, indices
+
+    def max_pool_backward(self, be, op, arrays, attrs):
+        """Max pooling's input gradient by the gather kernel of compiler/lowering/pool.py over
+        the gradient and indices padded on the device."""
+        g, indices = arrays
+        shape = tuple(attrs["input_shape"])
+        if attrs.get("stride") is None or g.dtype.name not in ("float32", "float64") or \
+                indices.dtype != np.int64 or g.shape != indices.shape or g.ndim != len(shape) or \
+                0 in shape:
+            return None
+        recipe = pooling_backward_kernel(g.shape, shape, attrs, D.from_numpy_dtype(g.dtype))
+        if recipe is None:
+            return None
+        kernel, positions, tail, lo, hi = recipe
+        gp, ip = self._padded(be, g, lo, hi), self._padded(be, indices, lo, hi, fill=-1)
+        out = be.allocate(shape, g.dtype)
+        Plan(be, kernel)([be.address(gp), be.address(ip),
+                          be.address(DeviceArray.from_host(positions, be.index)), be.address(out)])
+        zero = self._number(0.0, D.from_numpy_dtype(g.dtype), be.index)
+        for part in tail:           # positions past the last whole stride: in no window
+            self.copy(out.view_by(lambda a: a[part], [out]), zero)
+        return out
+
+    def _padded(self, be, x, lo, hi, fill=0):
+        """A contiguous device copy of ``x`` inside a border of ``fill``: ``lo``/``hi`` more
         elements before/after each of its last dims."""
         lead = x.ndim - len(lo)
         lo, hi = (0,) * lead + tuple(lo), (0,) * lead + tuple(hi)
         out = be.allocate(tuple(n + a + b for n, a, b in zip(x.shape, lo, hi)), x.dtype)
-        self.copy(out, self._number(0.0, D.from_numpy_dtype(x.dtype), be.index))
+        if any(lo) or any(hi):
+            self.copy(out, self._number(fill, D.from_numpy_dtype(x.dtype), be.index))
         inside = out.view(x.shape, out.strides, sum(a * s for a, s in zip(lo, out.strides)))
         self.copy(inside, x)
         return out

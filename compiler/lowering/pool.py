@@ -196,27 +196,40 @@ def run_max_pool(node, args, attrs, out, compile_kernel):
 
 
 def _plan(x, attrs, nd, compile_kernel):
-    from ..ops.pooling import axis_index, overhang, pool_output_size   # the op set imports this module
     none = None, None, None, None, None
+    if any(s % x.itemsize for s in x.strides):
+        return none
+    recipe = pooling_kernel(x.shape, attrs, nd, D.from_numpy_dtype(x.dtype))
+    if recipe is None:
+        return none
+    kernel, sizes, starts = recipe
+    return compile_kernel(kernel), sizes, starts, \
+        padding_of(x, (0,) * nd, (0,) * nd, 0, compile_kernel), [None]
+
+
+def pooling_kernel(shape, attrs, nd, dtype):
+    """(Kernel, output sizes, window starts) of max pooling over a contiguous input of
+    ``shape``, or None where the direct kernel does not cover it (padding, a ceil-mode window
+    hanging over the end); buffers: the input, the starts (int64), values, indices."""
+    from ..ops.pooling import axis_index, overhang, pool_output_size   # the op set imports this module
     ksize, stride = tuple(attrs["kernel_size"]), tuple(attrs["stride"])
     dilation, padding = tuple(attrs["dilation"]), tuple(attrs["padding"])
-    spatial = x.shape[-nd:]
-    if any(padding) or any(s <= 0 for s in stride) or any(s % x.itemsize for s in x.strides):
-        return none
+    spatial = shape[-nd:]
+    if any(padding) or any(s <= 0 for s in stride):
+        return None
     sizes = tuple(pool_output_size(n, k, 0, s, d, attrs["ceil_mode"])
                   for n, k, s, d in zip(spatial, ksize, stride, dilation))
     # every window inside the input (ceil mode may add one that hangs over the end)
     if min(sizes) < 1 or any(overhang(spatial, sizes, ksize, stride, padding, dilation)):
-        return none
+        return None
     try:
-        kernel = max_pool_windows(math.prod(x.shape[:-nd]), spatial, sizes, ksize, stride,
-                                  dilation, D.from_numpy_dtype(x.dtype))
+        kernel = max_pool_windows(math.prod(shape[:-nd]), spatial, sizes, ksize, stride,
+                                  dilation, dtype)
     except Unsupported:
-        return none
+        return None
     row = [math.prod(spatial[i + 1:]) for i in range(nd)]
     starts = sum(axis_index(i, nd, sizes[i]) * stride[i] * row[i] for i in range(nd))
-    return compile_kernel(kernel), sizes, np.ascontiguousarray(starts, np.int64), \
-        padding_of(x, (0,) * nd, (0,) * nd, 0, compile_kernel), [None]
+    return kernel, sizes, np.ascontiguousarray(starts, np.int64)
 
 
 def run_max_pool_backward(node, args, attrs, out, compile_kernel):
@@ -245,29 +258,42 @@ def run_max_pool_backward(node, args, attrs, out, compile_kernel):
 
 
 def _backward_plan(g, indices, shape, attrs, compile_kernel):
-    from ..ops.pooling import pool_output_size   # the op set imports this module
     none = None, None, None, None, None
+    if any(s % g.itemsize for s in g.strides) or any(s % 8 for s in indices.strides):
+        return none
+    recipe = pooling_backward_kernel(g.shape, shape, attrs, D.from_numpy_dtype(g.dtype))
+    if recipe is None:
+        return none
+    kernel, positions, tail, lo, hi = recipe
+    return compile_kernel(kernel), positions, tail, \
+        padding_of(g, lo, hi, 0, compile_kernel), padding_of(indices, lo, hi, -1, compile_kernel)
+
+
+def pooling_backward_kernel(g_shape, shape, attrs, dtype):
+    """(Kernel, positions table, tail slices, lo, hi) of max pooling's backward for an output
+    gradient of ``g_shape`` and an input of ``shape``, or None where it does not cover it:
+    the gradient and indices are read padded by lo/hi (0 and -1 in the border), and the input
+    gradient's ``tail`` (positions past the last whole stride) is zeroed after the kernel."""
+    from ..ops.pooling import pool_output_size   # the op set imports this module
     nd = attrs["nd"]
     ksize, stride = tuple(attrs["kernel_size"]), tuple(attrs["stride"])
     dilation, padding = tuple(attrs["dilation"]), tuple(attrs["padding"])
-    spatial, out = shape[-nd:], g.shape[-nd:]
-    if g.shape[:-nd] != shape[:-nd] or any(padding) or min(stride) <= 0 or \
-            any(s % g.itemsize for s in g.strides) or \
-            any(s % 8 for s in indices.strides) or out != tuple(
-                pool_output_size(n, k, 0, s, d, attrs.get("ceil_mode", False))
-                for n, k, s, d in zip(spatial, ksize, stride, dilation)):
-        return none
+    spatial, out = shape[-nd:], g_shape[-nd:]
+    if g_shape[:-nd] != shape[:-nd] or any(padding) or min(stride) <= 0 or out != tuple(
+            pool_output_size(n, k, 0, s, d, attrs.get("ceil_mode", False))
+            for n, k, s, d in zip(spatial, ksize, stride, dilation)):
+        return None
     blocks = tuple(n // s for n, s in zip(spatial, stride))
     # every window ends inside the whole strides the kernel writes
     if any((o - 1) * s + (k - 1) * d >= a * s
            for o, s, k, d, a in zip(out, stride, ksize, dilation, blocks)):
-        return none
+        return None
     reach = [(k - 1) * d // s + 1 for k, s, d in zip(ksize, stride, dilation)]
     try:
         kernel = max_pool_gather(math.prod(shape[:-nd]), spatial, blocks, out, ksize, stride,
-                                 dilation, D.from_numpy_dtype(g.dtype))
+                                 dilation, dtype)
     except Unsupported:
-        return none
+        return None
     lo = tuple(j - 1 for j in reach)
     hi = tuple(max(0, a - o) for a, o in zip(blocks, out))
     positions = gather_positions(spatial, blocks, stride)
@@ -276,6 +302,5 @@ def _backward_plan(g, indices, shape, attrs, compile_kernel):
         if a * s < n:
             tail.append((Ellipsis,) + (slice(None),) * i + (slice(a * s, None),) +
                         (slice(None),) * (nd - 1 - i))
-    return compile_kernel(kernel), positions, tail, \
-        padding_of(g, lo, hi, 0, compile_kernel), padding_of(indices, lo, hi, -1, compile_kernel)
+    return kernel, positions, tail, lo, hi
 
