@@ -24,9 +24,6 @@ from ..ops import REGISTRY
 from ..symbolic import concrete
 from . import program
 
-# (named _plan until the device arrays' change to program.py)
-_kernel_plan = getattr(program, "kernel_plan", None) or getattr(program, "_plan")
-
 
 def compile_ahead(graph, inputs, batch, writable, backend, updates=True):
     """Start compiling the kernels ``graph`` will need when it runs on ``inputs`` (once per
@@ -68,7 +65,7 @@ def plans_ahead(graph, inputs, batch, writable, backend, updates=True):
         ins = [arrays.get(v) for v in values]
         if any(a is None for a in ins):
             continue
-        plan = _kernel_plan(node, ins, values, batch, backend)
+        plan = program.kernel_plan(node, ins, values, batch, backend)
         if plan is None:                    # the interpreter runs it: its outputs are unknown
             continue
         into = []
