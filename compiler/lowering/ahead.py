@@ -113,4 +113,4 @@ def _extern_outputs(node, arrays, batch):
 
 def _filled(x, arrays, batch):
     """An argument or attribute of a node with its Values replaced by their stand-ins."""
-    return program._fill(program._template(x, lambda v: v, batch), arrays)
+    return program.fill(program.template(x, lambda v: v, batch), arrays)

@@ -157,12 +157,12 @@ class _ExternStep:
         self.op = REGISTRY.get(node.op)
         self.host = Host(backend)
         self.outs = [slot(v) for v in node.outs]
-        self.args = _template(node.args, slot, batch)
-        self.attrs = {k: _template(v, slot, batch) for k, v in node.attrs.items()}
+        self.args = template(node.args, slot, batch)
+        self.attrs = {k: template(v, slot, batch) for k, v in node.attrs.items()}
 
     def __call__(self, program, env):
-        args = _fill(self.args, env)
-        attrs = {k: _fill(v, env) for k, v in self.attrs.items()}
+        args = fill(self.args, env)
+        attrs = {k: fill(v, env) for k, v in self.attrs.items()}
         op = self.op
         if op is None:                      # a fused node: its subgraph, node by node
             sub = attrs.pop("graph")
@@ -207,27 +207,28 @@ class _Slot:
         self.index = index
 
 
-def _template(x, slot, batch):
+def template(x, slot, batch):
     """``x`` (an argument or attribute) with Values replaced by their slots and sizes that
     depend on the batch size made concrete (a program runs at one batch size)."""
     if isinstance(x, Value):
         return _Slot(slot(x))
     if isinstance(x, tuple):
-        return tuple(_template(a, slot, batch) for a in x)
+        return tuple(template(a, slot, batch) for a in x)
     if isinstance(x, list):
-        return [_template(a, slot, batch) for a in x]
+        return [template(a, slot, batch) for a in x]
     if isinstance(x, Sym):
         return x.at(batch)
     return x
 
 
-def _fill(x, env):
+def fill(x, env):
+    """``x`` with the slots of a template replaced by the values of ``env``."""
     if type(x) is _Slot:
         return env[x.index]
     if type(x) is tuple:
-        return tuple(_fill(a, env) for a in x)
+        return tuple(fill(a, env) for a in x)
     if type(x) is list:
-        return [_fill(a, env) for a in x]
+        return [fill(a, env) for a in x]
     return x
 
 
