@@ -261,8 +261,13 @@ def _is_tensor(v):
 
 def object_state(o):
     """What the side-effect check compares: the items of a list, dict or set, the attributes
-    of an object with an instance dictionary (shallowly), else None (not watched: modules,
-    classes, functions, tensors)."""
+    of an object with an instance dictionary (shallowly), a random generator's state (numpy's
+    generators are Cython code: the profile hook does not see their draws), else None (not
+    watched: modules, classes, functions, tensors)."""
+    if isinstance(o, _RANDOM_OWNERS):
+        return ("random generator", _frozen(o.bit_generator.state if isinstance(o, np.random.Generator)
+                                            else o.get_state(legacy=False)
+                                            if isinstance(o, np.random.RandomState) else o.getstate()))
     if isinstance(o, (list, dict, set, bytearray)):
         return value_key(o, tensors=False)
     if isinstance(o, (type, types.ModuleType, types.FunctionType)) or _is_tensor(o):
@@ -271,6 +276,17 @@ def object_state(o):
     if d is None:
         return None
     return tuple((k, _shallow_key(v)) for k, v in d.items())
+
+
+def _frozen(state):
+    """A generator's state (dicts, tuples, arrays, numbers) as a comparable value."""
+    if isinstance(state, dict):
+        return tuple((k, _frozen(v)) for k, v in state.items())
+    if isinstance(state, (tuple, list)):
+        return tuple(_frozen(v) for v in state)
+    if isinstance(state, np.ndarray):
+        return state.tobytes()
+    return state
 
 
 def _shallow_key(v):
@@ -509,6 +525,10 @@ class Watcher:
         for o, state, name, where in self.objects.values():
             now = object_state(o) if state is not None else None
             if now == state:
+                continue
+            if state[0] == "random generator":
+                found.append((f"{name} drew random numbers during the call (they would be frozen "
+                              "in the graph)", where))
                 continue
             what = (f"{name} was modified" if isinstance(o, (list, dict, set, bytearray)) else
                     f"attribute {_changed_attrs(state, now)} of {name} was set")

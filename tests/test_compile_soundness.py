@@ -514,6 +514,20 @@ def make_args(i):
     return (torch.ones(2),)
 """)
 
+case("a numpy Generator the function holds")("""
+import numpy as np
+g = np.random.default_rng(0)
+class Noisy:
+    def __init__(self):
+        self.rng = np.random.RandomState(1)
+noisy = Noisy()
+def step(x, gen):
+    return x * float(g.random()) + float(gen.standard_normal()) + noisy.rng.rand()
+gens = [np.random.default_rng(7)]
+def make_args(i):
+    return (torch.ones(2), gens[0])
+""")
+
 # ---------------------------------------------------------------- 8. Python side effects
 
 case("a counter attribute on a module")("""
