@@ -12,7 +12,8 @@ from dynograph.runtime.device import device as _Device
 
 __all__ = ["is_available", "is_initialized", "init", "device_count", "current_device", "set_device",
            "get_device_name", "get_device_properties", "get_device_capability", "synchronize",
-           "Event", "memory_allocated", "max_memory_allocated", "memory_reserved",
+           "Event", "Stream", "StreamContext", "stream", "current_stream", "default_stream",
+           "set_stream", "memory_allocated", "max_memory_allocated", "memory_reserved",
            "max_memory_reserved", "memory_stats", "reset_peak_memory_stats", "empty_cache",
            "mem_get_info", "manual_seed", "manual_seed_all", "initial_seed", "OutOfMemoryError"]
 
@@ -126,10 +127,14 @@ class Event:
         self.enable_timing, self.blocking = enable_timing, blocking
         self._recorded = False
 
-    def record(self):
-        """Record the event after the work queued so far on the current device."""
+    def record(self, stream=None):
+        """Record the event after the work queued so far on ``stream`` (the current one)."""
         self._event.record()
         self._recorded = True
+
+    def wait(self, stream=None):
+        """Make the work queued on ``stream`` after this call wait for the recorded point:
+        already so, since every stream's work runs in order on the device's one queue."""
 
     def synchronize(self):
         """Wait until the work before the recorded point is done."""
@@ -150,6 +155,94 @@ class Event:
 
     def __repr__(self):
         return f"<dynograph.cuda.Event {'recorded' if self._recorded else 'uninitialized'}>"
+
+
+# -- streams -----------------------------------------------------------------------------------
+class Stream:
+    """A queue of device work.  dynograph runs every stream's work in order on the device's
+    default stream: a stricter order than separate streams promise (nothing overlaps), so
+    waits and events between streams always hold and a program written for several streams
+    computes what it would on them."""
+
+    def __init__(self, device=None, priority=0):
+        self.device_index = _checked(device)
+        self.priority = priority
+
+    @property
+    def device(self):
+        return _Device("cuda", self.device_index)
+
+    def synchronize(self):
+        """Wait for the work queued so far."""
+        _driver().synchronize(self.device_index)
+
+    def query(self):
+        """Whether the work queued so far is done."""
+        event = Event()
+        event.record(self)
+        return event.query()
+
+    def wait_stream(self, stream):
+        """Make the work queued here after this call wait for ``stream``'s work (it does)."""
+
+    def wait_event(self, event):
+        """Make the work queued here after this call wait for ``event`` (it does)."""
+
+    def record_event(self, event=None):
+        """Record ``event`` (a new Event by default) on this stream; returns it."""
+        event = Event() if event is None else event
+        event.record(self)
+        return event
+
+    def __repr__(self):
+        return f"<dynograph.cuda.Stream device=cuda:{self.device_index} cuda_stream=0x0>"
+
+
+_current_streams = {}               # device index -> the Stream ``stream()`` made current
+_default_streams = {}               # device index -> its default Stream
+
+
+def default_stream(device=None):
+    """The device's default stream."""
+    index = _checked(device)
+    if index not in _default_streams:
+        _default_streams[index] = Stream(index)
+    return _default_streams[index]
+
+
+def current_stream(device=None):
+    """The stream ``stream(s)`` made current on the device (its default stream otherwise)."""
+    index = _checked(device)
+    return _current_streams.get(index) or default_stream(index)
+
+
+def set_stream(stream):
+    """Make ``stream`` current on its device."""
+    if stream is not None:
+        _current_streams[stream.device_index] = stream
+
+
+class StreamContext:
+    """``with dynograph.cuda.stream(s):`` makes ``s`` current on its device for the block."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self._before = None
+
+    def __enter__(self):
+        if self.stream is not None:
+            self._before = current_stream(self.stream.device_index)
+            set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is not None:
+            set_stream(self._before)
+        return False
+
+
+def stream(stream):
+    return StreamContext(stream)
 
 
 # -- memory ------------------------------------------------------------------------------------

@@ -456,3 +456,27 @@ def test_functions_make_their_tensors_on_the_inputs_device(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")     # (host round trips of ops without kernels)
         close(fn(x.cuda(), t.cuda()), fn(x, t), rtol=1e-5, atol=1e-6)
+
+
+# -- streams ------------------------------------------------------------------------------------------
+def test_streams_run_their_work_in_order():
+    s = torch.cuda.Stream()
+    assert torch.cuda.current_stream() is torch.cuda.default_stream()
+    x = torch.ones(1000, device="cuda")
+    with torch.cuda.stream(s):
+        assert torch.cuda.current_stream() is s
+        y = x * 2
+        done = s.record_event()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.current_stream().wait_event(done)
+    assert torch.cuda.current_stream() is torch.cuda.default_stream()
+    s.synchronize()
+    assert s.query() and done.query() and y.sum().item() == 2000.0
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    (x + 1).sum()
+    end.record(torch.cuda.current_stream())
+    end.synchronize()
+    assert start.elapsed_time(end) >= 0
+    with torch.cuda.stream(None):
+        pass
