@@ -526,7 +526,7 @@ class Watcher:
             now = object_state(o) if state is not None else None
             if now == state:
                 continue
-            if state[0] == "random generator":
+            if isinstance(o, _RANDOM_OWNERS):
                 found.append((f"{name} drew random numbers during the call (they would be frozen "
                               "in the graph)", where))
                 continue
