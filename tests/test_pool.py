@@ -176,12 +176,17 @@ def test_addmm_products_finish_like_numpy(three_threads, bias_shape, alpha, beta
         bias[...] = np.nan          # ignored, as torch ignores input when beta is 0
     out = np.empty((200, 33), np.float32)
     assert blas.gemm(three_threads, a, b, out, bias, alpha, beta) is out
+    np.testing.assert_allclose(out, addmm_expected(a, b, bias, alpha, beta), rtol=1e-5, atol=1e-4)
+
+
+def addmm_expected(a, b, bias, alpha, beta):
+    """alpha * a @ b + beta * bias in numpy, the bias ignored (NaN or not) where beta is 0."""
     expect = a @ b
     if alpha != 1:
         expect *= alpha
     if beta != 0:
         expect += bias if beta == 1 else bias * beta
-    np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-4)
+    return expect
 
 
 @needs_blas

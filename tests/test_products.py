@@ -7,6 +7,7 @@ import pytest
 import dynograph as dg
 from dynograph.compiler.llvm import blas, pool
 from dynograph.runtime import threads
+from test_pool import addmm_expected
 
 needs_blas = pytest.mark.skipif(not blas.usable(), reason="numpy's BLAS is not OpenBLAS here")
 
@@ -105,12 +106,7 @@ def test_addmm_on_grids_finishes_like_numpy(monkeypatch, threads_, bias_shape, a
         bias[...] = np.nan          # ignored, as torch ignores input when beta is 0
     out = np.empty((129, 257), np.float32)
     assert blas.gemm(workers, a, b, out, bias, alpha, beta) is out
-    expect = a @ b
-    if alpha != 1:
-        expect *= alpha
-    if beta != 0:
-        expect += bias if beta == 1 else bias * beta
-    np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(out, addmm_expected(a, b, bias, alpha, beta), rtol=1e-5, atol=1e-4)
 
 
 @needs_blas
