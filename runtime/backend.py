@@ -154,6 +154,9 @@ def _help():
     for key, future in list(_ahead.items()):
         if future.cancel():                 # taken from the queue: this thread runs it
             done = _ahead[key] = Future()
+            # running, as a helper thread's would be: settle_compilations (before a fork) and
+            # _cancel_waiting (at exit) wait for it rather than cancel it under this thread
+            done.set_running_or_notify_cancel()
             try:
                 done.set_result(_function(*future.work))
             except Exception as e:          # raised when (if ever) the kernel is needed

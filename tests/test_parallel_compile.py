@@ -187,6 +187,37 @@ def test_errors_surface_when_the_kernel_is_needed(two_threads):
     assert not any(k[0] == "test-slow" for k in backend._ahead)
 
 
+def test_a_kernel_a_waiting_caller_compiles_is_waited_for_not_cancelled(two_threads):
+    """settle_compilations (before a fork) while the calling thread, waiting for a helper,
+    compiles the next kernel itself: it waits for that compilation too, which completes."""
+    settled = []
+
+    class _Helping(_Slow):
+        name = "test-helping"
+
+        def compile(self, source, name, kernel):
+            if kernel.key == "helped":      # on the calling thread, inside kernel_function
+                settler = threading.Thread(target=lambda: settled.append(
+                    backend.settle_compilations()))
+                settler.start()
+                settler.join(0.1)
+                settled.append(settler)
+            elif kernel.key == "long":
+                threading.Event().wait(0.3)
+            return super().compile(source, name, kernel)
+
+    slow = _Helping()
+    kernels = [_Kernel("long"), _Kernel("helped")]
+    backend.compile_ahead(slow, kernels)
+    threading.Event().wait(0.05)            # the one helper thread is on "long"
+    assert backend.kernel_function(slow, kernels[0]) == b"dg_long"
+    assert slow.compiled_on["helped"] == threading.current_thread().name
+    assert backend.kernel_function(slow, kernels[1]) == b"dg_helped"
+    settler = settled[0]
+    settler.join(5)
+    assert not settler.is_alive() and settled[1:] == [None]
+
+
 def test_threads_compile_the_same_kernels_as_one(fresh_cache, no_kernels, two_threads,
                                                  monkeypatch):
     """The kernels a program needs, compiled ahead on two threads, are the ones the serial
