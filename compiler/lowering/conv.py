@@ -224,11 +224,8 @@ def run_convolution(node, args, attrs, out, compile_kernel):  # a direct rule (d
     if out is None or out.shape != shape:
         out = np.empty(shape, x.dtype)
     rest = [w.ctypes.data] + ([] if bias is None else [bias.ctypes.data]) + [out.ctypes.data]
-    if padding is None:
-        plan([x.ctypes.data] + rest)
-    else:
-        with padding(x) as xp:
-            plan([xp.ctypes.data] + rest)
+    with laid_out(x, padding) as xp:
+        plan([xp.ctypes.data] + rest)
     return out
 
 
