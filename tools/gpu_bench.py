@@ -176,11 +176,6 @@ class Clock:
         return summarize([self.run_ms(fn, inner) for _ in range(settings.repeats)], inner)
 
 
-def brief(stats):
-    """A measurement without its samples (for ratios and short listings)."""
-    return {k: v for k, v in stats.items() if k != "samples_ms"}
-
-
 # -- kernel descriptions ------------------------------------------------------------------------------
 def contiguous_layout(shape):
     """(element strides, offset) of a row-major array, as the program passes it to a kernel."""
