@@ -54,7 +54,10 @@ def _new_lock_in_child():
 def settle_compilations():
     """Wait for the compilations running on helper threads; those not started yet are left to
     the kernels' first runs.  Before a fork: the child would inherit the locks a compiler holds
-    meanwhile, held by threads it does not have."""
+    meanwhile, held by threads it does not have.  The backend whose compilations run in
+    parallel calls it from its own before-fork hook (compiler/llvm/jit.py), ahead of taking its
+    compiler's lock: a hook here would run after that one (they run last registered first),
+    and wait, holding that lock, for any compilation started in between, which needs it."""
     for future in list(_ahead.values()):
         if not future.cancel():
             try:
@@ -63,7 +66,7 @@ def settle_compilations():
                 pass
 
 
-os.register_at_fork(before=settle_compilations, after_in_child=_new_lock_in_child)
+os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def _cancel_waiting():
