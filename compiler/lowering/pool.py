@@ -26,7 +26,7 @@ import numpy as np
 
 from dynograph.runtime import dtypes as D
 from .description import Kernel, Load, Recorder, ReductionStep, Store
-from .padding import laid_out, padding_of
+from .padding import laid_out, padding_of, usable
 from .scalar import Unsupported
 
 # candidate windows times the last dim's stride above which the backward runs its impl (each
@@ -197,7 +197,7 @@ def run_max_pool(node, args, attrs, out, compile_kernel):
 
 def _plan(x, attrs, nd, compile_kernel):
     none = None, None, None, None, None
-    if any(s % x.itemsize for s in x.strides):
+    if not usable(x):
         return none
     recipe = pooling_kernel(x.shape, attrs, nd, D.from_numpy_dtype(x.dtype))
     if recipe is None:
