@@ -319,3 +319,36 @@ def test_compiling_leaves_llvmlites_lock_to_other_threads():
             assert free
             return
     pytest.fail("every compilation ended before the lock could be looked at")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_fork_waits_for_another_threads_compilation(monkeypatch):
+    """A compilation on a thread of the user's (outside llvmlite's lock) ends before the
+    process forks: the child inherits no thread inside LLVM, and compiles."""
+    jit.triple()
+    generated, started = threading.Event(), threading.Event()
+    real = jit._object_code
+
+    def object_code(mod):
+        obj = real(mod)
+        generated.set()
+        return obj
+    monkeypatch.setattr(jit, "_object_code", object_code)
+
+    def compile_():
+        started.set()
+        jit.emit_object(_loops(640), "loops")
+    thread = threading.Thread(target=compile_)
+    thread.start()
+    started.wait()
+    time.sleep(0.005)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if generated.is_set() and jit.emit_object(_loops(2), "child") else 3
+        finally:
+            os._exit(code)
+    thread.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

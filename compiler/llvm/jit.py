@@ -24,6 +24,7 @@ loaded.
 optimized LLVM IR.  ``STATS["compiled"]`` counts compilations (tests check a warm disk cache
 compiles nothing).
 """
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -45,22 +46,48 @@ FORMAT_VERSION = 1
 _lock = threading.RLock()
 
 
+# compilations inside LLVM without llvmlite's lock (emit_object), on any thread: [the number,
+# a condition notified when it drops]; a fork waits for none to be left, holding the condition
+_compiling = [0, threading.Condition(threading.Lock())]
+
+
+@contextlib.contextmanager
+def _compilation():
+    with _compiling[1]:
+        _compiling[0] += 1
+    try:
+        yield
+    finally:
+        with _compiling[1]:
+            _compiling[0] -= 1
+            _compiling[1].notify_all()
+
+
 def _new_lock_in_child():
     """A forked child may inherit the lock held by a thread it does not have."""
     global _lock
     _lock = threading.RLock()
+    _compiling[:] = [0, threading.Condition(threading.Lock())]
     ffi.lib._lock._lock.release()           # taken by this thread before the fork
 
 
 def _before_fork():
     """No thread may be inside LLVM when the process forks (the child would inherit LLVM's and
     llvmlite's locks held by threads it does not have): the compilations running ahead finish
-    (runtime/backend.py), then this thread holds llvmlite's lock across the fork."""
+    (runtime/backend.py), so do those of other threads (which skip llvmlite's lock), and no
+    new one starts; then this thread holds llvmlite's lock across the fork."""
     settle_compilations()
+    _compiling[1].acquire()
+    _compiling[1].wait_for(lambda: _compiling[0] == 0)
     ffi.lib._lock._lock.acquire()
 
 
-os.register_at_fork(before=_before_fork, after_in_parent=lambda: ffi.lib._lock._lock.release(),
+def _after_fork_in_parent():
+    ffi.lib._lock._lock.release()
+    _compiling[1].release()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                     after_in_child=_new_lock_in_child)
 _state = {}
 _codegen = {}
@@ -207,8 +234,9 @@ def emit_object(module_text, name, describe="", level=None):
     """Object code of LLVM IR text, optimized for the host (``level``: as ``optimize``).  Safe
     to call from several threads at once: they compile in parallel."""
     start = time.perf_counter()
-    mod = optimize(module_text, level)
-    obj = _object_code(mod)
+    with _compilation():
+        mod = optimize(module_text, level)
+        obj = _object_code(mod)
     if config.debug("kernels"):
         ms = (time.perf_counter() - start) * 1e3
         print(f"[dynograph] compiled {name} {describe} in {ms:.1f} ms", file=sys.stderr)
