@@ -30,6 +30,7 @@ it).  The logic knows nothing of CUDA: a device is anything with ``malloc(nbytes
 it the real one, tests a counting fake.
 """
 import bisect
+import contextlib
 import threading
 
 ROUND = 512
@@ -86,6 +87,8 @@ class CachingAllocator:
     def __init__(self, device, name="CUDA"):
         self.device, self.name = device, name
         self._lock = threading.Lock()
+        self._owner = None                      # the thread holding _lock
+        self._deferred = []                     # frees asked for while that thread held it
         self._pools = {True: [], False: []}     # small? -> sorted [(size, address)] of free blocks
         self._blocks = {}                       # address -> Block, free or live
         self._segments = {}                     # address of a segment's first block -> its size
@@ -104,7 +107,7 @@ class CachingAllocator:
             return 0
         size = rounded(nbytes)
         small = size <= SMALL_MAX
-        with self._lock:
+        with self._held():
             block = self._best_fit(size, small) or self._new_segment(size, small)
             self._take(block, size)
             self.allocated += block.size
@@ -113,25 +116,45 @@ class CachingAllocator:
             return block.address
 
     def free(self, address):
-        """Return the block at ``address`` (from ``malloc``) to the cache."""
+        """Return the block at ``address`` (from ``malloc``) to the cache.  A free asked for by
+        the thread already inside the allocator (a device array's finalizer, run by the garbage
+        collector in the middle of a malloc) is done when that thread leaves it."""
         if address == 0:
             return
+        if self._owner == threading.get_ident():
+            self._deferred.append(address)
+            return
+        with self._held():
+            self._free(address)
+
+    @contextlib.contextmanager
+    def _held(self):
+        """The allocator's lock, noting its holder (see ``free``)."""
         with self._lock:
-            block = self._blocks.get(address)
-            if block is None or block.free:
-                raise ValueError(f"{self.name} allocator: {address:#x} is not an allocated block")
-            self.allocated -= block.size
-            self.frees += 1
-            block.free = True
-            for neighbour in (block.prev, block.next):
-                if neighbour is not None and neighbour.free:
-                    self._unlist(neighbour)
-                    block = self._merge(block, neighbour)
-            self._list(block)
+            self._owner = threading.get_ident()
+            try:
+                yield
+                while self._deferred:
+                    self._free(self._deferred.pop())
+            finally:
+                self._owner = None
+
+    def _free(self, address):
+        block = self._blocks.get(address)
+        if block is None or block.free:
+            raise ValueError(f"{self.name} allocator: {address:#x} is not an allocated block")
+        self.allocated -= block.size
+        self.frees += 1
+        block.free = True
+        for neighbour in (block.prev, block.next):
+            if neighbour is not None and neighbour.free:
+                self._unlist(neighbour)
+                block = self._merge(block, neighbour)
+        self._list(block)
 
     def empty_cache(self):
         """Give every segment whose blocks are all free back to the device."""
-        with self._lock:
+        with self._held():
             self._release_free_segments()
 
     def size_of(self, address):
@@ -139,7 +162,7 @@ class CachingAllocator:
         return self._blocks[address].size
 
     def reset_peak_stats(self):
-        with self._lock:
+        with self._held():
             self.peak_allocated, self.peak_reserved = self.allocated, self.reserved
 
     def stats(self):

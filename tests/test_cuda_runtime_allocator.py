@@ -199,3 +199,18 @@ def test_format_size():
     assert ca.format_size(100) == "100 bytes"
     assert ca.format_size(20 * MiB) == "20.00 MiB"
     assert ca.format_size(3 << 30) == "3.00 GiB"
+
+
+def test_a_free_from_inside_the_allocator_waits_for_it_to_finish(alloc):
+    """A device array's finalizer can run (garbage collection) while its thread is inside
+    malloc: that free is done when malloc ends, not deadlocked on the allocator's lock."""
+    first = alloc.malloc(1000)
+    real = alloc._best_fit
+
+    def best_fit_with_a_collection(size, small):
+        alloc.free(first)               # what a finalizer would do mid-malloc
+        return real(size, small)
+    alloc._best_fit = best_fit_with_a_collection
+    second = alloc.malloc(1000)
+    alloc._best_fit = real
+    assert alloc.allocated == ca.rounded(1000) and alloc.frees == 1 and second != 0
