@@ -61,6 +61,7 @@ class DeviceOps:
         self.calls = OrderedDict()
         self.lock = threading.Lock()
         self.numbers = OrderedDict()    # (value, dtype, device) -> a 0-d device array holding it
+        self.plans = OrderedDict()      # (backend, call signature) -> Plan (see _cached)
         self.random_kernels = {}        # (backend, RandomKernel key) -> (module, function, launch)
 
     def run(self, op, arrays, attrs, index):
@@ -118,10 +119,24 @@ class DeviceOps:
         be = backend(dst.index)
         if src.block is dst.block:
             src = self.copy(be.allocate(src.shape, src.dtype), src)
-        kernel = copy_kernel(dst, src)
-        plan = Plan(be, kernel)
+        plan = self._cached(be, ("copy", _geometry(dst), _geometry(src)),
+                            lambda: Plan(be, copy_kernel(dst, src)))
         plan([be.address(src), be.address(dst)])
         return dst
+
+    def _cached(self, be, key, build):
+        """``build()`` (a Plan, or what a call needs besides: its kernel is described, hashed
+        and compiled once) for the call signature ``key`` on ``be``, kept with the most recent
+        signatures' plans."""
+        key = (be.name,) + key
+        found = self.plans.get(key)
+        if found is None:
+            found = build()
+            with self.lock:
+                self.plans[key] = found
+                if len(self.plans) > MAX_CALLS:
+                    self.plans.popitem(last=False)
+        return found
 
     def special(self, be, op, arrays, attrs):
         """An op of SPECIAL (joins, picks, moves) on device arrays; None: the host runs it."""
@@ -158,17 +173,23 @@ class DeviceOps:
             weights = Weights.forward(w_strides, groups, out_channels // groups)
         if any(a or b for a, b in pads):
             x = self._padded(be, x, [a for a, _ in pads], [b for _, b in pads])
-        try:
-            kernel = direct_convolution(x.shape, tuple(s // item for s in x.strides), weights,
-                                        None if bias is None else bias.strides[0] // item, groups,
-                                        out_channels, tuple(ksize), stride, dilation,
-                                        D.from_numpy_dtype(x.dtype))
-        except Unsupported:
+
+        def build():
+            try:
+                kernel = direct_convolution(
+                    x.shape, tuple(s // item for s in x.strides), weights,
+                    None if bias is None else bias.strides[0] // item, groups, out_channels,
+                    tuple(ksize), stride, dilation, D.from_numpy_dtype(x.dtype))
+            except Unsupported:
+                return False, None
+            nd = len(ksize)     # the domain is (n, g, o, q0 .. q[d-2], c, k0 .. k[d-1], q[d-1])
+            return Plan(be, kernel), tuple(kernel.domain[3:3 + nd - 1]) + (kernel.domain[-1],)
+        plan, sizes = self._cached(be, ("convolution", _geometry(x), _geometry(w), repr(attrs),
+                                        None if bias is None else bias.strides), build)
+        if plan is False:
             return None
-        nd = len(ksize)         # the domain is (n, g, o, q0 .. q[d-2], c, k0 .. k[d-1], q[d-1])
-        sizes = tuple(kernel.domain[3:3 + nd - 1]) + (kernel.domain[-1],)
         out = be.allocate((x.shape[0], out_channels) + sizes, x.dtype)
-        Plan(be, kernel)([be.address(a) for a in (x, w, bias, out) if a is not None])
+        plan([be.address(a) for a in (x, w, bias, out) if a is not None])
         return out
 
     def weight_grad(self, be, op, arrays, attrs):
@@ -188,13 +209,17 @@ class DeviceOps:
         lo = tuple(attrs["padding"])
         xp = self._padded(be, x, lo, (lo[0] + extra,) + lo[1:])
         gl = self._padded(be, gy, (0,) * len(lines), tuple(p - n for n, p in zip(gy.shape[2:], lines)))
-        try:
-            kernel = flat_weight_grad(xp.shape, gl.shape, ksize, dilation, attrs["groups"],
-                                      D.from_numpy_dtype(x.dtype))
-        except Unsupported:
+        def build():
+            try:
+                return Plan(be, flat_weight_grad(xp.shape, gl.shape, ksize, dilation,
+                                                 attrs["groups"], D.from_numpy_dtype(x.dtype)))
+            except Unsupported:
+                return False
+        plan = self._cached(be, ("weight_grad", _geometry(xp), _geometry(gl), repr(attrs)), build)
+        if plan is False:
             return None
         out = be.allocate((gy.shape[1], x.shape[1] // attrs["groups"]) + ksize, x.dtype)
-        Plan(be, kernel)([be.address(xp), be.address(gl), be.address(out)])
+        plan([be.address(xp), be.address(gl), be.address(out)])
         return out
 
     def max_pool(self, be, op, arrays, attrs):
@@ -205,15 +230,20 @@ class DeviceOps:
         if x.dtype.name not in ("float32", "float64") or x.ndim not in (nd + 1, nd + 2) or \
                 0 in x.shape:
             return None
-        recipe = pooling_kernel(x.shape, attrs, nd, D.from_numpy_dtype(x.dtype))
-        if recipe is None:
+        def build():
+            recipe = pooling_kernel(x.shape, attrs, nd, D.from_numpy_dtype(x.dtype))
+            if recipe is None:
+                return False
+            kernel, sizes, starts = recipe
+            return Plan(be, kernel), sizes, DeviceArray.from_host(starts, be.index)
+        found = self._cached(be, ("max_pool", x.shape, x.dtype, repr(attrs)), build)
+        if found is False:
             return None
-        kernel, sizes, starts = recipe
+        plan, sizes, starts = found
         x = self._padded(be, x, (0,) * nd, (0,) * nd)
         shape = x.shape[:-nd] + sizes
         values, indices = be.allocate(shape, x.dtype), be.allocate(shape, np.int64)
-        starts = DeviceArray.from_host(starts, be.index)
-        Plan(be, kernel)([be.address(a) for a in (x, starts, values, indices)])
+        plan([be.address(a) for a in (x, starts, values, indices)])
         return values, indices
 
     def max_pool_backward(self, be, op, arrays, attrs):
@@ -225,14 +255,19 @@ class DeviceOps:
                 indices.dtype != np.int64 or g.shape != indices.shape or g.ndim != len(shape) or \
                 0 in shape:
             return None
-        recipe = pooling_backward_kernel(g.shape, shape, attrs, D.from_numpy_dtype(g.dtype))
-        if recipe is None:
+        def build():
+            recipe = pooling_backward_kernel(g.shape, shape, attrs, D.from_numpy_dtype(g.dtype))
+            if recipe is None:
+                return False
+            kernel, positions, tail, lo, hi = recipe
+            return Plan(be, kernel), DeviceArray.from_host(positions, be.index), tail, lo, hi
+        found = self._cached(be, ("max_pool_backward", g.shape, g.dtype, repr(attrs)), build)
+        if found is False:
             return None
-        kernel, positions, tail, lo, hi = recipe
+        plan, positions, tail, lo, hi = found
         gp, ip = self._padded(be, g, lo, hi), self._padded(be, indices, lo, hi, fill=-1)
         out = be.allocate(shape, g.dtype)
-        Plan(be, kernel)([be.address(gp), be.address(ip),
-                          be.address(DeviceArray.from_host(positions, be.index)), be.address(out)])
+        plan([be.address(gp), be.address(ip), be.address(positions), be.address(out)])
         zero = self._number(0.0, D.from_numpy_dtype(g.dtype), be.index)
         for part in tail:           # positions past the last whole stride: in no window
             self.copy(out.view_by(lambda a: a[part], [out]), zero)
@@ -259,8 +294,10 @@ class DeviceOps:
         out = be.allocate(x.shape, x.dtype)
         if out.size:
             rows, cols = self._iota(x.shape[-2], be.index), self._iota(x.shape[-1], be.index)
-            kernel = triangle_kernel(x, op.name == "tril", attrs.get("diagonal", 0), out)
-            Plan(be, kernel)([be.address(x), be.address(rows), be.address(cols), be.address(out)])
+            lower, diagonal = op.name == "tril", attrs.get("diagonal", 0)
+            plan = self._cached(be, ("triangle", _geometry(x), lower, diagonal),
+                                lambda: Plan(be, triangle_kernel(x, lower, diagonal, out)))
+            plan([be.address(x), be.address(rows), be.address(cols), be.address(out)])
         return out
 
     def join(self, be, op, arrays, attrs):
@@ -386,20 +423,25 @@ class DeviceOps:
         iota = self._iota(n, be.index)
         if src is None:
             out = be.allocate(index.shape, x.dtype)
-            Plan(be, pick_kernel(x, index, None, dim, iota, out))([
-                be.address(index), be.address(iota), be.address(x), be.address(out)])
+            plan = self._cached(be, ("gather", _geometry(x), _geometry(index), dim),
+                                lambda: Plan(be, pick_kernel(x, index, None, dim, iota, out)))
+            plan([be.address(index), be.address(iota), be.address(x), be.address(out)])
             return out
         out = self.copy(be.allocate(x.shape, x.dtype), x)
         region = out.view(index.shape[:dim] + (n,) + index.shape[dim + 1:], out.strides, 0)
-        Plan(be, pick_kernel(x, index, src, dim, iota, region))([
-            be.address(index), be.address(iota), be.address(x), be.address(src), be.address(region)])
+        plan = self._cached(be, ("scatter_add", _geometry(x), _geometry(index), _geometry(src), dim),
+                            lambda: Plan(be, pick_kernel(x, index, src, dim, iota, region)))
+        plan([be.address(index), be.address(iota), be.address(x), be.address(src),
+              be.address(region)])
         return out
 
     def _in_range(self, be, index, n):
         """Whether every value of device array ``index`` lies in [0, n): its minimum and maximum
         by one reduction kernel, read back."""
         both = be.allocate((2,), np.int64)
-        Plan(be, _bounds_kernel(index))([be.address(index), be.address(both)])
+        plan = self._cached(be, ("index_bounds", _geometry(index)),
+                            lambda: Plan(be, _bounds_kernel(index)))
+        plan([be.address(index), be.address(both)])
         low, high = both.to_host().tolist()
         return 0 <= low and high < n
 
@@ -416,7 +458,7 @@ class DeviceOps:
         """A 0-d device array holding ``value`` as ``dtype``: a kernel reads a Python float from
         memory, so a new value (a learning rate's bias correction) needs no new kernel; the most
         recent values' arrays are kept."""
-        key = (value, dtype, index)
+        key = (np.array(value, dtype.np).tobytes(), dtype, index)   # -0.0 is not 0.0
         a = self.numbers.get(key)
         if a is None:
             a = DeviceArray.from_host(np.array(value, dtype.np), index)
@@ -553,6 +595,11 @@ def triangle_kernel(x, lower, diagonal, out):
                   [("in0", xdt, "in"), ("in1", D.int64, "in"), ("in2", D.int64, "in"),
                    ("out0", xdt, "out")], rec.exprs, loads, [],
                   [Store(3, value.index, _elements(out))])
+
+
+def _geometry(a):
+    """What a kernel of ``a`` depends on: its shape, strides and dtype (not its address)."""
+    return a.shape, a.strides, a.dtype
 
 
 def _elements(a, dims=None):
