@@ -8,10 +8,13 @@ import pytest
 
 from dynograph.compiler.llvm import jit
 from dynograph.runtime import cache as disk_cache
+from dynograph.runtime.backend import settle_compilations
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
+    # kernels an earlier test queued to compile ahead would write into the new folder
+    settle_compilations()
     root = tmp_path / "cache"
     monkeypatch.setenv("DYNOGRAPH_CACHE_DIR", str(root))
     monkeypatch.delenv("DYNOGRAPH_CACHE_SIZE_MB", raising=False)
