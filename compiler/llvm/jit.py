@@ -6,7 +6,8 @@ kernels are single loop nests that O2 vectorizes as O3 does (the examples' train
 the elementwise benchmarks run as fast), while O3 takes twice as long to optimize them and, on
 reductions, up to fifty times as long; interleaving (several vector accumulators per loop) costs
 another quarter of the compile time for no measurable gain on memory-bound loops.  Unrolling
-stays: the direct convolution kernels' small constant loops need it.
+only where a kernel asks for it (``Kernel.unroll``: the direct kernels' small constant loops
+need it); it doubles the compile time of the fused kernels, which gain nothing from it.
 
 Compilation is thread-safe and runs in parallel (runtime/backend.py compiles a program's kernels
 on a few threads): llvmlite serializes every call into LLVM behind one process-wide lock, so
@@ -196,9 +197,10 @@ def _unlocked(name):
     return getattr(ffi.lib, name)._cfn
 
 
-def optimize(module_text, level=None):
+def optimize(module_text, level=None, unroll=True):
     """Parse, verify and optimize LLVM IR text for the host (at -O``level``, default
-    ``SPEED_LEVEL``); returns the ModuleRef (in an LLVM context of its own)."""
+    ``SPEED_LEVEL``; ``unroll``: with LLVM's loop unrolling); returns the ModuleRef (in an LLVM
+    context of its own)."""
     context = llvm.create_context()
     with ffi.OutputString() as err:
         mod = ModuleRef(_unlocked("LLVMPY_ParseAssembly")(context, ctypes.c_char_p(
@@ -212,6 +214,7 @@ def optimize(module_text, level=None):
     pto = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL if level is None else level)
     for option, value in TUNING.items():
         setattr(pto, option, value)
+    pto.loop_unrolling = unroll
     pb = llvm.create_pass_builder(_machine(), pto)
     _unlocked("LLVMPY_RunNewModulePassManager")(pb.getModulePassManager(), mod, pb)
     return mod
@@ -230,12 +233,12 @@ def _object_code(mod):
         ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
 
 
-def emit_object(module_text, name, describe="", level=None):
-    """Object code of LLVM IR text, optimized for the host (``level``: as ``optimize``).  Safe
-    to call from several threads at once: they compile in parallel."""
+def emit_object(module_text, name, describe="", level=None, unroll=True):
+    """Object code of LLVM IR text, optimized for the host (``level``, ``unroll``: as
+    ``optimize``).  Safe to call from several threads at once: they compile in parallel."""
     start = time.perf_counter()
     with _compilation():
-        mod = optimize(module_text, level)
+        mod = optimize(module_text, level, unroll)
         obj = _object_code(mod)
     if config.debug("kernels"):
         ms = (time.perf_counter() - start) * 1e3

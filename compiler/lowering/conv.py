@@ -105,7 +105,7 @@ def direct_convolution(x_shape, x_strides, weights, bias_stride, groups, out_cha
     domain = tuple(sizes[a] for a in names)
     reduce_axes = tuple(i for i, a in enumerate(names) if a[0] in "ck")
     return Kernel("conv", domain, reduce_axes, buffers, b.exprs, loads, reductions, stores,
-                  contract=True)
+                  contract=True, unroll=True)
 
 
 TILE_CHAINS = 8
@@ -176,7 +176,7 @@ def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype, tiles=Fa
     return Kernel("conv_weight_grad", tuple(sizes[a] for a in names),
                   (len(names) - 2, len(names) - 1),
                   [("in0", dtype, "in"), ("in1", dtype, "in"), ("out0", dtype, "out")], b.exprs,
-                  loads, reductions, stores, contract=True)
+                  loads, reductions, stores, contract=True, unroll=True)
 
 
 # ---------------------------------------------------------------- the direct rules

@@ -59,7 +59,7 @@ def max_pool_windows(planes, spatial, out, ksize, stride, dilation, dtype):
     stores = [Store(2, b.acc(0, dtype).index, store), Store(3, index.index, store)]
     return Kernel("max_pool", domain, tuple(range(nd + 1, 2 * nd + 1)),
                   [("in0", dtype, "in"), ("in1", D.int64, "in"), ("out0", dtype, "out"),
-                   ("out1", D.int64, "out")], b.exprs, loads, reductions, stores)
+                   ("out1", D.int64, "out")], b.exprs, loads, reductions, stores, unroll=True)
 
 
 def _offset(b, t, ksize, steps):
@@ -140,7 +140,7 @@ def max_pool_gather(planes, spatial, blocks, out, ksize, stride, dilation, dtype
     buffers = [("in0", dtype, "in"), ("in1", D.int64, "in"), ("in2", D.int64, "in"),
                ("out0", dtype, "out")]
     return Kernel("max_pool_backward", tuple(extent[a] for a in names), (), buffers, b.exprs,
-                  loads, [], stores)
+                  loads, [], stores, unroll=True)
 
 
 def gather_positions(spatial, blocks, stride):
