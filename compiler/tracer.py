@@ -30,7 +30,7 @@ from dynograph.runtime.backend import unwatched
 from dynograph.runtime.executor import address, storage_root  # noqa: F401  (importers use it)
 from dynograph.runtime.cuda_memory import DeviceArray
 from .ir import RNG, Graph, Input, Node, TensorType, Value
-from .watch import value_key
+from .watch import operands_inert, value_key
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in (
     __file__, os.path.join(os.path.dirname(__file__), "..", "runtime", "x"),
@@ -387,6 +387,15 @@ class Tracer(TraceHook):
         self.graph.nodes.append(Node(op, tuple(args), dict(attrs), outs,
                                      source if source is not None else user_frame(3)[0]))
         return outs
+
+    def run_op(self, run, op, args, attrs):
+        """The dispatcher runs and records an op: where its operands are dynograph's tensors
+        and plain values, the op's body runs no code of the user's, so the watcher need not
+        follow its frames (most of a trace's time went to the hooks there)."""
+        watcher = self.watcher
+        if watcher is None or not (operands_inert(args) and operands_inert(attrs.values())):
+            return run(op, args, attrs)
+        return watcher.unseen(run, op, args, attrs)
 
     def record(self, op, args, attrs, result, outs):
         """The dispatcher ran ``op`` eagerly, producing tensors ``outs``: append its node."""

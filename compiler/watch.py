@@ -69,6 +69,9 @@ class _Files:
     def __init__(self):
         self.package = _package_dirs()
         self.cache = {}
+        # code -> (the globals it ran with, whether a frame of it is watched): the trace hook
+        # asks for every frame that starts (ops, autograd, optimizers), so one lookup answers
+        self.starts = {}
 
     def watched(self, frame):
         filename = frame.f_code.co_filename
@@ -86,8 +89,30 @@ class _Files:
             self.cache[(filename, module)] = hit
         return hit
 
+    def starts_watched(self, frame):
+        """Whether the trace hook follows a frame that starts: watched code, other than
+        attribute access itself."""
+        code = frame.f_code
+        hit = self.starts.get(code)
+        if hit is not None and hit[0] is frame.f_globals:
+            return hit[1]
+        watch = code.co_name not in _ACCESSORS and self.watched(frame)
+        self.starts[code] = (frame.f_globals, watch)
+        return watch
+
     def inside_package(self, filename):
         return os.path.abspath(filename).startswith(self.package)
+
+
+_FILES = []
+
+
+def _files():
+    """The one _Files of the process (its answers depend on files and modules only, so every
+    trace shares them)."""
+    if not _FILES:
+        _FILES.append(_Files())
+    return _FILES[0]
 
 
 # ---------------------------------------------------------------- sources in bytecode
@@ -221,6 +246,36 @@ def _stops(o):
     """Whether a source ends at ``o``: tensors (their values are the trace's business), what
     could not be read, and the trace's own state."""
     return o is MISSING or o is TRACE or _is_tensor(o)
+
+
+# ---------------------------------------------------------------- operands that run no user code
+
+_INERT = set()
+
+
+def operands_inert(items):
+    """Whether dynograph's own code can use these operands of an op without running Python
+    code of the user's: tensors of dynograph's own classes, numbers, strings, None, dtypes,
+    devices and tuples or lists of them (a user's subclass or object could run its methods,
+    ``__index__``, ``__float__``, ``__array__``, inside the op)."""
+    if not _INERT:
+        _INERT.update(_inert_types())
+    for x in items:
+        t = type(x)
+        if t in _INERT or ((t is tuple or t is list) and operands_inert(x)):
+            continue
+        return False
+    return True
+
+
+def _inert_types():
+    from dynograph._tensor import Tensor
+    from dynograph._trace_hook import SizeInt
+    from dynograph.nn.parameter import Parameter
+    from dynograph.runtime.device import device
+    from dynograph.runtime.dtypes import dtype
+    return (Tensor, Parameter, SizeInt, dtype, device, int, float, bool, complex, str,
+            type(None), type(Ellipsis))
 
 
 # ---------------------------------------------------------------- keys
@@ -366,7 +421,7 @@ class Watcher:
     def __init__(self, tracer, fn):
         self.tracer = tracer
         self.fn = fn
-        self.files = _Files()
+        self.files = _files()
         self.sources = {}               # (root identity, steps) -> Source
         self.objects = {}               # id -> (object, state when first seen, where)
         self.keep = []                  # identities guarded stay unique
@@ -415,7 +470,7 @@ class Watcher:
                 # sets up the module; none of it is the call's to guard or to repeat
                 self._imports += 1
                 return self._import_ends
-            if frame.f_code.co_name not in _ACCESSORS and self.files.watched(frame):
+            if self.files.starts_watched(frame):
                 return self._frame(frame)
         except Exception as e:
             self._failed(frame, e)
@@ -503,6 +558,18 @@ class Watcher:
                 self.objects[id(value)] = (value, state, name, where)
                 self.keep.append(value)
         return s
+
+    def unseen(self, fn, *args):
+        """``fn(*args)`` with the hooks off: dynograph's own work that runs no code of the
+        user's (``operands_inert``)."""
+        hooks = sys.getprofile(), sys.gettrace()
+        sys.setprofile(None)
+        sys.settrace(None)
+        try:
+            return fn(*args)
+        finally:
+            sys.setprofile(hooks[0])
+            sys.settrace(hooks[1])
 
     def _builtin(self, frame, fn):
         reason = _impure_call(fn)

@@ -48,6 +48,13 @@ def _general(op, args, attrs):
     """``call`` past the fast path for simple operands."""
     if RECORDER.active is not None:
         return RECORDER.active.run(op.name, _call_profiled, op, args, attrs)
+    if TRACE.tracer is not None:
+        return TRACE.tracer.run_op(_dispatched, op, args, attrs)
+    return _dispatched(op, args, attrs)
+
+
+def _dispatched(op, args, attrs):
+    """Run ``op`` (and, while tracing, record it)."""
     if TRACE.tracer is not None:            # sizes the user's code handed over become ints
         for a in args:
             if type(a) is SizeInt:          # an operand (x / n), not a size: its value counts

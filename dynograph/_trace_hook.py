@@ -40,6 +40,10 @@ class TraceHook(abc.ABC):
     undo = None             # while tracing ahead (a run that is put back afterwards): its journal
 
     @abc.abstractmethod
+    def run_op(self, run, op, args, attrs):
+        """Return ``run(op, args, attrs)``: the dispatcher running and recording an op."""
+
+    @abc.abstractmethod
     def record(self, op, args, attrs, result, outs):
         """The dispatcher ran ``op`` (result: numpy values, outs: the tensors it returns)."""
 

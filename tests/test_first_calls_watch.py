@@ -1,0 +1,62 @@
+"""The watcher's cost in a trace: ops on plain operands run out of its sight, and which frames
+it follows is decided once per code object (compiler/watch.py, compiler/tracer.py)."""
+import sys
+import types
+
+import dynograph
+from dynograph.compiler.tracer import Tracer
+from dynograph.compiler.watch import Watcher, _files, operands_inert
+
+
+class _UserNumber:
+    def __index__(self):
+        return 2
+
+
+class _UserTensor(dynograph.Tensor):
+    pass
+
+
+def _hooks(op, args, attrs):
+    return sys.getprofile(), sys.gettrace()
+
+
+def test_plain_operands_are_inert():
+    t = dynograph.ones(3)
+    p = dynograph.nn.Parameter(dynograph.ones(2))
+    assert operands_inert((t, p, 2, 1.5, True, None, "mean", (3, (4, -1)), [t, t]))
+    assert operands_inert({"dtype": dynograph.float32, "device": dynograph.device("cpu")}.values())
+
+
+def test_user_objects_and_subclasses_are_not_inert():
+    t = dynograph.ones(3)
+    assert not operands_inert((t, _UserNumber()))
+    assert not operands_inert((t, (2, _UserNumber())))
+    assert not operands_inert((t, object.__new__(_UserTensor)))
+    assert not operands_inert((t, lambda: 1))
+
+
+def test_an_op_on_plain_operands_runs_with_the_hooks_off():
+    tracer = Tracer()
+    t = dynograph.ones(3)
+    with Watcher(tracer, test_an_op_on_plain_operands_runs_with_the_hooks_off):
+        watching = _hooks(None, (), {})
+        assert tracer.run_op(_hooks, None, (t, 2, (1, 2)), {"dim": 0}) == (None, None)
+        # a user's object may run its own code inside the op: the watcher follows it
+        assert tracer.run_op(_hooks, None, (t, _UserNumber()), {}) == watching
+        assert tracer.run_op(_hooks, None, (t,), {"size": (_UserNumber(),)}) == watching
+        assert _hooks(None, (), {}) == watching         # put back after the op
+    assert watching[0] is not None and watching[1] is not None
+
+
+def test_one_code_object_run_with_two_modules_globals_is_decided_for_each():
+    code = compile("def f():\n    return sys._getframe()\n", "<generated>", "exec")
+    fcode = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    frames = {}
+    for module in ("dynograph.compiler.generated", "users_module"):
+        f = types.FunctionType(fcode, {"__name__": module, "sys": sys})
+        frames[module] = f()
+    files = _files()
+    for _ in range(2):          # the second time from the cache
+        assert not files.starts_watched(frames["dynograph.compiler.generated"])
+        assert files.starts_watched(frames["users_module"])
