@@ -35,7 +35,8 @@ class LLVMBackend(Backend):
 
     def compile(self, source, name, kernel):
         dims = "x".join(str(n) for n in kernel.domain)
-        return jit.emit_object(source, name, describe=f"({kernel.name}, domain [{dims}])")
+        return jit.emit_object(source, name, describe=f"({kernel.name}, domain [{dims}])",
+                               unroll=kernel.unroll)
 
     def load(self, obj, name, kernel):
         pointers = len(kernel.buffers) + kernel.divides_integers
@@ -73,7 +74,7 @@ class LLVMBackend(Backend):
 
     def optimized_source(self, kernel):
         """The optimized LLVM IR of ``kernel`` (the ``llvm`` dump stage)."""
-        return str(jit.optimize(self.render(kernel, f"dg_{kernel.key}")))
+        return str(jit.optimize(self.render(kernel, f"dg_{kernel.key}"), unroll=kernel.unroll))
 
 
 LLVM = LLVMBackend()
