@@ -20,13 +20,17 @@ compiler/lowering/schedule.py) to its own code and runs them:
 * ``parallel_compile``                True where ``compile`` may run on several threads at once.
 
 ``kernel_function(backend, kernel)`` caches loaded kernels in memory and compiled ones on disk
-for every backend, by the description's hash.  ``compile_ahead(backend, kernels)`` starts
+for every backend, by the description's hash; within a process, kernels whose descriptions
+differ but render to the same source (updates of tensors of other shapes, each flattened to
+one loop over the range a call is given) share one compilation, where the backend names every
+kernel's function alike (``symbol``).  ``compile_ahead(backend, kernels)`` starts
 compiling the kernels a program is about to need on a few threads (at most one fewer than
 ``threads.count()``: the calling thread compiles too); ``kernel_function`` then takes each
 result when its kernel is first run, or compiles it itself where no thread has started on it.
 """
 import abc
 import contextlib
+import hashlib
 import os
 import sys
 import threading
@@ -34,20 +38,26 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from . import threads
 
-STATS = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
+# compiled: kernels not found on disk, of which shared: those whose object code an earlier
+# kernel of the same source gave
+STATS = {"compiled": 0, "disk_hits": 0, "memory_hits": 0, "shared": 0}
 _loaded = {}                    # (backend name, kernel key) -> loaded function
 _ahead = {}                     # (backend name, kernel key) -> Future of its loaded function
+_sources = {}                   # (backend name, hash of a source) -> Future of its object code
 _lock = threading.RLock()
 _stats_lock = threading.Lock()
+_sources_lock = threading.Lock()
 
 
 def _new_lock_in_child():
     """A forked child may inherit the lock held by a thread it does not have, and compilations
     running ahead on threads it does not have."""
-    global _lock, _stats_lock
+    global _lock, _stats_lock, _sources_lock
     _lock = threading.RLock()
     _stats_lock = threading.Lock()
+    _sources_lock = threading.Lock()
     _ahead.clear()
+    _sources.clear()                        # (one may be compiling on a thread it does not have)
     _pool.clear()                           # (its threads are the parent's)
 
 
@@ -119,6 +129,12 @@ class Backend(abc.ABC):
         """A context manager held while a program runs on this backend (settings that hold
         for the whole run)."""
         return contextlib.nullcontext()
+
+    def symbol(self, kernel):
+        """The name of ``kernel``'s function in its source and object code.  A backend whose
+        objects are loaded each on its own may name every kernel alike: kernels that render to
+        the same source then share one compilation."""
+        return f"dg_{kernel.key}"
 
     def matmul(self, a, b, out, bias=None, alpha=1, beta=1):
         """``out = a @ b`` of 2-D arrays (with ``bias``: ``beta * bias + alpha * (a @ b)``) by
@@ -222,7 +238,7 @@ def unwatched():
 def _function(backend, kernel):
     """``kernel`` loaded (the threads of compile_ahead load what they compile or read, which
     overlaps the loading with the calling thread's own work)."""
-    return backend.load(_object(backend, kernel), f"dg_{kernel.key}", kernel)
+    return backend.load(_object(backend, kernel), backend.symbol(kernel), kernel)
 
 
 def _object(backend, kernel):
@@ -232,11 +248,40 @@ def _object(backend, kernel):
     if obj is not None:
         _count("disk_hits")
         return obj
-    name = f"dg_{kernel.key}"
-    obj = backend.compile(backend.render(kernel, name), name, kernel)
+    name = backend.symbol(kernel)
+    obj = _compiled(backend, backend.render(kernel, name), name, kernel)
     _count("compiled")
     if backend.disk is not None:
         backend.disk.write(kernel.key, obj)
+    return obj
+
+
+def _compiled(backend, source, name, kernel):
+    """Object code of ``source``, compiled once per process: a thread that finds the same
+    source compiled, or compiling on another thread, takes (or waits for) that object code.
+    A failed compilation raises in the thread that ran it and is forgotten (the next kernel of
+    that source tries again)."""
+    key = (backend.name, hashlib.sha256(source.encode()).digest())
+    with _sources_lock:
+        future = _sources.get(key)
+        if future is None:
+            future = _sources[key] = Future()
+            future.set_running_or_notify_cancel()
+            mine = True
+        else:
+            mine = False
+    if not mine:
+        obj = future.result()
+        _count("shared")
+        return obj
+    try:
+        obj = backend.compile(source, name, kernel)
+    except BaseException as e:
+        with _sources_lock:
+            del _sources[key]
+        future.set_exception(e)
+        raise
+    future.set_result(obj)
     return obj
 
 

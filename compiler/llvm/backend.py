@@ -33,10 +33,15 @@ class LLVMBackend(Backend):
     def render(self, kernel, name):
         return render(kernel, name, jit.triple())
 
+    def symbol(self, kernel):
+        # one name for every kernel: each object is loaded into an engine of its own, and
+        # kernels that render alike then compile once (runtime/backend.py)
+        return "dg_kernel"
+
     def compile(self, source, name, kernel):
         dims = "x".join(str(n) for n in kernel.domain)
-        return jit.emit_object(source, name, describe=f"({kernel.name}, domain [{dims}])",
-                               unroll=kernel.unroll)
+        return jit.emit_object(source, kernel.key,
+                               describe=f"({kernel.name}, domain [{dims}])", unroll=kernel.unroll)
 
     def load(self, obj, name, kernel):
         pointers = len(kernel.buffers) + kernel.divides_integers
@@ -74,7 +79,7 @@ class LLVMBackend(Backend):
 
     def optimized_source(self, kernel):
         """The optimized LLVM IR of ``kernel`` (the ``llvm`` dump stage)."""
-        return str(jit.optimize(self.render(kernel, f"dg_{kernel.key}"), unroll=kernel.unroll))
+        return str(jit.optimize(self.render(kernel, self.symbol(kernel)), unroll=kernel.unroll))
 
 
 LLVM = LLVMBackend()

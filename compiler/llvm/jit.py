@@ -42,7 +42,7 @@ from dynograph.runtime import config
 from dynograph.runtime.backend import STATS, settle_compilations  # noqa: F401  (STATS: every backend's)
 from dynograph.runtime.cache import DiskCache
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2         # 2: every kernel's function is called dg_kernel
 
 _lock = threading.RLock()
 
