@@ -18,6 +18,7 @@ knows nothing of graphs or ops:
 ``run_cached(cache, key, build, inputs)`` keeps one program per key; a call arriving while that
 program runs (another thread) gets a program of its own, since the buffers are in use.
 """
+import ctypes
 import sys
 import threading
 
@@ -91,7 +92,34 @@ def storage_root(a):
 
 def address(a):
     """The address of the first element of host or device array ``a``."""
-    return a.address if type(a) is DeviceArray else a.__array_interface__["data"][0]
+    if type(a) is DeviceArray:
+        return a.address
+    if _DATA_OFFSET and type(a) is np.ndarray:
+        return _data_field(id(a) + _DATA_OFFSET).value or 0
+    return a.__array_interface__["data"][0]
+
+
+def _data_offset():
+    """Where a numpy array object holds its data pointer (the first field of numpy's C struct
+    after the object header), checked on a few arrays; 0 where the check fails (another
+    layout: ``address`` then asks numpy).  Reading it takes 0.2 µs where ``a.ctypes.data``
+    takes 2-5 µs, and kernels' launches take the addresses of all their buffers at every call."""
+    header = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
+    base = np.arange(24, dtype=np.float32)
+    probes = [base, base[3:], base.reshape(4, 6)[:, 1:].T, np.zeros(0), np.float64(1.0).reshape(())]
+    probes[1].flags.writeable = False
+    try:
+        if all((ctypes.c_void_p.from_address(id(p) + header).value or 0) ==
+               p.__array_interface__["data"][0]
+               for p in probes):
+            return header
+    except (ValueError, OSError):
+        pass
+    return 0
+
+
+_DATA_OFFSET = _data_offset()
+_data_field = ctypes.c_void_p.from_address
 
 
 def _arenas(buffers, allocate):

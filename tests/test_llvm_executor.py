@@ -463,3 +463,31 @@ def test_zero_dim_values_of_ops_run_by_numpy_stay_arrays():
         expected = step(a)
         dg.manual_seed(n)
         assert float(compiled(a)) == float(expected)
+
+
+def test_array_addresses_are_numpys():
+    """Launches read their buffers' addresses from the array objects (numpy's ``ctypes.data``
+    is too slow for a tiny kernel's launch); they are numpy's own, for every kind of array."""
+    from dynograph.runtime.executor import address
+    base = np.arange(120, dtype=np.float64).reshape(10, 12)
+    frozen = base[2:, 3:]
+    frozen.flags.writeable = False
+    arrays = [base, base[3:], base[:, 5:].T, base[::-2, 1::3], frozen, np.zeros(0, np.int8),
+              np.array(3.5, np.float32), base.reshape(-1)[7:8].reshape(()), np.empty((0, 4))[:, 2:],
+              np.frombuffer(bytearray(64), np.uint8)[5:], np.asfortranarray(base)]
+    for a in arrays:
+        assert address(a) == a.__array_interface__["data"][0] == a.ctypes.data
+    # a subclass is asked the slow way, and agrees
+    m = np.ma.masked_array(base)[1:]
+    assert address(m) == m.__array_interface__["data"][0]
+
+
+def test_a_step_sees_its_inputs_layout_change():
+    """A compiled program step keeps the plan of its inputs' last layout; an input of another
+    layout (transposed, a strided view) gets the plan of that layout, not the last one."""
+    f = dg.compile(lambda a, b: (a * 2 + b).exp().sum(0), backend="llvm")
+    wide = np.random.default_rng(0).standard_normal((6, 12)).astype(np.float32)
+    x = wide[:, :6].copy()
+    for a, b in [(x, x), (x.T, x), (x, wide[:, ::2]), (x.T, x.T), (x, x)]:
+        got = f(dg.from_numpy(a), dg.from_numpy(b))
+        np.testing.assert_allclose(got.numpy(), np.exp(a * 2 + b).sum(0), rtol=1e-5)

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from dynograph.runtime import executor
 from dynograph.runtime.backend import Backend
 from ..lowering.ahead import compile_ahead
 from ..lowering.program import run as run_program
@@ -75,7 +76,7 @@ class LLVMBackend(Backend):
         return np.empty(shape, dtype)
 
     def address(self, array):
-        return array.ctypes.data
+        return executor.address(array)
 
     def optimized_source(self, kernel):
         """The optimized LLVM IR of ``kernel`` (the ``llvm`` dump stage)."""

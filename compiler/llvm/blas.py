@@ -32,6 +32,7 @@ import numpy as np
 from llvmlite import ir
 
 from dynograph.runtime.backend import unwatched
+from dynograph.runtime.executor import address
 from . import jit
 from . import pool
 from .pool import call_pointer
@@ -277,9 +278,9 @@ def gemm(workers, a, b, out, bias=None, alpha=1.0, beta=1.0):
             a.dtype != dtype or b.dtype != dtype:
         return None
     threads = 1 if workers is None else workers.threads
-    key = (dtype, threads, a.ctypes.data, a.shape, a.strides, b.ctypes.data, b.shape, b.strides,
-           out.ctypes.data, out.shape, alpha, beta) + \
-        (() if bias is None else (bias.dtype, bias.ctypes.data, bias.shape, bias.strides))
+    key = (dtype, threads, address(a), a.shape, a.strides, address(b), b.shape, b.strides,
+           address(out), out.shape, alpha, beta) + \
+        (() if bias is None else (bias.dtype, address(bias), bias.shape, bias.strides))
     block = _blocks.get(key)
     if block is None:
         block = _arguments(library, a, b, out, bias, alpha, beta, threads)
@@ -288,18 +289,18 @@ def gemm(workers, a, b, out, bias=None, alpha=1.0, beta=1.0):
         if len(_blocks) >= BLOCKS_KEPT:
             _blocks.clear()
         _blocks[key] = block
-    address, call = library.tasks()[dtype]
+    task, call = library.tasks()[dtype]
     if workers is None:
-        call(block.ctypes.data, 0, 1)
+        call(address(block), 0, 1)
         return out
     pieces = int(block[ROW_BLOCKS] * block[COL_BLOCKS])
-    if address not in workers.lib.callers:      # (run calls it here when the pool is busy)
-        workers.lib.add(address)
+    if task not in workers.lib.callers:      # (run calls it here when the pool is busy)
+        workers.lib.add(task)
     before = library.get_threads()
     if before != 1:         # (inside a program it is 1 already: Backend.running)
         library.set_threads(1)
     try:
-        workers.run(address, block.ctypes.data, pieces, pieces)
+        workers.run(task, address(block), pieces, pieces)
     finally:
         if before != 1:
             library.set_threads(before)
@@ -322,7 +323,7 @@ def _arguments(library, a, b, out, bias, alpha, beta, threads):
     block[[GEMM, TRANS_A, TRANS_B, M, N, K, LDA, LDB, LDC]] = \
         [library.functions[dtype], ta, tb, m, n, k, lda, ldb, n]
     block[[ROW_BLOCKS, COL_BLOCKS]] = grid(m, n, k, threads)
-    block[A], block[B], block[C] = a.ctypes.data, b.ctypes.data, out.ctypes.data
+    block[A], block[B], block[C] = address(a), address(b), address(out)
     block[A_STEP] = (lda if ta == NO_TRANS else 1) * size          # bytes per row of a @ b
     block[B_STEP] = (1 if tb == NO_TRANS else ldb) * size          # bytes per column
     block[ALPHA:BETA + 1] = np.array([alpha, beta], np.float64).view(np.int64)
@@ -330,7 +331,7 @@ def _arguments(library, a, b, out, bias, alpha, beta, threads):
         if bias.dtype != dtype or any(s % size for s in bias.strides):
             return None
         view = np.broadcast_to(bias, out.shape)
-        block[BIAS] = view.ctypes.data
+        block[BIAS] = address(view)
         block[BIAS_ROW], block[BIAS_COL] = (s // size for s in view.strides)
     return block
 

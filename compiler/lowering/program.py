@@ -79,7 +79,7 @@ class Plan:
     def __call__(self, addresses):
         if self.faults:
             fault = np.zeros(1, np.uint8)
-            self.backend.launch(self.fn, self.kernel, addresses + [fault.ctypes.data])
+            self.backend.launch(self.fn, self.kernel, addresses + [executor.address(fault)])
             if fault[0]:
                 raise RuntimeError("ZeroDivisionError")
         else:
@@ -123,10 +123,21 @@ class _KernelStep:
         self.outs = fallback.outs
         self.shapes = [tuple(concrete(v.type.shape, batch)) for v in node.outs]
         self.fallback, self.batch, self.backend = fallback, batch, backend
+        self.last = None        # (the inputs' layouts at the last call, its plan)
 
     def __call__(self, program, env):
         arrays = [env[s] for s in self.ins]
-        plan = kernel_plan(self.node, arrays, self.values, self.batch, self.backend)
+        # a program's inputs keep their layouts from call to call: the last plan is checked
+        # by a tuple comparison, not looked up again (a tiny kernel's whole launch is µs)
+        try:
+            layouts = [(type(a), a.dtype, a.shape, a.strides) for a in arrays]
+        except AttributeError:      # not an array: kernel_plan says None
+            layouts = None
+        if self.last is not None and self.last[0] == layouts:
+            plan = self.last[1]
+        else:
+            plan = kernel_plan(self.node, arrays, self.values, self.batch, self.backend)
+            self.last = (layouts, plan)
         if plan is None:
             self.fallback(program, env)
             return
