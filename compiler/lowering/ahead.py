@@ -36,18 +36,20 @@ def compile_ahead(graph, inputs, batch, writable, backend, updates=True):
         return
     if updates:
         done.add(key)
+    direct = []
     try:
-        plans = plans_ahead(graph, inputs, batch, writable, backend, updates)
+        plans = plans_ahead(graph, inputs, batch, writable, backend, updates, direct)
     except Exception as e:      # noqa: BLE001  (the run meets whatever this is, or compiles lazily)
         if config.debug("kernels"):
             print(f"[dynograph] no kernels compiled ahead: {type(e).__name__}: {e}", file=sys.stderr)
         return
-    runtime_backend.compile_ahead(backend, [plan.kernel for plan in plans])
+    runtime_backend.compile_ahead(backend, [plan.kernel for plan in plans] + direct)
 
 
-def plans_ahead(graph, inputs, batch, writable, backend, updates=True):
+def plans_ahead(graph, inputs, batch, writable, backend, updates=True, direct=None):
     """The Plans of the kernel nodes whose input layouts are known before the run (without
-    those computing a state update unless ``updates``)."""
+    those computing a state update unless ``updates``); the kernels of the direct rules
+    (convolutions, pooling) whose inputs are known are added to the list ``direct``."""
     arrays = {inp.value: a for inp, a in zip(graph.inputs, inputs)}
     memory = graph.memory_plan
     by_name = {inp.name: inp.value for inp in graph.inputs}
@@ -60,6 +62,8 @@ def plans_ahead(graph, inputs, batch, writable, backend, updates=True):
     for node in graph.nodes:
         values = program.kernel_inputs(node)
         if values is None:
+            if direct is not None:
+                direct.extend(_direct_kernels(node, arrays, batch, backend))
             _extern_outputs(node, arrays, batch)
             continue
         ins = [arrays.get(v) for v in values]
@@ -82,6 +86,32 @@ def plans_ahead(graph, inputs, batch, writable, backend, updates=True):
         if updates or not updated.intersection(node.outs):
             plans.append(plan.writing_into(tuple(into)) if into else plan)
     return plans
+
+
+class _Collect:
+    """A direct rule's ``compile_kernel`` that keeps the kernels it is given, compiling none."""
+
+    def __init__(self, backend):
+        self.backend, self.matmul, self.kernels = backend, None, []
+
+    def __call__(self, kernel):
+        self.kernels.append(kernel)
+
+
+def _direct_kernels(node, arrays, batch, backend):
+    """The kernels ``node``'s direct rule would compile for its stand-ins (the rule's
+    ``plans``), [] where it has none or its inputs are unknown."""
+    plans = getattr(getattr(REGISTRY.get(node.op), "kernel", None), "plans", None)
+    if plans is None or backend.extern is not None or \
+            any(arrays.get(v) is None for v in node.input_values() if isinstance(v.type, TensorType)):
+        return []
+    collect = _Collect(backend)
+    try:
+        plans(_filled(node.args, arrays, batch),
+              {k: _filled(v, arrays, batch) for k, v in node.attrs.items()}, collect)
+    except Exception:                       # whatever it is, the run will meet it
+        return []
+    return collect.kernels
 
 
 def _extern_outputs(node, arrays, batch):

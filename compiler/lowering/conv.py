@@ -194,6 +194,23 @@ _PLANS = weakref.WeakKeyDictionary()
 def run_convolution(node, args, attrs, out, compile_kernel):  # a direct rule (direct.py)
     """``convolution(*args, **attrs)`` by a direct kernel, written into ``out`` when it is given
     (a planned buffer); None when the case is not covered."""
+    planned = _convolution_plans(args, attrs, compile_kernel, _PLANS.setdefault(node, {}))
+    if planned is None:
+        return None
+    plan, sizes, padding, out_channels = planned
+    x, w, bias = args
+    shape = (x.shape[0], out_channels) + sizes
+    if out is None or out.shape != shape:
+        out = np.empty(shape, x.dtype)
+    rest = [w.ctypes.data] + ([] if bias is None else [bias.ctypes.data]) + [out.ctypes.data]
+    with laid_out(x, padding) as xp:
+        plan([xp.ctypes.data] + rest)
+    return out
+
+
+def _convolution_plans(args, attrs, compile_kernel, plans):
+    """(plan, output spatial sizes, x's Padding, output channels) of a convolution of ``args``,
+    kept in ``plans`` per layout; None when the case is not covered."""
     x, w, bias = args
     if not all(isinstance(a, np.ndarray) for a in (x, w)) or x.dtype != w.dtype or \
             x.dtype not in (np.float32, np.float64) or \
@@ -214,19 +231,10 @@ def run_convolution(node, args, attrs, out, compile_kernel):  # a direct rule (d
         pads = [(p, p) for p in attrs["padding"]]
         out_channels = w.shape[0]
     key = (x.shape, x.strides, w.shape, w.strides, None if bias is None else bias.strides)
-    plans = _PLANS.setdefault(node, {})
     if key not in plans:
         plans[key] = _plan(x, pads, w, bias, attrs, out_channels, compile_kernel)
     plan, sizes, padding = plans[key]
-    if plan is None:
-        return None
-    shape = (x.shape[0], out_channels) + sizes
-    if out is None or out.shape != shape:
-        out = np.empty(shape, x.dtype)
-    rest = [w.ctypes.data] + ([] if bias is None else [bias.ctypes.data]) + [out.ctypes.data]
-    with laid_out(x, padding) as xp:
-        plan([xp.ctypes.data] + rest)
-    return out
+    return None if plan is None else (plan, sizes, padding, out_channels)
 
 
 def _plan(x, pads, w, bias, attrs, out_channels, compile_kernel):
@@ -275,18 +283,12 @@ def _tiles(compile_kernel):
 def run_weight_grad(node, args, attrs, out, compile_kernel):  # a direct rule (direct.py)
     """``convolution_weight_grad(x, gy, **attrs)`` by a flat direct kernel (stride 1), written
     into ``out`` when given; None when the case is not covered."""
+    planned = _weight_grad_plans(args, attrs, compile_kernel, _PLANS.setdefault(node, {}))
+    if planned is None:
+        return None
+    plan, x_padding, gy_padding = planned
     x, gy = args
     ksize = tuple(attrs["kernel_size"])
-    if not all(isinstance(a, np.ndarray) for a in (x, gy)) or x.dtype != gy.dtype or \
-            x.dtype not in (np.float32, np.float64) or any(s != 1 for s in attrs["stride"]):
-        return None
-    plans = _PLANS.setdefault(node, {})
-    key = (x.shape, x.strides, gy.shape, gy.strides)
-    if key not in plans:
-        plans[key] = _weight_grad_plan(x, gy, attrs, compile_kernel)
-    plan, x_padding, gy_padding = plans[key]
-    if plan is None:
-        return None
     o, c = gy.shape[1], x.shape[1]
     shape = (o, c // attrs["groups"]) + ksize
     if out is None or out.shape != shape:
@@ -294,6 +296,27 @@ def run_weight_grad(node, args, attrs, out, compile_kernel):  # a direct rule (d
     with laid_out(x, x_padding) as xp, laid_out(gy, gy_padding) as gl:
         plan([xp.ctypes.data, gl.ctypes.data, out.ctypes.data])
     return out
+
+
+def _weight_grad_plans(args, attrs, compile_kernel, plans):
+    """(plan, x's Padding, gy's Padding) of a weight gradient of ``args``, kept in ``plans``
+    per layout; None when the case is not covered."""
+    x, gy = args
+    if not all(isinstance(a, np.ndarray) for a in (x, gy)) or x.dtype != gy.dtype or \
+            x.dtype not in (np.float32, np.float64) or any(s != 1 for s in attrs["stride"]):
+        return None
+    key = (x.shape, x.strides, gy.shape, gy.strides)
+    if key not in plans:
+        plans[key] = _weight_grad_plan(x, gy, attrs, compile_kernel)
+    return None if plans[key][0] is None else plans[key]
+
+
+# a direct rule's ``plans(args, attrs, compile_kernel)``: its plans for ``args``, kept nowhere
+# (lowering/ahead.py describes the kernels a program will need before its first run)
+run_convolution.plans = lambda args, attrs, compile_kernel: \
+    _convolution_plans(args, attrs, compile_kernel, {})
+run_weight_grad.plans = lambda args, attrs, compile_kernel: \
+    _weight_grad_plans(args, attrs, compile_kernel, {})
 
 
 def _weight_grad_plan(x, gy, attrs, compile_kernel):

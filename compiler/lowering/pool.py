@@ -170,18 +170,12 @@ _PLANS = weakref.WeakKeyDictionary()
 
 def run_max_pool(node, args, attrs, out, compile_kernel):
     """``max_pool*_with_indices(x, **attrs)`` -> [values, indices], or None when not covered."""
+    planned = _max_pool_plans(args, attrs, compile_kernel, _PLANS.setdefault(node, {}))
+    if planned is None:
+        return None
+    plan, sizes, starts, layout, last = planned
     (x,) = args
     nd = len(attrs["kernel_size"])
-    if not isinstance(x, np.ndarray) or x.dtype not in (np.float32, np.float64) or \
-            x.ndim not in (nd + 1, nd + 2) or 0 in x.shape:
-        return None
-    plans = _PLANS.setdefault(node, {})
-    key = (x.shape, x.strides)
-    if key not in plans:
-        plans[key] = _plan(x, attrs, nd, compile_kernel)
-    plan, sizes, starts, layout, last = plans[key]
-    if plan is None:
-        return None
     shape = x.shape[:-nd] + sizes
     values = out if out is not None and out.shape == shape else np.empty(shape, x.dtype)
     # the indices of the last call once nothing else holds them (a compiled step's backward
@@ -193,6 +187,20 @@ def run_max_pool(node, args, attrs, out, compile_kernel):
     with laid_out(x, layout) as xc:
         plan([xc.ctypes.data, starts.ctypes.data, values.ctypes.data, indices.ctypes.data])
     return [values, indices]
+
+
+def _max_pool_plans(args, attrs, compile_kernel, plans):
+    """(plan, output sizes, window starts, x's Padding, [the last indices]) of max pooling of
+    ``args``, kept in ``plans`` per layout; None when the case is not covered."""
+    (x,) = args
+    nd = len(attrs["kernel_size"])
+    if not isinstance(x, np.ndarray) or x.dtype not in (np.float32, np.float64) or \
+            x.ndim not in (nd + 1, nd + 2) or 0 in x.shape:
+        return None
+    key = (x.shape, x.strides)
+    if key not in plans:
+        plans[key] = _plan(x, attrs, nd, compile_kernel)
+    return None if plans[key][0] is None else plans[key]
 
 
 def _plan(x, attrs, nd, compile_kernel):
@@ -235,19 +243,12 @@ def pooling_kernel(shape, attrs, nd, dtype):
 def run_max_pool_backward(node, args, attrs, out, compile_kernel):
     """``max_pool_backward(g, indices, **attrs)`` -> the input gradient, or None when not
     covered (no window attributes: adaptive and fractional pools)."""
+    planned = _backward_plans(args, attrs, compile_kernel, _PLANS.setdefault(node, {}))
+    if planned is None:
+        return None
+    plan, positions, tail, g_layout, i_layout = planned
     g, indices = args
     shape = tuple(attrs["input_shape"])
-    if attrs.get("stride") is None or not all(isinstance(a, np.ndarray) for a in (g, indices)) \
-            or g.dtype not in (np.float32, np.float64) or indices.dtype != np.int64 or \
-            g.shape != indices.shape or g.ndim != len(shape) or 0 in shape:
-        return None
-    plans = _PLANS.setdefault(node, {})
-    key = (g.shape, g.strides, indices.strides, shape)
-    if key not in plans:
-        plans[key] = _backward_plan(g, indices, shape, attrs, compile_kernel)
-    plan, positions, tail, g_layout, i_layout = plans[key]
-    if plan is None:
-        return None
     if out is None or out.shape != shape:
         out = np.empty(shape, g.dtype)
     with laid_out(g, g_layout) as gp, laid_out(indices, i_layout) as ip:
@@ -255,6 +256,29 @@ def run_max_pool_backward(node, args, attrs, out, compile_kernel):
     for part in tail:           # positions past the last whole stride: in no window
         out[part] = 0
     return out
+
+
+def _backward_plans(args, attrs, compile_kernel, plans):
+    """(plan, positions, tail slices, g's Padding, the indices' Padding) of max pooling's
+    backward of ``args``, kept in ``plans`` per layout; None when the case is not covered."""
+    g, indices = args
+    shape = tuple(attrs["input_shape"])
+    if attrs.get("stride") is None or not all(isinstance(a, np.ndarray) for a in (g, indices)) \
+            or g.dtype not in (np.float32, np.float64) or indices.dtype != np.int64 or \
+            g.shape != indices.shape or g.ndim != len(shape) or 0 in shape:
+        return None
+    key = (g.shape, g.strides, indices.strides, shape)
+    if key not in plans:
+        plans[key] = _backward_plan(g, indices, shape, attrs, compile_kernel)
+    return None if plans[key][0] is None else plans[key]
+
+
+# a direct rule's ``plans(args, attrs, compile_kernel)``: its plans for ``args``, kept nowhere
+# (lowering/ahead.py describes the kernels a program will need before its first run)
+run_max_pool.plans = lambda args, attrs, compile_kernel: \
+    _max_pool_plans(args, attrs, compile_kernel, {})
+run_max_pool_backward.plans = lambda args, attrs, compile_kernel: \
+    _backward_plans(args, attrs, compile_kernel, {})
 
 
 def _backward_plan(g, indices, shape, attrs, compile_kernel):

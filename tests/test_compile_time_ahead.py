@@ -1,0 +1,84 @@
+"""The kernels of the direct rules (convolutions, max pooling, their padded copies) are described
+before a program's first run and compiled on helper threads with the fused kernels
+(compiler/lowering/ahead.py): the same kernels the run then takes."""
+import numpy as np
+import pytest
+
+import dynograph as dg
+from dynograph.compiler.llvm.backend import LLVM
+from dynograph.compiler.lowering import ahead, conv, pool
+from dynograph.runtime import backend, threads
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    backend.settle_compilations()
+    monkeypatch.setenv("DYNOGRAPH_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def two_threads():
+    before = threads.count()
+    threads.set_threads(2)
+    yield
+    threads.set_threads(before)
+
+
+def _cnn_step():
+    dg.manual_seed(0)
+    model = dg.nn.Sequential(dg.nn.Conv2d(3, 4, 3, padding=1), dg.nn.ReLU(), dg.nn.MaxPool2d(2),
+                             dg.nn.Flatten(), dg.nn.Linear(4 * 4 * 4, 5))
+    opt = dg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = dg.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return model, step
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    return (dg.from_numpy(rng.standard_normal((2, 3, 8, 8)).astype(np.float32)),
+            dg.from_numpy(rng.integers(0, 5, 2)))
+
+
+def test_the_direct_kernels_are_described_ahead_as_the_run_compiles_them(fresh_cache,
+                                                                         two_threads):
+    _, step = _cnn_step()
+    compiled = dg.compile(step)
+    x, y = _data()
+    compiled(x, y)
+    entry = compiled.entries[-1]
+    direct = []
+    ahead.plans_ahead(entry.graph, entry.read_inputs([x, y]), None, entry.writable, LLVM,
+                      direct=direct)
+    names = {k.name for k in direct}
+    assert {"conv", "max_pool", "max_pool_backward", "pad"} <= names, names
+    loss = compiled(x, y)                   # the first replay runs them
+    assert compiled.hits == 1
+    assert all(("llvm", k.key) in backend._loaded for k in direct)
+    assert np.isfinite(loss.numpy())
+
+
+def test_a_rules_plans_ahead_are_kept_nowhere():
+    x = np.zeros((2, 3, 8, 8), np.float32)
+    w = np.zeros((4, 3, 3, 3), np.float32)
+    kept = len(conv._PLANS), len(pool._PLANS)
+    kernels = []
+
+    class Collect:
+        backend, matmul = LLVM, None
+
+        def __call__(self, kernel):
+            kernels.append(kernel)
+    attrs = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1, transposed=False,
+                 output_padding=(0, 0))
+    conv.run_convolution.plans((x, w, None), attrs, Collect())
+    pool.run_max_pool.plans((x,), dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0),
+                                       dilation=(1, 1), ceil_mode=False), Collect())
+    assert [k.name for k in kernels] == ["pad", "conv", "max_pool"]
+    assert (len(conv._PLANS), len(pool._PLANS)) == kept
