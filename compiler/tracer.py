@@ -25,12 +25,13 @@ import numpy as np
 
 # the eager core's hook: a trace installs its Tracer in TRACE.tracer (compiled.py does)
 from dynograph._trace_hook import TRACE, SizeInt, TraceHook, is_tracing  # noqa: F401
+from dynograph.autograd.graph import OpNode
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.backend import unwatched
 from dynograph.runtime.executor import address, storage_root  # noqa: F401  (importers use it)
 from dynograph.runtime.cuda_memory import DeviceArray
 from .ir import RNG, Graph, Input, Node, TensorType, Value
-from .watch import operands_inert, value_key
+from .watch import value_key
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in (
     __file__, os.path.join(os.path.dirname(__file__), "..", "runtime", "x"),
@@ -392,10 +393,17 @@ class Tracer(TraceHook):
         """The dispatcher runs and records an op: where its operands are dynograph's tensors
         and plain values, the op's body runs no code of the user's, so the watcher need not
         follow its frames (most of a trace's time went to the hooks there)."""
-        watcher = self.watcher
-        if watcher is None or not (operands_inert(args) and operands_inert(attrs.values())):
+        if self.watcher is None:
             return run(op, args, attrs)
-        return watcher.unseen(run, op, args, attrs)
+        return self.watcher.run_inert((args, attrs.values()), run, op, args, attrs)
+
+    def run_rule(self, node, grads):
+        """The autograd engine applies a recorded op's derivative rule (dynograph's own code,
+        as the op's body is) to ``grads``."""
+        if self.watcher is None or type(node) is not OpNode:     # (a subclass: the user's apply)
+            return node.apply(*grads)
+        return self.watcher.run_inert((node._inputs, node.attrs.values(), grads), node.apply,
+                                      *grads)
 
     def record(self, op, args, attrs, result, outs):
         """The dispatcher ran ``op`` eagerly, producing tensors ``outs``: append its node."""

@@ -559,13 +559,18 @@ class Watcher:
                 self.keep.append(value)
         return s
 
-    def unseen(self, fn, *args):
-        """``fn(*args)`` with the hooks off: dynograph's own work that runs no code of the
-        user's (``operands_inert``)."""
+    def run_inert(self, operands, fn, *args):
+        """``fn(*args)``, dynograph's own code working on ``operands`` (groups of them): with
+        the hooks off where every operand is inert (``operands_inert``), for then no code of
+        the user's runs inside, and following its frames was most of a trace's overhead.  The
+        check itself runs with the hooks off too: it calls nothing but ``type``."""
         hooks = sys.getprofile(), sys.gettrace()
         sys.setprofile(None)
         sys.settrace(None)
         try:
+            if not all(operands_inert(group) for group in operands):
+                sys.setprofile(hooks[0])        # a user's object may run its own code inside
+                sys.settrace(hooks[1])
             return fn(*args)
         finally:
             sys.setprofile(hooks[0])

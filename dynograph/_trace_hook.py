@@ -44,6 +44,10 @@ class TraceHook(abc.ABC):
         """Return ``run(op, args, attrs)``: the dispatcher running and recording an op."""
 
     @abc.abstractmethod
+    def run_rule(self, node, grads):
+        """Return ``node.apply(*grads)``: the autograd engine applying an op's derivative rule."""
+
+    @abc.abstractmethod
     def record(self, op, args, attrs, result, outs):
         """The dispatcher ran ``op`` (result: numpy values, outs: the tensors it returns)."""
 

@@ -60,3 +60,21 @@ def test_one_code_object_run_with_two_modules_globals_is_decided_for_each():
     for _ in range(2):          # the second time from the cache
         assert not files.starts_watched(frames["dynograph.compiler.generated"])
         assert files.starts_watched(frames["users_module"])
+
+
+def test_a_derivative_rule_runs_with_the_hooks_off_where_its_node_is_plain():
+    x = dynograph.ones(3, requires_grad=True)
+    node = (x * 2.0).grad_fn
+    scaled = (x * dynograph.ones(3)).grad_fn
+    tracer = Tracer()
+    seen = []
+    node.apply = lambda *grads: seen.append((sys.getprofile(), sys.gettrace())) or (None, None)
+    with Watcher(tracer, test_a_derivative_rule_runs_with_the_hooks_off_where_its_node_is_plain):
+        watching = _hooks(None, (), {})
+        tracer.run_rule(node, [dynograph.ones(3)])
+        node.attrs = {"scale": _UserNumber()}
+        tracer.run_rule(node, [dynograph.ones(3)])
+        scaled.__class__ = type("UsersNode", (type(scaled),), {})      # its own apply
+        scaled.apply = node.apply
+        tracer.run_rule(scaled, [dynograph.ones(3)])
+    assert seen == [(None, None), watching, watching]

@@ -140,7 +140,7 @@ def _apply(node, grads):
             full[i] = g
         if nout == 1 and full[0] is None:
             return ()
-        raw = node.apply(*full)
+        raw = node.apply(*full) if TRACE.tracer is None else TRACE.tracer.run_rule(node, full)
         fixed = []
         for x, g in zip(inputs, raw):
             if g is None or not isinstance(x, Tensor):
