@@ -127,7 +127,8 @@ class Node:
         """The Values this node reads, in order (inside nested tuples and attributes too)."""
         found = []
         _collect_values(self.args, found)
-        _collect_values(tuple(self.attrs.values()), found)
+        if self.attrs:
+            _collect_values(self.attrs.values(), found)
         return found
 
 
@@ -143,8 +144,14 @@ def remap(x, env):
 
 
 def _collect_values(items, found):
+    # the passes ask every node for its inputs several times: the exact types are tested first
     for a in items:
-        if isinstance(a, Value):
+        t = type(a)
+        if t is Value:
+            found.append(a)
+        elif t is tuple or t is list:
+            _collect_values(a, found)
+        elif isinstance(a, Value):
             found.append(a)
         elif isinstance(a, (tuple, list)):
             _collect_values(a, found)

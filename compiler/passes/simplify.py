@@ -312,10 +312,11 @@ def _acceptable(node, rewrite, ctx, sensitive):
 
 
 def _first_rewrite(node, ctx):
-    if len(node.outs) != 1 or not node.input_values():
+    rules = _BY_OP.get(node.op)         # (most ops have none: asked first, it is the cheapest)
+    if rules is None or len(node.outs) != 1 or not node.input_values():
         return None
     ctx.device = getattr(node.outs[0].type, "device", "cpu")
-    for rule in _BY_OP.get(node.op, ()):
+    for rule in rules:
         rewrite = rule(node, ctx)
         if rewrite is not None:
             return rewrite
