@@ -19,6 +19,7 @@ from dynograph.runtime import dtypes as D
 def fresh_cache(tmp_path, monkeypatch):
     backend.settle_compilations()           # (a kernel queued earlier would write here)
     monkeypatch.setenv("DYNOGRAPH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(backend, "_sources", {})    # no source compiled by earlier tests
     return tmp_path
 
 

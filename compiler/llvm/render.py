@@ -134,33 +134,59 @@ class Renderer(ExpressionWalker):
         """The kept axes, the innermost in tiles of ``COLUMNS``; each tile accumulates its
         columns side by side (contiguous: vectorizable, and no reassociation) over the reduce
         axes, in blocks of ``BLOCK`` along the last reduce axis as in ``reduce``."""
-        last = self.outer_axes[-1]
         args = self.fn.args
+        if len(self.outer_axes) == 1:
+            self.column_range(args[-2], args[-1])
+            return
+        with self.for_range(args[-1], args[-2]) as i:
+            self.split_lead(i)
+            self.column_axis()
 
-        def tiles(lo, hi):
-            # whole tiles of constant width, then what is left of the range
+    def column_range(self, lo, hi):
+        """The tiles of the range [lo, hi) of the innermost kept axis (the one calls split)."""
+        last = self.outer_axes[-1]
+        if not self.vector_columns():
+            self.column_tiles(lo, hi)
+            return
+        # whole tiles of constant width, then what is left of the range (on an axis shorter
+        # than a tile, only that: LLVM need not compile a tile no call runs)
+        first = lo
+        if self.domain[last] >= COLUMNS:
             whole = self.b.sdiv(self.b.sub(hi, lo), I64(COLUMNS))
             with self.for_range(whole) as t:
                 self.tile(last, self.b.add(lo, self.b.mul(t, I64(COLUMNS))), COLUMNS)
             first = self.b.add(lo, self.b.mul(whole, I64(COLUMNS)))
-            with self.b.if_then(self.b.icmp_signed("<", first, hi)):
-                self.column_tile(last, first, self.b.sub(hi, first))
+        with self.b.if_then(self.b.icmp_signed("<", first, hi)):
+            self.column_tile(last, first, self.b.sub(hi, first))
 
-        def whole_axis():
-            # known bounds: tiles of constant width (the accumulators can live in registers)
-            n = self.domain[last]
-            if n >= COLUMNS:
-                with self.for_range(n // COLUMNS) as t:
-                    self.tile(last, self.b.mul(t, I64(COLUMNS)), COLUMNS)
-            if n % COLUMNS:
-                self.tile(last, I64(n - n % COLUMNS), n % COLUMNS)
-
-        if len(self.outer_axes) == 1:
-            tiles(args[-2], args[-1])
+    def column_axis(self):
+        """The tiles of the whole innermost kept axis."""
+        last, n = self.outer_axes[-1], self.domain[self.outer_axes[-1]]
+        if not self.vector_columns():
+            self.column_tiles(I64(0), I64(n))
             return
-        with self.for_range(args[-1], args[-2]) as i:
-            self.split_lead(i)
-            whole_axis()
+        # known bounds: vector tiles of constant width (their accumulators live in registers)
+        if n >= COLUMNS:
+            with self.for_range(n // COLUMNS) as t:
+                self.tile(last, self.b.mul(t, I64(COLUMNS)), COLUMNS)
+        if n % COLUMNS:
+            self.tile(last, I64(n - n % COLUMNS), n % COLUMNS)
+
+    def column_tiles(self, lo, hi):
+        """Generic column tiles over the range [lo, hi) of the innermost kept axis, each
+        ``COLUMNS`` wide but the last: their columns live in memory, where a constant width
+        buys nothing measurable, so one loop of tiles compiles once (a constant tile and a
+        remainder took LLVM twice as long)."""
+        last = self.outer_axes[-1]
+        if self.domain[last] <= COLUMNS:            # one tile
+            self.column_tile(last, lo, self.b.sub(hi, lo))
+            return
+        count = self.b.sdiv(self.b.add(self.b.sub(hi, lo), I64(COLUMNS - 1)), I64(COLUMNS))
+        with self.for_range(count) as t:
+            first = self.b.add(lo, self.b.mul(t, I64(COLUMNS)))
+            left = self.b.sub(hi, first)
+            width = self.b.select(self.b.icmp_signed("<", left, I64(COLUMNS)), left, I64(COLUMNS))
+            self.column_tile(last, first, width)
 
     def split_lead(self, i):
         """Set the indices of the lead axes from ``i``, their flattened index."""
@@ -171,15 +197,12 @@ class Renderer(ExpressionWalker):
         self.index[self.s.lead[0]] = i
 
     def tile(self, axis, first, width):
-        """A column tile of constant ``width``: vector code where the kernel allows it."""
-        if self.vector_columns():
-            item = self.k.reductions[0].dtype.itemsize
-            lanes = VECTOR_BYTES // item
-            for start in range(0, width, TILE_VECTORS * lanes):
-                self.vector_tile(axis, self.b.add(first, I64(start)),
-                                 _pieces(min(TILE_VECTORS * lanes, width - start), lanes))
-        else:
-            self.column_tile(axis, first, I64(width))
+        """A column tile of constant ``width`` as vector code (``vector_columns``)."""
+        item = self.k.reductions[0].dtype.itemsize
+        lanes = VECTOR_BYTES // item
+        for start in range(0, width, TILE_VECTORS * lanes):
+            self.vector_tile(axis, self.b.add(first, I64(start)),
+                             _pieces(min(TILE_VECTORS * lanes, width - start), lanes))
 
     def vector_columns(self):
         """Whether column tiles can be vector code: float sums of values made by + - * of

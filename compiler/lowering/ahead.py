@@ -102,8 +102,8 @@ def _direct_kernels(node, arrays, batch, backend):
     """The kernels ``node``'s direct rule would compile for its stand-ins (the rule's
     ``plans``), [] where it has none or its inputs are unknown."""
     plans = getattr(getattr(REGISTRY.get(node.op), "kernel", None), "plans", None)
-    if plans is None or backend.extern is not None or \
-            any(arrays.get(v) is None for v in node.input_values() if isinstance(v.type, TensorType)):
+    ins = [v for v in node.input_values() if isinstance(v.type, TensorType)]
+    if plans is None or backend.extern is not None or any(arrays.get(v) is None for v in ins):
         return []
     collect = _Collect(backend)
     try:

@@ -194,7 +194,7 @@ _PLANS = weakref.WeakKeyDictionary()
 def run_convolution(node, args, attrs, out, compile_kernel):  # a direct rule (direct.py)
     """``convolution(*args, **attrs)`` by a direct kernel, written into ``out`` when it is given
     (a planned buffer); None when the case is not covered."""
-    planned = _convolution_plans(args, attrs, compile_kernel, _PLANS.setdefault(node, {}))
+    planned = _convolution_plans(args, attrs, compile_kernel, node)
     if planned is None:
         return None
     plan, sizes, padding, out_channels = planned
@@ -208,9 +208,9 @@ def run_convolution(node, args, attrs, out, compile_kernel):  # a direct rule (d
     return out
 
 
-def _convolution_plans(args, attrs, compile_kernel, plans):
+def _convolution_plans(args, attrs, compile_kernel, node=None):
     """(plan, output spatial sizes, x's Padding, output channels) of a convolution of ``args``,
-    kept in ``plans`` per layout; None when the case is not covered."""
+    kept per layout for ``node`` (None: kept nowhere); None when the case is not covered."""
     x, w, bias = args
     if not all(isinstance(a, np.ndarray) for a in (x, w)) or x.dtype != w.dtype or \
             x.dtype not in (np.float32, np.float64) or \
@@ -231,6 +231,7 @@ def _convolution_plans(args, attrs, compile_kernel, plans):
         pads = [(p, p) for p in attrs["padding"]]
         out_channels = w.shape[0]
     key = (x.shape, x.strides, w.shape, w.strides, None if bias is None else bias.strides)
+    plans = {} if node is None else _PLANS.setdefault(node, {})
     if key not in plans:
         plans[key] = _plan(x, pads, w, bias, attrs, out_channels, compile_kernel)
     plan, sizes, padding = plans[key]
@@ -283,7 +284,7 @@ def _tiles(compile_kernel):
 def run_weight_grad(node, args, attrs, out, compile_kernel):  # a direct rule (direct.py)
     """``convolution_weight_grad(x, gy, **attrs)`` by a flat direct kernel (stride 1), written
     into ``out`` when given; None when the case is not covered."""
-    planned = _weight_grad_plans(args, attrs, compile_kernel, _PLANS.setdefault(node, {}))
+    planned = _weight_grad_plans(args, attrs, compile_kernel, node)
     if planned is None:
         return None
     plan, x_padding, gy_padding = planned
@@ -298,7 +299,7 @@ def run_weight_grad(node, args, attrs, out, compile_kernel):  # a direct rule (d
     return out
 
 
-def _weight_grad_plans(args, attrs, compile_kernel, plans):
+def _weight_grad_plans(args, attrs, compile_kernel, node=None):
     """(plan, x's Padding, gy's Padding) of a weight gradient of ``args``, kept in ``plans``
     per layout; None when the case is not covered."""
     x, gy = args
@@ -306,6 +307,7 @@ def _weight_grad_plans(args, attrs, compile_kernel, plans):
             x.dtype not in (np.float32, np.float64) or any(s != 1 for s in attrs["stride"]):
         return None
     key = (x.shape, x.strides, gy.shape, gy.strides)
+    plans = {} if node is None else _PLANS.setdefault(node, {})
     if key not in plans:
         plans[key] = _weight_grad_plan(x, gy, attrs, compile_kernel)
     return None if plans[key][0] is None else plans[key]
@@ -313,10 +315,8 @@ def _weight_grad_plans(args, attrs, compile_kernel, plans):
 
 # a direct rule's ``plans(args, attrs, compile_kernel)``: its plans for ``args``, kept nowhere
 # (lowering/ahead.py describes the kernels a program will need before its first run)
-run_convolution.plans = lambda args, attrs, compile_kernel: \
-    _convolution_plans(args, attrs, compile_kernel, {})
-run_weight_grad.plans = lambda args, attrs, compile_kernel: \
-    _weight_grad_plans(args, attrs, compile_kernel, {})
+run_convolution.plans = _convolution_plans
+run_weight_grad.plans = _weight_grad_plans
 
 
 def _weight_grad_plan(x, gy, attrs, compile_kernel):

@@ -170,7 +170,7 @@ _PLANS = weakref.WeakKeyDictionary()
 
 def run_max_pool(node, args, attrs, out, compile_kernel):
     """``max_pool*_with_indices(x, **attrs)`` -> [values, indices], or None when not covered."""
-    planned = _max_pool_plans(args, attrs, compile_kernel, _PLANS.setdefault(node, {}))
+    planned = _max_pool_plans(args, attrs, compile_kernel, node)
     if planned is None:
         return None
     plan, sizes, starts, layout, last = planned
@@ -189,15 +189,17 @@ def run_max_pool(node, args, attrs, out, compile_kernel):
     return [values, indices]
 
 
-def _max_pool_plans(args, attrs, compile_kernel, plans):
+def _max_pool_plans(args, attrs, compile_kernel, node=None):
     """(plan, output sizes, window starts, x's Padding, [the last indices]) of max pooling of
-    ``args``, kept in ``plans`` per layout; None when the case is not covered."""
+    ``args``, kept per layout for ``node`` (None: kept nowhere); None when the case is not
+    covered."""
     (x,) = args
     nd = len(attrs["kernel_size"])
     if not isinstance(x, np.ndarray) or x.dtype not in (np.float32, np.float64) or \
             x.ndim not in (nd + 1, nd + 2) or 0 in x.shape:
         return None
     key = (x.shape, x.strides)
+    plans = {} if node is None else _PLANS.setdefault(node, {})
     if key not in plans:
         plans[key] = _plan(x, attrs, nd, compile_kernel)
     return None if plans[key][0] is None else plans[key]
@@ -243,7 +245,7 @@ def pooling_kernel(shape, attrs, nd, dtype):
 def run_max_pool_backward(node, args, attrs, out, compile_kernel):
     """``max_pool_backward(g, indices, **attrs)`` -> the input gradient, or None when not
     covered (no window attributes: adaptive and fractional pools)."""
-    planned = _backward_plans(args, attrs, compile_kernel, _PLANS.setdefault(node, {}))
+    planned = _backward_plans(args, attrs, compile_kernel, node)
     if planned is None:
         return None
     plan, positions, tail, g_layout, i_layout = planned
@@ -258,9 +260,10 @@ def run_max_pool_backward(node, args, attrs, out, compile_kernel):
     return out
 
 
-def _backward_plans(args, attrs, compile_kernel, plans):
+def _backward_plans(args, attrs, compile_kernel, node=None):
     """(plan, positions, tail slices, g's Padding, the indices' Padding) of max pooling's
-    backward of ``args``, kept in ``plans`` per layout; None when the case is not covered."""
+    backward of ``args``, kept per layout for ``node`` (None: kept nowhere); None when the case
+    is not covered."""
     g, indices = args
     shape = tuple(attrs["input_shape"])
     if attrs.get("stride") is None or not all(isinstance(a, np.ndarray) for a in (g, indices)) \
@@ -268,6 +271,7 @@ def _backward_plans(args, attrs, compile_kernel, plans):
             g.shape != indices.shape or g.ndim != len(shape) or 0 in shape:
         return None
     key = (g.shape, g.strides, indices.strides, shape)
+    plans = {} if node is None else _PLANS.setdefault(node, {})
     if key not in plans:
         plans[key] = _backward_plan(g, indices, shape, attrs, compile_kernel)
     return None if plans[key][0] is None else plans[key]
@@ -275,10 +279,8 @@ def _backward_plans(args, attrs, compile_kernel, plans):
 
 # a direct rule's ``plans(args, attrs, compile_kernel)``: its plans for ``args``, kept nowhere
 # (lowering/ahead.py describes the kernels a program will need before its first run)
-run_max_pool.plans = lambda args, attrs, compile_kernel: \
-    _max_pool_plans(args, attrs, compile_kernel, {})
-run_max_pool_backward.plans = lambda args, attrs, compile_kernel: \
-    _backward_plans(args, attrs, compile_kernel, {})
+run_max_pool.plans = _max_pool_plans
+run_max_pool_backward.plans = _backward_plans
 
 
 def _backward_plan(g, indices, shape, attrs, compile_kernel):
