@@ -405,6 +405,17 @@ class Tracer(TraceHook):
         return self.watcher.run_inert((node._inputs, node.attrs.values(), grads), node.apply,
                                       *grads)
 
+    def run_step(self, opt, closure):
+        """An optimizer's update: one of dynograph's optimizers with no closure runs only
+        dynograph's own code, unless its hyper-parameters, parameters or state hold a user's
+        object (``watch.operands_inert``)."""
+        if self.watcher is None or closure is not None or \
+                not type(opt).__module__.startswith("dynograph.optim."):
+            return opt._step(closure)
+        operands = [g.values() for g in opt.param_groups]
+        operands += [s.values() if type(s) is dict else (s,) for s in opt.state.values()]
+        return self.watcher.run_inert(operands, opt._step, closure)
+
     def record(self, op, args, attrs, result, outs):
         """The dispatcher ran ``op`` eagerly, producing tensors ``outs``: append its node."""
         try:

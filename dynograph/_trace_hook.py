@@ -48,6 +48,10 @@ class TraceHook(abc.ABC):
         """Return ``node.apply(*grads)``: the autograd engine applying an op's derivative rule."""
 
     @abc.abstractmethod
+    def run_step(self, opt, closure):
+        """Return ``opt._step(closure)``: an optimizer's update inside ``step()``."""
+
+    @abc.abstractmethod
     def record(self, op, args, attrs, result, outs):
         """The dispatcher ran ``op`` (result: numpy values, outs: the tensors it returns)."""
 

@@ -78,3 +78,42 @@ def test_a_derivative_rule_runs_with_the_hooks_off_where_its_node_is_plain():
         scaled.apply = node.apply
         tracer.run_rule(scaled, [dynograph.ones(3)])
     assert seen == [(None, None), watching, watching]
+
+
+class _UsersSGD(dynograph.optim.SGD):
+    pass
+
+
+def _step_hooks(opt, closure=None):
+    """The hooks an optimizer's update ran under, while a trace with a watcher runs its step."""
+    seen = []
+    original = type(opt)._step
+
+    def spy(self, closure):
+        seen.append((sys.getprofile(), sys.gettrace()))
+        return original(self, closure)
+
+    opt._step = types.MethodType(spy, opt)
+    tracer = Tracer()
+    with Watcher(tracer, _step_hooks):
+        watching = _hooks(None, (), {})
+        tracer.run_step(opt, closure)
+    return seen[0] == watching
+
+
+def test_a_built_in_optimizer_updates_out_of_the_watchers_sight():
+    w = dynograph.nn.Parameter(dynograph.ones(3))
+    w.grad = dynograph.ones(3)
+    opt = dynograph.optim.Adam([w], lr=0.1)
+    assert not _step_hooks(opt)
+    assert w.tolist() != [1.0, 1.0, 1.0]        # it did update
+
+
+def test_an_optimizer_that_may_run_user_code_is_watched():
+    w = dynograph.nn.Parameter(dynograph.ones(3))
+    w.grad = dynograph.ones(3)
+    assert _step_hooks(_UsersSGD([w], lr=0.1))                   # its class is the user's
+    assert _step_hooks(dynograph.optim.SGD([w], lr=0.1), closure=lambda: None)
+    opt = dynograph.optim.SGD([w], lr=0.1)
+    opt.param_groups[0]["note"] = _UserNumber()                  # a user's object in a group
+    assert _step_hooks(opt)

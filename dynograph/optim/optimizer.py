@@ -162,7 +162,7 @@ class Optimizer:
             if result is not None:
                 raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), "
                                    f"but got {result}.")
-        loss = self._step(closure)
+        loss = self._step(closure) if TRACE.tracer is None else TRACE.tracer.run_step(self, closure)
         for hook in list(self._optimizer_step_post_hooks.values()):
             hook(self, (), {})
         return loss
