@@ -313,6 +313,39 @@ def _train(device, opt_cls, **opt_args):
     return model, losses
 
 
+def test_float_attributes_are_read_at_run_time():
+    """``add(alpha=)``, ``addcmul(value=)`` and ``addcdiv(value=)`` read a Python float from a
+    0-d operand, as float operands are: an Adam step's new ``value=-step_size`` needs no new
+    kernel, and the results equal cpu's."""
+    from dynograph.runtime.backend import STATS
+    rng = np.random.default_rng(1)
+    x, a, b = (torch.tensor(rng.standard_normal((5, 7)).astype(np.float32)) for _ in range(3))
+    b = b.abs() + 0.5
+    cx, ca, cb = x.cuda(), a.cuda(), b.cuda()
+    ops = (lambda x, a, b, v: torch.add(x, a, alpha=v), lambda x, a, b, v: x.sub(a, alpha=v),
+           lambda x, a, b, v: torch.addcmul(x, a, b, value=v),
+           lambda x, a, b, v: x.addcdiv(a, b, value=v))
+    for fn in ops:      # compiled here (or found on disk); 1.0, the default, is left out
+        fn(cx, ca, cb, 0.3), fn(cx, ca, cb, 1.0)
+    before = STATS["compiled"] + STATS["disk_hits"]
+    for v in (1.0, -2.5e-3, 1 / 3, -0.0, 7.0):
+        for fn in ops:
+            close(fn(cx, ca, cb, v), fn(x, a, b, v), rtol=0, atol=0)
+    assert STATS["compiled"] + STATS["disk_hits"] == before
+    # in place, as the optimizers call them (the in-place variant is a kernel of its own)
+    p, cp = x.clone(), cx.clone()
+    for step in range(1, 5):
+        p.addcdiv_(a, b, value=-0.01 / (1 - 0.9 ** step))
+        cp.addcdiv_(ca, cb, value=-0.01 / (1 - 0.9 ** step))
+        if step == 1:
+            before = STATS["compiled"] + STATS["disk_hits"]
+    close(cp, p, rtol=0, atol=0)
+    assert STATS["compiled"] + STATS["disk_hits"] == before
+    # an integer alpha on integer tensors stays a constant of the kernel
+    i = torch.tensor([[3, -7], [5, 2]])
+    assert torch.add(i.cuda(), i.cuda(), alpha=3).tolist() == torch.add(i, i, alpha=3).tolist()
+
+
 def test_training_on_cuda_equals_cpu():
     model, losses = _train("cuda", torch.optim.SGD, lr=0.1, momentum=0.9)
     ref, ref_losses = _train("cpu", torch.optim.SGD, lr=0.1, momentum=0.9)

@@ -53,7 +53,7 @@ class _Call:
     """A call signature's node, the Values its kernel reads (``positions``: the operands they
     come from), its results' types, and the operands that are Python floats (``scalars``: their
     positions and the dtype the kernel reads them in)."""
-    __slots__ = ("node", "values", "positions", "types", "scalars", "__weakref__")
+    __slots__ = ("node", "values", "positions", "types", "scalars", "attr_scalars", "__weakref__")
 
 
 class DeviceOps:
@@ -79,7 +79,8 @@ class DeviceOps:
             arrays = list(arrays)
             for p, dt in call.scalars:
                 arrays[p] = self._number(arrays[p], dt, index)
-        inputs = [arrays[p] for p in call.positions]
+        inputs = [arrays[p] for p in call.positions] + \
+            [self._number(attrs[k], D.float64, index) for k in call.attr_scalars]
         plan = kernel_plan(call.node, inputs, call.values, None, be)
         if plan is None:
             return None
@@ -469,7 +470,8 @@ class DeviceOps:
         return a
 
     def _call(self, op, arrays, attrs):
-        key = (op.name, tuple(_signature(a) for a in arrays), tuple(sorted(attrs.items())))
+        key = (op.name, tuple(_signature(a) for a in arrays),
+               tuple(sorted((k, float) if _runtime_attr(op, k, a) else (k, a) for k, a in attrs.items())))
         try:
             call = self.calls.get(key)
         except TypeError:               # an unhashable attribute (a list): no kernel
@@ -687,6 +689,11 @@ def _signature(a):
     return (type(a), a)
 
 
+def _runtime_attr(op, name, value):
+    """Whether attribute ``name`` of ``op`` is read from a 0-d operand (like a float operand)."""
+    return type(value) is float and name in op.scalar_attrs and op.kind == "elementwise"
+
+
 def _make_call(op, arrays, attrs):
     specs = [TensorSpec(a.shape, D.from_numpy_dtype(a.dtype)) if isinstance(a, DeviceArray) else a
              for a in arrays]
@@ -712,11 +719,18 @@ def _make_call(op, arrays, attrs):
             raise Unsupported(f"{op.name}: a list operand")
         else:
             args.append(a)
+    node_attrs, attr_scalars = dict(attrs), []
+    for k, a in attrs.items():
+        if _runtime_attr(op, k, a):
+            node_attrs[k] = v = Value(TensorType((), D.float64, "cuda"))
+            values.append(v)
+            attr_scalars.append(k)
     result = op.meta(*specs, **attrs)
     results = result if isinstance(result, (tuple, list)) else (result,)
     call = _Call()
+    call.attr_scalars = attr_scalars
     call.types = [(tuple(s.shape), s.dtype) for s in results]
-    call.node = Node(op.name, tuple(args), dict(attrs),
+    call.node = Node(op.name, tuple(args), node_attrs,
                      tuple(Value(TensorType(shape, dt, "cuda")) for shape, dt in call.types))
     if op.name not in DEVICE_RULES:
         if not lowerable(call.node) or kernel_inputs(call.node) != values:

@@ -195,6 +195,8 @@ class Recorder:
         return self._add("acc", (), dtype, index)
 
     def const(self, value, dtype):
+        if isinstance(value, Handle):       # a run-time scalar in place of a number (OpDef.scalar_attrs)
+            return self.cast(value, dtype)
         return self._add("const", (), dtype, _convert(value, dtype))
 
     def literal(self, x):

@@ -11,7 +11,7 @@ from ..ir import Graph, Input, Node, TensorType, Value, remap
 from ..ops import REGISTRY
 from ..ops.core import TensorSpec, wrap_dims
 from ..symbolic import concrete
-from .description import Kernel, Load, Recorder, ReductionStep, Store  # noqa: F401  (importers)
+from .description import Handle, Kernel, Load, Recorder, ReductionStep, Store  # noqa: F401  (importers)
 from .scalar import Composite, Unsupported
 
 
@@ -249,6 +249,9 @@ class _Describer:
         args = [self.emit(a, self.arg_map(a, shape, m)) if isinstance(a, Value) else a
                 for a in node.args]
         if op.kind == "elementwise":
+            for k in op.scalar_attrs:       # a run-time scalar: the 0-d input's expression
+                if isinstance(attrs.get(k), Value):
+                    attrs[k] = self.emit(attrs[k], ())
             return self.emit_elementwise(op, node, args, attrs)
         # conversions and constants: the rule builds the value, the kernel casts it
         return self.b.cast(op.lowering(self.b, *args, **attrs), v.type.dtype)
@@ -341,7 +344,9 @@ class _Describer:
         raws = [a if isinstance(a, Value) else concrete(a, self.batch) for a in node.args]
         specs = [TensorSpec(self.shape(a), a.type.dtype) if isinstance(a, Value) else a
                  for a in raws]
-        ct, odt = op.dtype_rule(*specs, **attrs)
+        # a run-time scalar attribute promotes as the Python float it stands for
+        ct, odt = op.dtype_rule(*specs, **{k: 0.5 if isinstance(a, Handle) else a
+                                           for k, a in attrs.items()})
         scalars = []
         for raw, h in zip(raws, args):
             if isinstance(raw, Value):

@@ -264,8 +264,10 @@ def _plain_inputs(node):
     """Kernels read tensors only: attributes holding values (rare) go to the interpreter."""
     if node.op == "fused":
         return True
+    runtime = REGISTRY[node.op].scalar_attrs
     return not any(isinstance(v, (tuple, list)) for v in node.args) and \
-        all(not hasattr(v, "type") for v in node.attrs.values())
+        all(not hasattr(v, "type") or (k in runtime and v.type.shape == ())
+            for k, v in node.attrs.items())
 
 
 def _layout(a, dtype):

@@ -48,11 +48,12 @@ class TensorSpec:
 class OpDef:
     __slots__ = ("name", "kind", "impl", "dtype_rule", "meta", "vjp", "lowering",
                  "grad_name", "view", "differentiable", "cast_inputs", "doc",
-                 "reindex", "reads_layout", "constant", "data_dependent", "kernel", "effect", "area")
+                 "reindex", "reads_layout", "constant", "data_dependent", "kernel", "effect", "area",
+                 "scalar_attrs")
 
     def __init__(self, name, kind, impl, dtype_rule, meta, vjp, lowering, grad_name, view,
                  differentiable, cast_inputs, doc, reindex=None, reads_layout=False,
-                 constant=False, data_dependent=False, kernel=None, effect=False):
+                 constant=False, data_dependent=False, kernel=None, effect=False, scalar_attrs=()):
         self.name = name
         self.kind = kind
         self.impl = impl
@@ -71,6 +72,9 @@ class OpDef:
         self.data_dependent = data_dependent
         self.kernel = kernel
         self.effect = effect
+        # float attributes (``alpha``, ``value``) the lowering also takes as a run-time scalar
+        # (an expression read from a 0-d operand): a new value then needs no new kernel
+        self.scalar_attrs = scalar_attrs
         self.area = None        # the op file that defines it ("elementwise"), set by define()
 
     def __repr__(self):
@@ -89,7 +93,8 @@ REINDEX = ("reshape", "permute", "expand", "squeeze", "unsqueeze", "alias")
 
 def define(name, kind, impl, *, meta, dtype_rule=None, vjp=None, lowering=None,
            grad_name=None, view=False, differentiable=True, cast_inputs=True, doc="",
-           reindex=None, reads_layout=False, constant=False, data_dependent=False, kernel=None):
+           reindex=None, reads_layout=False, constant=False, data_dependent=False, kernel=None,
+           scalar_attrs=()):
     """Register one primitive.  ``grad_name`` defaults to PyTorch's ``<Name>Backward0``."""
     assert kind in KINDS, kind
     assert reindex is None or reindex in REINDEX, reindex
@@ -98,7 +103,7 @@ def define(name, kind, impl, *, meta, dtype_rule=None, vjp=None, lowering=None,
         grad_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
     op = OpDef(name, kind, impl, dtype_rule, meta, vjp, lowering, grad_name, view,
                differentiable, cast_inputs, doc, reindex, reads_layout, constant,
-               data_dependent, kernel, effect=kind in EFFECT_KINDS)
+               data_dependent, kernel, effect=kind in EFFECT_KINDS, scalar_attrs=scalar_attrs)
     # the op file: the module whose top level is running (through any helpers it calls)
     frame = sys._getframe(1)
     while frame.f_back is not None and frame.f_code.co_name != "<module>":

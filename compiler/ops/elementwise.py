@@ -1000,11 +1000,12 @@ def _sub_rule(a, b, alpha=1):
 
 
 add = define_elementwise("add", _add, _add_rule,
-                   lambda ctx, g: (g, ctx.needs(1) and g * ctx.attrs.get("alpha", 1)), lowering=_lower_add)
+                   lambda ctx, g: (g, ctx.needs(1) and g * ctx.attrs.get("alpha", 1)), lowering=_lower_add,
+                   scalar_attrs=("alpha",))
 sub = define_elementwise("sub", _sub, _sub_rule,
                    lambda ctx, g: (g, ctx.needs(1) and g * -ctx.attrs.get("alpha", 1)),
                    grad_name=lambda is_tensor, attrs: "SubBackward0" if is_tensor[0]
-                   else "RsubBackward1", lowering=_lower_sub)
+                   else "RsubBackward1", lowering=_lower_sub, scalar_attrs=("alpha",))
 mul = define_elementwise("mul", np.multiply, promote,
                    lambda ctx, g: (ctx.needs(0) and g * ctx.inputs[1],
                                    ctx.needs(1) and g * ctx.inputs[0]), lowering=_lower_mul)
@@ -1705,8 +1706,10 @@ def _addcdiv_vjp(ctx, g):
     return (g, ctx.needs(1) and g * (v / t2), ctx.needs(2) and -g * (v * t1 / (t2 * t2)))
 
 
-addcmul = define_elementwise("addcmul", _addcmul, _addcmul_rule, _addcmul_vjp, lowering=_lower_addcmul)
-addcdiv = define_elementwise("addcdiv", _addcdiv, _addcdiv_rule, _addcdiv_vjp, lowering=_lower_addcdiv)
+addcmul = define_elementwise("addcmul", _addcmul, _addcmul_rule, _addcmul_vjp, lowering=_lower_addcmul,
+                             scalar_attrs=("value",))
+addcdiv = define_elementwise("addcdiv", _addcdiv, _addcdiv_rule, _addcdiv_vjp, lowering=_lower_addcdiv,
+                             scalar_attrs=("value",))
 
 
 def _angle(x):
