@@ -46,11 +46,21 @@ def user_frame(depth=2):
     """'file:line in function' of the innermost frame outside dynograph, and the frame."""
     f = sys._getframe(depth)
     while f is not None:
-        name = f.f_code.co_filename
-        if not name.startswith(_PKG_DIRS) and "dynograph" + os.sep not in name:
-            return f"{name}:{f.f_lineno} in {f.f_code.co_name}", f
+        code = f.f_code
+        inside = _INSIDE.get(code)
+        if inside is None:
+            inside = _INSIDE[code] = _inside_dynograph(code.co_filename)
+        if not inside:
+            return f"{code.co_filename}:{f.f_lineno} in {code.co_name}", f
         f = f.f_back
     return "<unknown>", None
+
+
+_INSIDE = {}        # code -> whether it is dynograph's (every recorded op asks, for each frame)
+
+
+def _inside_dynograph(filename):
+    return filename.startswith(_PKG_DIRS) or "dynograph" + os.sep in filename
 
 
 def _extent(a):

@@ -117,3 +117,18 @@ def test_an_optimizer_that_may_run_user_code_is_watched():
     opt = dynograph.optim.SGD([w], lr=0.1)
     opt.param_groups[0]["note"] = _UserNumber()                  # a user's object in a group
     assert _step_hooks(opt)
+
+
+def test_the_hooks_come_back_when_an_unseen_op_raises():
+    tracer = Tracer()
+
+    def fails(op, args, attrs):
+        raise ValueError("inside the op")
+
+    with Watcher(tracer, test_the_hooks_come_back_when_an_unseen_op_raises):
+        watching = _hooks(None, (), {})
+        try:
+            tracer.run_op(fails, None, (dynograph.ones(2),), {})
+        except ValueError:
+            pass
+        assert _hooks(None, (), {}) == watching
