@@ -258,6 +258,30 @@ def test_max_pooling_and_its_gradient_by_direct_kernels():
             close(xc.grad, xh.grad)
 
 
+def test_average_pooling_and_its_gradient_by_kernels():
+    """Windows summed by a reduction kernel over a strided view of the padded input, divided
+    by the impl's divisors; the gradient spread tap by tap: equal to cpu, with no host trip."""
+    rng = np.random.default_rng(8)
+    x = torch.tensor(rng.standard_normal((2, 3, 9, 10)).astype(np.float32))
+    for fn in (lambda x: F.avg_pool2d(x, 2), lambda x: F.avg_pool2d(x, 3, 2, padding=1),
+               lambda x: F.avg_pool2d(x, 3, 2, padding=1, count_include_pad=False),
+               lambda x: F.avg_pool2d(x, (2, 3), stride=(1, 2), ceil_mode=True),
+               lambda x: F.avg_pool2d(x, 3, 2, padding=1, ceil_mode=True, count_include_pad=False),
+               lambda x: F.avg_pool2d(x.transpose(2, 3), 2, divisor_override=3),
+               lambda x: F.avg_pool1d(x.reshape(6, 9, 10), 4, 3, padding=2),
+               lambda x: nn.AvgPool2d(2)(x.reshape(6, 9, 10)),
+               lambda x: F.avg_pool3d(x.double().unsqueeze(0), (2, 2, 3), stride=1)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")      # no host round trip
+            close(fn(x.cuda()), fn(x))
+            xc, xh = x.cuda().requires_grad_(), x.clone().requires_grad_()
+            fn(xc).pow(2).sum().backward()
+            fn(xh).pow(2).sum().backward()
+            close(xc.grad, xh.grad)
+    with pytest.raises(RuntimeError, match="divisor must be not zero"):
+        F.avg_pool2d(x.cuda(), 2, divisor_override=0)
+
+
 # -- writes ------------------------------------------------------------------------------------------
 def test_in_place_writes_and_copies():
     c = torch.zeros(2, 3, device="cuda")

@@ -8,6 +8,7 @@ as CUDA C and compiled once (``Plan``), launched on the device arrays; ops with 
 (the matrix products) run their rule with the backend's GEMM.  ``run`` answers None for ops
 without a lowering or a covered direct rule: the eager core then runs them on the host.
 """
+import itertools
 import math
 import threading
 from collections import OrderedDict
@@ -19,6 +20,8 @@ from dynograph.runtime import dtypes as D
 from dynograph.runtime.cuda_memory import DeviceArray
 from ..interpreter import evaluate
 from ..ir import Node, TensorType, Value
+from ..ops import REGISTRY
+from ..ops.pooling import avg_divisor, window_ok, overhang, pool_output_size
 from ..lowering.conv import Weights, direct_convolution, flat_weight_grad, overrun_rows
 from ..lowering.description import Kernel, Load, Recorder, ReductionStep, Store
 from ..lowering.pool import pooling_backward_kernel, pooling_kernel
@@ -44,7 +47,8 @@ MOVES = ("flip", "rot90", "roll", "repeat")
 TRIANGLES = ("tril", "triu")
 CONVS = ("convolution", "convolution_weight_grad")
 POOLS = ("max_pool2d_with_indices", "max_pool3d_with_indices", "max_pool_backward")
-SPECIAL = JOINS + PICKS + MOVES + TRIANGLES + CONVS + POOLS
+AVG_POOLS = ("avg_pool2d", "avg_pool3d", "avg_pool_backward")
+SPECIAL = JOINS + PICKS + MOVES + TRIANGLES + CONVS + POOLS + AVG_POOLS
 MAX_PICK_WORK = 1 << 26
 _GEMM_TYPES = ("float32", "float64", "float16", "bfloat16")
 
@@ -147,6 +151,8 @@ class DeviceOps:
             self.triangle if op.name in TRIANGLES else self.move if op.name in MOVES else \
             self.weight_grad if op.name == "convolution_weight_grad" else \
             self.max_pool_backward if op.name == "max_pool_backward" else \
+            self.avg_pool_backward if op.name == "avg_pool_backward" else \
+            self.avg_pool if op.name in AVG_POOLS else \
             self.max_pool if op.name in POOLS else self.convolve
         return kind(be, op, arrays, attrs)
 
@@ -273,6 +279,58 @@ class DeviceOps:
         for part in tail:           # positions past the last whole stride: in no window
             self.copy(out.view_by(lambda a: a[part], [out]), zero)
         return out
+
+    def avg_pool(self, be, op, arrays, attrs):
+        """Average pooling as the impl computes it: x padded on the device and seen as its
+        windows (a strided view whose last dims are a window's taps), summed by a reduction
+        kernel in the taps' order and divided by the windows' divisors (the impl's, made on the
+        host once per signature)."""
+        x, = arrays
+        nd, grid = _avg_pool_grid(x, attrs)
+        if grid is None:
+            return None
+        out, hi, div = self._cached(be, ("avg_pool", x.shape, repr(attrs)), lambda: grid)
+        xp = self._padded(be, x, attrs["padding"], hi)
+        lead, taps = xp.strides[:-nd], xp.strides[-nd:]
+        windows = xp.view(xp.shape[:-nd] + out + tuple(attrs["kernel_size"]),
+                          lead + tuple(t * s for t, s in zip(taps, attrs["stride"])) + taps,
+                          xp.address - xp.block.address)
+        total = self.run(REGISTRY["sum"], [windows], {"dim": tuple(range(-nd, 0))}, be.index)
+        return self._divided(be, total, div)
+
+    def avg_pool_backward(self, be, op, arrays, attrs):
+        """The input gradient of an average pool as the impl computes it: each window's share
+        (g over its divisor) added to its taps, one strided view of the padded gradient per
+        tap in the taps' order, then the padding cropped."""
+        g, = arrays
+        shape = tuple(attrs["input_shape"])
+        pool = {k: v for k, v in attrs.items() if k != "input_shape"}
+        nd, grid = _avg_pool_grid(_Shape(shape, g.dtype), pool)
+        if grid is None or tuple(g.shape) != shape[:-nd] + grid[0]:
+            return None
+        out, hi, div = self._cached(be, ("avg_pool", shape, repr(pool)), lambda: grid)
+        share = self._divided(be, g, div)
+        lo = tuple(attrs["padding"])
+        gp = be.allocate(shape[:-nd] + tuple(n + a + b for n, a, b in zip(shape[-nd:], lo, hi)),
+                         g.dtype)
+        self.copy(gp, self._number(0, D.from_numpy_dtype(g.dtype), be.index))
+        lead, taps, start = gp.strides[:-nd], gp.strides[-nd:], gp.address - gp.block.address
+        steps = lead + tuple(t * s for t, s in zip(taps, attrs["stride"]))
+        for tap in itertools.product(*(range(k) for k in attrs["kernel_size"])):
+            view = gp.view(share.shape, steps, start + sum(o * t for o, t in zip(tap, taps)))
+            self.copy(view, self.run(REGISTRY["add"], [view, share], {}, be.index))
+        inside = gp.view(shape, gp.strides, start + sum(p * t for p, t in zip(lo, taps)))
+        return self.copy(be.allocate(shape, g.dtype), inside)
+
+    def _divided(self, be, total, div):
+        """``total`` over the divisors ``div`` (a number, or a host array broadcasting over the
+        output's last dims), in total's dtype."""
+        if isinstance(div, np.ndarray):
+            divisor = self._cached(be, ("avg_divisor", div.tobytes(), div.shape, total.dtype),
+                                   lambda: DeviceArray.from_host(div.astype(total.dtype), be.index))
+        else:
+            divisor = self._number(div, D.from_numpy_dtype(total.dtype), be.index)
+        return self.run(REGISTRY["div"], [total, divisor], {}, be.index)
 
     def _padded(self, be, x, lo, hi, fill=0):
         """A contiguous device copy of ``x`` inside a border of ``fill``: ``lo``/``hi`` more
@@ -671,6 +729,29 @@ def _bounds_kernel(index):
                   [("in0", D.int64, "in"), ("out0", D.int64, "out")], rec.exprs,
                   [Load(0, _elements(index), 0)], reductions,
                   [Store(1, low.index, (0,) * nd, 0), Store(1, high.index, (0,) * nd, 1)])
+
+
+class _Shape:
+    """What _avg_pool_grid reads of an array: its shape, dims and dtype."""
+
+    def __init__(self, shape, dtype):
+        self.shape, self.ndim, self.dtype = shape, len(shape), dtype
+
+
+def _avg_pool_grid(x, attrs):
+    """(nd, (output sizes, right padding, divisors)) of an average pool of ``x`` (float32 or
+    float64), or (nd, None) where the host runs it (other dtypes, windows the impl refuses)."""
+    nd = len(attrs["kernel_size"])
+    k, s, p = attrs["kernel_size"], attrs["stride"], attrs["padding"]
+    if x.dtype.name not in ("float32", "float64") or attrs.get("divisor_override") == 0 or \
+            not window_ok(x, nd, k, s, p, (1,) * nd, attrs["ceil_mode"]):
+        return nd, None
+    spatial = tuple(x.shape[-nd:])
+    out = tuple(pool_output_size(n, *w, 1, attrs["ceil_mode"]) for n, w in zip(spatial, zip(k, p, s)))
+    hi = tuple(a + b for a, b in zip(p, overhang(spatial, out, k, s, p, (1,) * nd)))
+    div = avg_divisor(spatial, out, k, s, p, attrs["count_include_pad"],
+                       attrs.get("divisor_override"))
+    return nd, (out, hi, div)
 
 
 def _floats(*arrays):

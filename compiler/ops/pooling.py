@@ -75,7 +75,7 @@ def _check_window(nd, kernel_size, stride, padding, dilation):
                                f"pad={p}, kernel_size={k} and dilation={d}")
 
 
-def _window_ok(x, nd, kernel_size, stride, padding, dilation, ceil_mode):
+def window_ok(x, nd, kernel_size, stride, padding, dilation, ceil_mode):
     """Whether an impl may run; when not, it raises ValueError and the dispatcher asks the meta
     rule for PyTorch's error text."""
     if x.ndim not in (nd + 1, nd + 2) or 0 in x.shape[-nd - 1:]:
@@ -181,7 +181,7 @@ def _max_over_taps(views):
 
 def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
     nd = len(kernel_size)
-    if not _window_ok(x, nd, kernel_size, stride, padding, dilation, ceil_mode):
+    if not window_ok(x, nd, kernel_size, stride, padding, dilation, ceil_mode):
         raise ValueError("invalid pooling window")
     spatial = x.shape[-nd:]
     out = tuple(pool_output_size(n, k, p, s, d, ceil_mode)
@@ -299,7 +299,7 @@ max_pool_backward = define(
 
 # ---------------------------------------------------------------- average pooling
 
-def _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad, divisor_override):
+def avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad, divisor_override):
     """The divisor of every output position (broadcastable to the output's spatial shape)."""
     if divisor_override:
         return divisor_override
@@ -325,7 +325,7 @@ def _divide(total, div, dtype):
 
 def _avg_pool_impl(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     nd = len(kernel_size)
-    if divisor_override == 0 or not _window_ok(x, nd, kernel_size, stride, padding, (1,) * nd,
+    if divisor_override == 0 or not window_ok(x, nd, kernel_size, stride, padding, (1,) * nd,
                                                ceil_mode):
         raise ValueError("invalid pooling window")
     spatial = x.shape[-nd:]
@@ -346,7 +346,7 @@ def _avg_pool_impl(x, kernel_size, stride, padding, ceil_mode, count_include_pad
             total = v.copy()
         else:
             total += v
-    div = _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad,
+    div = avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad,
                        divisor_override)
     return _divide(total, div, x.dtype)
 
@@ -381,7 +381,7 @@ def _avg_pool_backward_impl(g, input_shape, kernel_size, stride, padding, ceil_m
     nd = len(kernel_size)
     spatial = tuple(input_shape[-nd:])
     out = g.shape[-nd:]
-    div = _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad,
+    div = avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad,
                        divisor_override)
     share = (g / div).astype(g.dtype, copy=False)
     hi = tuple(p + e for p, e in zip(padding, overhang(spatial, out, kernel_size, stride, padding,
