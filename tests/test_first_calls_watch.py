@@ -132,3 +132,28 @@ def test_the_hooks_come_back_when_an_unseen_op_raises():
         except ValueError:
             pass
         assert _hooks(None, (), {}) == watching
+
+
+def test_a_trace_leaves_no_reference_cycle_holding_its_tracer():
+    # (a cycle would keep the tracer and every tensor it recorded alive until the collector
+    # ran: the look-ahead trace of a training step ran with twice the memory)
+    import gc
+    model = dynograph.nn.Linear(4, 4)
+    opt = dynograph.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = dynograph.compile(step)
+    gc.collect()
+    gc.disable()
+    try:
+        compiled(dynograph.ones(2, 4))
+        assert compiled.entries                 # it traced (twice: the look-ahead)
+        assert not [o for o in gc.get_objects() if isinstance(o, (Tracer, Watcher))]
+    finally:
+        gc.enable()
