@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from dynograph.compiler.llvm import jit
-from dynograph.compiler.llvm.backend import LLVM
+from dynograph.compiler.llvm.backend import LLVM, unrolled
 from dynograph.compiler.lowering import conv, pool
+from dynograph.compiler.lowering.description import Kernel, Load, Recorder, ReductionStep, Store
 from dynograph.compiler.lowering.padding import copy_kernel
 from dynograph.runtime import backend
 from dynograph.runtime import dtypes as D
@@ -136,6 +137,30 @@ def test_only_the_direct_kernels_are_unrolled(monkeypatch):
         LLVM.compile(LLVM.render(k, LLVM.symbol(k)), LLVM.symbol(k), k)
     assert [unroll for describe, unroll in asked.items() if "(pad," in describe] == [False]
     assert [unroll for describe, unroll in asked.items() if "(pad," not in describe] == [True] * 4
+
+
+def _sum(domain, reduce_axes):
+    """A float32 sum of a contiguous array of shape ``domain`` over ``reduce_axes``."""
+    strides = tuple(int(np.prod(domain[i + 1:])) for i in range(len(domain)))
+    b = Recorder()
+    x = b.load(0, D.float32, 1)
+    total = b.acc(0, D.float32)
+    out = [0 if a in reduce_axes else 1 for a in range(len(domain))]
+    out_strides = tuple(int(np.prod([domain[j] for j in range(i + 1, len(domain)) if out[j]]))
+                        * out[i] for i in range(len(domain)))
+    buffers = [("in0", D.float32, "in"), ("out0", D.float32, "out")]
+    return Kernel("sum", domain, reduce_axes, buffers, b.exprs, [Load(0, strides, 0)],
+                  [ReductionStep("add", 0.0, D.float32, x.index)],
+                  [Store(1, total.index, out_strides)])
+
+
+def test_rows_reduced_in_one_loop_are_unrolled_and_other_fused_kernels_are_not():
+    assert unrolled(_sum((64, 4096), (1,)))             # softmax's rows: 5% faster unrolled
+    assert unrolled(_sum((4, 6, 28, 28), (2, 3)))       # (the pixels merge into one loop)
+    assert not unrolled(_sum((4, 6, 28, 28), (0, 2, 3)))    # a bias gradient: two loops
+    assert not unrolled(_sum((64, 120), (0,)))          # column-wise
+    assert not unrolled(_copy((64, 120)))
+    assert all(unrolled(k) for k in _direct_kernels())
 
 
 def test_unrolling_is_part_of_a_kernels_key():
