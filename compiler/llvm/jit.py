@@ -6,8 +6,9 @@ kernels are single loop nests that O2 vectorizes as O3 does (the examples' train
 the elementwise benchmarks run as fast), while O3 takes twice as long to optimize them and, on
 reductions, up to fifty times as long; interleaving (several vector accumulators per loop) costs
 another quarter of the compile time for no measurable gain on memory-bound loops.  Unrolling
-only where a kernel asks for it (``Kernel.unroll``: the direct kernels' small constant loops
-need it); it doubles the compile time of the fused kernels, which gain nothing from it.
+only where the backend asks for it (``emit_object(unroll=)``, llvm/backend.py's ``unrolled``:
+the direct kernels' small constant loops and rows reduced in one loop need it); it doubles
+the compile time of the other fused kernels, which gain nothing from it.
 
 Compilation is thread-safe and runs in parallel (runtime/backend.py compiles a program's kernels
 on a few threads): llvmlite serializes every call into LLVM behind one process-wide lock, so

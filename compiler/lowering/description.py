@@ -77,10 +77,10 @@ class Kernel:
     # float multiplications and additions may fuse into multiply-adds rounded once (a direct
     # kernel's sums of products, which eager execution runs through the same kernel)
     contract: bool = False
-    # LLVM unrolls the kernel's loops: a direct kernel's small constant loops (a pooling
-    # window, a convolution's taps), which its rows vectorize only once they are straight code
-    # (max pooling ran 6-9x slower without); other kernels gain nothing measurable from it and
-    # take twice as long to compile with it
+    # the code generator unrolls the kernel's loops: a direct kernel's small constant loops (a
+    # pooling window, a convolution's taps), which its rows vectorize only once they are
+    # straight code (max pooling ran 6-9x slower without); for other kernels the backend
+    # decides (compiler/llvm/backend.py unrolled)
     unroll: bool = False
 
     @property
