@@ -53,6 +53,9 @@ VARIABLES = (
              "Microseconds a kernel worker thread waits for the next kernel by spinning before "
              "it sleeps (a sleeping thread takes tens of microseconds or more to wake; 0: sleep "
              "at once)."),
+    Variable("YIELD_AFTER_US", "number", 0,
+             "Microseconds an idle kernel worker spins before it starts handing its core to "
+             "other runnable threads now and then (it yields about every 20 us after that)."),
     Variable("CHECK_META", "flag", False,
              "1: check every eager op's meta rule against the result it computed (on in the "
              "tests; read at import)."),

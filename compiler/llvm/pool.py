@@ -45,6 +45,7 @@ TASK = ir.FunctionType(VOID, [PTR, I64, I64])
 TICKET, DONE, TASK_FN, ARGS, EXTENT, STOP, SLEEPERS, SEQ, SPIN = 0, 8, 16, 17, 18, 24, 32, 40, 48
 HELPED = 56                         # pieces run by the workers (not the caller), for the tests
 YIELD = 57                          # a spinning thread yields the core every YIELD + 1 pauses
+YIELD_AFTER = 58                    # an idle worker's first pauses, which never yield
 STATE_WORDS = 64
 YIELD_US = 20                       # about this often (rounded up to a power of two of pauses)
 FUTEX_WAIT, FUTEX_WAKE = 128, 129   # the private (one process) futex operations
@@ -110,18 +111,21 @@ class _Builder:
         if self.pause_fn is not None:
             b.call(self.pause_fn, [] if not self.pause_fn.args else [I32(1)])   # 1: "yield"
 
-    def pause_or_yield(self, b, state, count):
-        """A pause; every YIELD + 1 of them (``count``: the pauses so far) the core goes to
-        any other thread waiting for it.  On a machine with more runnable threads than cores
-        (other processes, or more workers than cores), a worker preempted in the middle of
-        its piece then gets a core back from the threads spinning for it, instead of after a
-        whole time slice of the scheduler; with no other thread waiting, a yield is one
-        system call."""
+    def pause_or_yield(self, b, state, count, first=None):
+        """A pause; every YIELD + 1 of them (``count``: the pauses so far; none of the
+        ``first``) the core goes to any other thread waiting for it.  On a machine with more
+        runnable threads than cores (other processes, or more workers than cores), a worker
+        preempted in the middle of its piece then gets a core back from the threads spinning
+        for it, instead of after a whole time slice of the scheduler; with no other thread
+        waiting, a yield is one system call."""
         self.pause(b)
         mask = b.load(_word(b, state, YIELD), typ=I64)
+        due = b.icmp_unsigned("==", b.and_(count, mask), mask)
+        if first is not None:
+            due = b.and_(due, b.icmp_unsigned(">=", count, first))
         fn = b.function
         give, done = fn.append_basic_block("give"), fn.append_basic_block("paused")
-        b.cbranch(b.icmp_unsigned("==", b.and_(count, mask), mask), give, done)
+        b.cbranch(due, give, done)
         b.position_at_end(give)
         b.call(self.sched_yield, [])
         b.branch(done)
@@ -206,7 +210,9 @@ class _Builder:
         b.cbranch(b.icmp_unsigned("<", count, budget), pause, sleep)
 
         b.position_at_end(pause)
-        self.pause_or_yield(b, state, count)
+        # the gaps between a step's kernels are short: an idle worker keeps its core a
+        # while before it yields (a yield hands it to any runnable thread, for a whole slice)
+        self.pause_or_yield(b, state, count, b.load(_word(b, state, YIELD_AFTER), typ=I64))
         count.add_incoming(b.add(count, I64(1)), b.block)
         b.branch(spin)
 
@@ -355,6 +361,7 @@ class Pool:
         self.state = self._words[start:start + STATE_WORDS]
         self.state[SPIN] = int(config.get("SPIN_US") * library.pauses_per_us)
         self.state[YIELD] = (1 << max(0, int(YIELD_US * library.pauses_per_us)).bit_length()) - 1
+        self.state[YIELD_AFTER] = int(config.get("YIELD_AFTER_US") * library.pauses_per_us)
         self.address = self.state.ctypes.data
         self.lock = threading.Lock()
         self.workers = [threading.Thread(target=library.worker, args=(self.address,), daemon=True,
