@@ -6,7 +6,8 @@ transformer with AdamW) a child process builds the model and the step the way th
 (random data of the example's shapes), then calls the compiled step until a call neither traces
 nor compiles nor loads a kernel.  It reports each call's wall time, where the first calls' time
 went (tracing, the passes, LLVM optimization, machine-code generation, loading, the rest: eager
-execution inside the traces and the replays) and after how many calls the step first replays.
+execution inside the traces and the replays), after how many calls the step first replays, and
+the process's peak memory.
 
     python -m tools.bench.first_calls                  # every step, cold and warm disk cache
     python -m tools.bench.first_calls mlp cifar        # some of them
@@ -219,12 +220,15 @@ def _timed(step, batch):
 def measure(which, cache_dir, before=False, root=ROOT):
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     env = dict(os.environ, DYNOGRAPH_CACHE_DIR=cache_dir, PYTHONPATH=path)
-    code = f"from tools.bench.first_calls import child; child({which!r}, {before!r})"
+    # the peak memory is printed by the command itself, so that an older tree's child has it too
+    code = (f"from tools.bench.first_calls import child; child({which!r}, {before!r}); "
+            "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     r = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
                        text=True)
     if r.returncode != 0:
         raise RuntimeError(f"{which}: child failed:\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    *_, report, peak_kb = r.stdout.strip().splitlines()
+    return dict(json.loads(report), peak_mb=int(peak_kb) / 1024)
 
 
 def cold_and_warm(which, before=False, root=ROOT):
@@ -246,7 +250,13 @@ def _line(kind, runs):
             + " ".join(f"{t:.3f}" for t in r["calls_s"])
             + "\n        " + "  ".join(f"{k} {v:.3f}" for k, v in spent.items())
             + f"  kernels compiled {r['stats']['compiled']} loaded from disk "
-            f"{r['stats']['disk_hits']}")
+            f"{r['stats']['disk_hits']}" + _peak(runs))
+
+
+def _peak(runs):
+    """The child's peak resident memory (a first call that keeps a trace's tensors alive
+    shows here)."""
+    return f"  peak {statistics.median(r['peak_mb'] for r in runs):.0f} MB"
 
 
 def main(argv=None):
