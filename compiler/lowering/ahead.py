@@ -51,6 +51,12 @@ def plans_ahead(graph, inputs, batch, writable, backend, updates=True, direct=No
     those computing a state update unless ``updates``); the kernels of the direct rules
     (convolutions, pooling) whose inputs are known are added to the list ``direct``."""
     arrays = {inp.value: a for inp, a in zip(graph.inputs, inputs)}
+    return _walk(graph, arrays, batch, writable, backend, updates, direct)
+
+
+def _walk(graph, arrays, batch, writable, backend, updates, direct):
+    """plans_ahead's walk, from the stand-ins ``arrays`` of the graph's inputs (to which it
+    adds those of the values it determines)."""
     memory = graph.memory_plan
     by_name = {inp.name: inp.value for inp in graph.inputs}
     inplace = {} if memory is None else \
@@ -64,6 +70,8 @@ def plans_ahead(graph, inputs, batch, writable, backend, updates=True, direct=No
         if values is None:
             if direct is not None:
                 direct.extend(_direct_kernels(node, arrays, batch, backend))
+            if node.op == "fused":
+                plans.extend(_node_by_node(node, arrays, batch, backend, direct))
             _extern_outputs(node, arrays, batch)
             continue
         ins = [arrays.get(v) for v in values]
@@ -71,6 +79,8 @@ def plans_ahead(graph, inputs, batch, writable, backend, updates=True, direct=No
             continue
         plan = program.kernel_plan(node, ins, values, batch, backend)
         if plan is None:                    # the interpreter runs it: its outputs are unknown
+            if node.op == "fused":
+                plans.extend(_node_by_node(node, arrays, batch, backend, direct))
             continue
         into = []
         for j, (v, dtype) in enumerate(zip(node.outs, plan.outputs)):
@@ -85,6 +95,21 @@ def plans_ahead(graph, inputs, batch, writable, backend, updates=True, direct=No
                 arrays[v] = np.empty(shape, dtype)
         if updates or not updated.intersection(node.outs):
             plans.append(plan.writing_into(tuple(into)) if into else plan)
+    return plans
+
+
+def _node_by_node(node, arrays, batch, backend, direct):
+    """The plans of a fused node that no kernel covers whole, which the run runs node by node
+    (its subgraph as a program of its own: a kernel per node); the stand-ins of its outputs
+    are added to ``arrays``."""
+    sub = node.attrs["graph"]
+    if any(arrays.get(v) is None for v in node.args):
+        return []
+    inner = {inp.value: arrays[v] for inp, v in zip(sub.inputs, node.args)}
+    plans = _walk(sub, inner, batch, frozenset(), backend, True, direct)
+    for v, out in zip(node.outs, sub.outputs):
+        if inner.get(out) is not None:
+            arrays[v] = inner[out]
     return plans
 
 
