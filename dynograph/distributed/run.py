@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import traceback
 
 from dynograph.runtime import threads
@@ -142,7 +143,7 @@ def worker(argv):
             _abort(e.code if isinstance(e.code, int) else 1)
         raise
     except BaseException:
-        traceback.print_exc()
+        sys.stderr.write(traceback.format_exc())    # one write: the abort may follow at once
         _abort(1)
     return 0
 
@@ -152,6 +153,9 @@ def _abort(code):
     sys.stdout.flush()
     sys.stderr.flush()
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and "mpi4py.MPI" in sys.modules:
+        # mpiexec's proxies forward a rank's output from pipes; the abort ends them, and the
+        # last lines written (the traceback's message) were sometimes lost with them
+        time.sleep(0.25)
         sys.modules["mpi4py.MPI"].COMM_WORLD.Abort(code)
     os._exit(code)
 
