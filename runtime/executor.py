@@ -106,7 +106,7 @@ def _data_offset():
     takes 2-5 µs, and kernels' launches take the addresses of all their buffers at every call."""
     header = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
     base = np.arange(24, dtype=np.float32)
-    probes = [base, base[3:], base.reshape(4, 6)[:, 1:].T, np.zeros(0), np.float64(1.0).reshape(())]
+    probes = [base, base[3:], base.reshape(4, 6)[:, 1:].T, np.zeros(0), np.array(1.0)]
     probes[1].flags.writeable = False
     try:
         if all((ctypes.c_void_p.from_address(id(p) + header).value or 0) ==

@@ -468,7 +468,11 @@ def test_zero_dim_values_of_ops_run_by_numpy_stay_arrays():
 def test_array_addresses_are_numpys():
     """Launches read their buffers' addresses from the array objects (numpy's ``ctypes.data``
     is too slow for a tiny kernel's launch); they are numpy's own, for every kind of array."""
+    from dynograph.runtime import executor
     from dynograph.runtime.executor import address
+    # CPython's numpy arrays hold the pointer right after the object header: the fast way is
+    # taken (its import-time check once failed on a probe that numpy 2.4 makes a scalar)
+    assert executor._DATA_OFFSET == np.dtype(np.intp).itemsize * 2
     base = np.arange(120, dtype=np.float64).reshape(10, 12)
     frozen = base[2:, 3:]
     frozen.flags.writeable = False
