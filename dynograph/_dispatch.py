@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 
 from dynograph.compiler.ops.core import TensorSpec
-from dynograph.compiler.ops.evaluate import elementwise, quiet as _np_quiet, restore as _np_restore
+from dynograph.compiler.ops.evaluate import (broadcasts as _broadcasts, elementwise,
+                                             quiet as _np_quiet, restore as _np_restore)
 from dynograph.runtime import config, dtypes as D
 from dynograph.runtime.cuda_memory import DeviceArray
 from . import _device
@@ -120,10 +121,10 @@ def binary(op, a, b):
 
 
 def _simple(op, args):
-    """An elementwise ``op`` without attributes on simple operands: one tensor, two tensors of
-    one dtype and shape, or a tensor and a Python float (or small int).  What ``elementwise``
-    computes, without the casts and broadcast checks that cannot apply; None where the general
-    path must run."""
+    """An elementwise ``op`` without attributes on simple operands: one tensor, two row-major
+    tensors of one dtype (whose shapes broadcast), or a tensor and a Python float (or small
+    int).  What ``elementwise`` computes, without the casts and broadcast checks that cannot
+    apply; None where the general path must run."""
     n = len(args)
     if n == 1:
         a = args[0]
@@ -139,10 +140,15 @@ def _simple(op, args):
             x = a._data
             if isinstance(b, Tensor):
                 y = b._data
-                if x.dtype is not y.dtype or x.shape != y.shape or type(y) is DeviceArray:
+                if x.dtype is not y.dtype or type(y) is DeviceArray:
                     return None
                 if not (x.flags.c_contiguous and y.flags.c_contiguous):
                     return None         # the general path lays the result out as PyTorch
+                # shapes that broadcast: numpy lays the result of row-major operands out as
+                # PyTorch does (``elementwise`` keeps it too); a mismatch raises on the general
+                # path, and an empty result takes PyTorch's strides there
+                if x.shape != y.shape and (not y.size or not _broadcasts(x.shape, y.shape)):
+                    return None
                 key = (op, x.dtype, None)
                 values = (x, y)
                 grad = a._rg or b._rg

@@ -9,11 +9,11 @@ import functools
 
 import numpy as np
 
-from .core import TensorSpec
+from .core import TensorSpec, broadcast_shapes
 from .creation import (contiguous_strides, is_dense, iterator_strides, preserved_strides,
                        relaid)
 
-__all__ = ["elementwise", "quiet", "restore"]
+__all__ = ["broadcasts", "elementwise", "quiet", "restore"]
 
 _ndarray = np.ndarray
 
@@ -31,6 +31,32 @@ except ImportError:     # numpy 1.x
 
     def restore(old):
         np.seterr(**old)
+
+
+# Array shapes known to broadcast together.  Every elementwise op's meta rule is the dtype rule
+# (already asked) plus broadcast_shapes, so shapes that passed once need no meta call again
+# (~8 us).  A small table, emptied when full.
+_BROADCASTS = set()
+_BROADCASTS_MAX = 1024
+
+
+def _known(shapes):
+    if len(_BROADCASTS) >= _BROADCASTS_MAX:
+        _BROADCASTS.clear()
+    _BROADCASTS.add(shapes)
+
+
+def broadcasts(a, b):
+    """Whether shapes ``a`` and ``b`` broadcast together (PyTorch's rule, numpy's too)."""
+    shapes = (a, b)
+    if shapes in _BROADCASTS:
+        return True
+    try:
+        broadcast_shapes(a, b)
+    except RuntimeError:
+        return False
+    _known(shapes)
+    return True
 
 
 def elementwise(op, operands, values, attrs):
@@ -61,8 +87,11 @@ def elementwise(op, operands, values, attrs):
             if not a.flags.c_contiguous:
                 strided = True
     if broadcast:
-        op.meta(*[TensorSpec(v.shape, o.dtype) if type(v) is _ndarray else o
-                  for o, v in zip(operands, values)], **attrs)     # PyTorch's broadcast error
+        shapes = tuple([v.shape for v in values if type(v) is _ndarray])
+        if shapes not in _BROADCASTS:
+            op.meta(*[TensorSpec(v.shape, o.dtype) if type(v) is _ndarray else o
+                      for o, v in zip(operands, values)], **attrs)     # PyTorch's broadcast error
+            _known(shapes)
     arrays = values
     if cast and op.cast_inputs:
         arrays = [a.astype(ctn) if type(a) is _ndarray and a.dtype != ctn else a for a in values]
