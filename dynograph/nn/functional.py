@@ -607,10 +607,14 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if unbatched:
         input, target = input.unsqueeze(0), target.unsqueeze(0)
     n_classes = input.shape[1]
+    ignored = _host_targets(target, ignore_index, n_classes)
+    if ignored is False:
+        return shown_as(_nll_all_valid(input, target, weight, red, unbatched), "NllLossBackward0")
     valid = target != ignore_index
     safe = _d.where(valid, target, _d.zeros_like(target))
     # eager checks the targets here; compiled code relies on gather's own bounds check
-    if not _tracing() and bool(((safe < 0) | (safe >= n_classes)).any().item()):
+    if ignored is None and not _tracing() and \
+            bool(((safe < 0) | (safe >= n_classes)).any().item()):
         bad = int(safe[(safe < 0) | (safe >= n_classes)][0].item())
         raise IndexError(f"Target {bad} is out of bounds.")
     picked = input.gather(1, safe.unsqueeze(1)).squeeze(1)
@@ -627,7 +631,64 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return shown_as(loss, "NllLossBackward0")
 
 
+_INT64_RANGE = range(-2 ** 63, 2 ** 63)
+
+
+def _host_targets(target, ignore_index, n_classes):
+    """Eager int64 targets in host memory, read directly (the ops that check them cost more
+    than the loss): raise PyTorch's IndexError for a class outside [0, n_classes), ignored
+    entries aside, and say whether any entry is ignored.  None where the ops decide: while
+    tracing (the graph must not depend on the values), for device and uint8 targets (whose
+    comparison with ``ignore_index`` wraps it to uint8) and an odd ``ignore_index``."""
+    if _tracing() or not target.is_cpu or target.dtype is not _d.int64 \
+            or type(ignore_index) is not int or ignore_index not in _INT64_RANGE:
+        return None
+    t = target.numpy()
+    if not t.size:
+        return False
+    low, high = int(t.min()), int(t.max())
+    if 0 <= low and high < n_classes and not low <= ignore_index <= high:
+        return False            # the usual case: two reductions tell
+    ignored = t == ignore_index
+    some = bool(ignored.any())
+    bad = (t < 0) | (t >= n_classes)
+    if some:
+        bad &= ~ignored
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+    return some
+
+
+def _nll_all_valid(input, target, weight, red, unbatched):
+    """nll_loss where no target is ignored (checked in range): each entry's weight is 1 or its
+    class's weight, so the general formula's masks drop out (multiplying by 1.0 and summing
+    ones are exact: the same values and gradients)."""
+    picked = input.gather(1, target.unsqueeze(1)).squeeze(1)
+    if weight is None:
+        loss = -picked
+        n = loss.numel()
+        if red == "mean" and 0 < n <= 2 ** 24 and input.dtype in (_d.float32, _d.float64):
+            # the weights' sum is n, exactly (a Python number divides in the tensor's dtype)
+            return loss.sum() / float(n)
+        w = None
+    else:
+        w = weight[target]
+        wdt = _d.promote_types(input.dtype, weight.dtype)
+        if w.dtype is not wdt:
+            w = w.to(wdt)
+        loss = -picked * w
+    if red == "none":
+        return loss.squeeze(0) if unbatched else loss
+    if red == "sum":
+        return loss.sum()
+    if w is None:
+        w = _d.ones_like(loss)
+    return _weighted_mean(loss.sum(), w.sum())
+
+
 def _weighted_mean(total, wsum):
+    if not _tracing() and wsum.is_cpu and wsum.item() != 0:
+        return total / wsum     # eager, weights that do not sum to zero: no mask needed
     # all targets ignored: nan as in PyTorch, but zero (not nan) gradients
     empty = wsum == 0
     # masked_fill keeps the loss's dtype (a float16 loss stays float16)
