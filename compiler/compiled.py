@@ -293,6 +293,7 @@ class CompiledFunction:
         self.events = []                    # explain(): traces, recompiles, breaks, hits
         self.hits = 0
         self.misses = 0
+        self.last_hit = None                # the entry the last replay ran: checked first
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -312,12 +313,20 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         flat = []
         spec = flatten((args, kwargs), flat)
+        # a training step's first entry (traced before any .grad existed) fails every later
+        # call: the entry that ran last is checked first, the others in their order
+        last = self.last_hit
+        if last is not None and last.guards.check(flat, spec) is None:
+            self.hits += 1
+            last.calls += 1
+            return self._run(last, flat, args, kwargs)
         failures = []
         for entry in self.entries:
             failed = entry.guards.check(flat, spec)
             if failed is None:
                 self.hits += 1
                 entry.calls += 1
+                self.last_hit = entry
                 return self._run(entry, flat, args, kwargs)
             failures.append(failed)
         self.misses += 1
@@ -335,6 +344,8 @@ class CompiledFunction:
         if len(self.entries) > n and self.eager_reason is None:
             self._look_ahead(args, kwargs, flat, spec)
             self._compile_ahead(self.entries[-1], flat)
+        if len(self.entries) > n:
+            self.last_hit = self.entries[-1]    # what the next call most likely replays
         return result
 
     def _compile_ahead(self, entry, flat, updates=True):

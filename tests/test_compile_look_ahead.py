@@ -247,3 +247,22 @@ def test_an_exception_in_the_second_state_is_undone_and_raised_by_the_second_cal
     assert opt.state[w]["step"].item() == 1
     np.testing.assert_array_equal(w.detach().numpy(), after_one)
 
+
+
+def test_a_replay_checks_the_entry_that_ran_last_first():
+    """A step's first entry (traced before any .grad existed) would fail its guards on every
+    later call: the entry that replayed last is checked first, and where its guards fail the
+    others still are, in their order (a replay, not a retrace)."""
+    _, _, step = train(standard_step, OPTIMIZERS["sgd-momentum"], compiled=True)
+    assert step.last_hit is step.entries[1]
+    f = dg.compile(lambda x: x * 2)
+    a, b = dg.ones(3), dg.ones(3, dtype=dg.float64)
+    assert f(a).tolist() == [2.0] * 3 and f(b).tolist() == [2.0] * 3     # two entries
+    first, second = f.entries
+    checked = []
+    check = first.guards.check
+    first.guards.check = lambda *args: checked.append(1) or check(*args)
+    assert f(b).dtype == dg.float64 and f.last_hit is second and checked == []
+    assert f(a).dtype == dg.float32 and f.last_hit is first and checked == [1]
+    assert f(a).dtype == dg.float32 and checked == [1, 1]
+    assert f.misses == 2 and f.hits == 3 and len(f.entries) == 2

@@ -170,11 +170,21 @@ class _ExternStep:
         self.outs = [slot(v) for v in node.outs]
         self.args = template(node.args, slot, batch)
         self.attrs = {k: template(v, slot, batch) for k, v in node.attrs.items()}
+        # most nodes read plain slots and have constant attributes (a transpose, a view, a
+        # gather): their call skips the templates (a step's Python is most of a small op's time)
+        self.plain = None
+        if self.op is not None and all(type(a) is _Slot for a in self.args) and \
+                not any(_has_slot(v) for v in self.attrs.values()):
+            self.plain = [a.index for a in self.args]
 
     def __call__(self, program, env):
-        args = fill(self.args, env)
-        attrs = {k: fill(v, env) for k, v in self.attrs.items()}
         op = self.op
+        if self.plain is not None:
+            args = [env[i] for i in self.plain]
+            attrs = self.attrs
+        else:
+            args = fill(self.args, env)
+            attrs = {k: fill(v, env) for k, v in self.attrs.items()}
         if op is None:                      # a fused node: its subgraph, node by node
             sub = attrs.pop("graph")
             result = run(sub, args, self.batch, backend=self.backend)[0]
@@ -194,6 +204,12 @@ class _ExternStep:
                 result = [result]
         for s, r in zip(self.outs, result):
             env[s] = r
+
+
+def _has_slot(x):
+    if type(x) is _Slot:
+        return True
+    return type(x) in (tuple, list) and any(_has_slot(a) for a in x)
 
 
 class Host:
