@@ -1,6 +1,8 @@
 """Adam, as torch.optim.Adam (with optional AMSGrad and decoupled weight decay)."""
+from dynograph._trace_hook import TRACE
 from .. import zeros_like
 from ..autograd.grad_mode import no_grad
+from . import _fused
 from .optimizer import Optimizer, check_range, run_closure, step_tensor, scalar_state, traced_lr
 
 __all__ = ["Adam"]
@@ -50,9 +52,18 @@ class Adam(Optimizer):
         lr, (beta1, beta2), eps = traced_lr(self, group), group["betas"], group["eps"]
         weight_decay = group["weight_decay"]
         state = self._init_state(p, group["amsgrad"])
-        grad = p.grad if not group["maximize"] else -p.grad
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         state["step"].add_(1)
+        if not group["amsgrad"] and TRACE.tracer is None and type(lr) is float:
+            # the update on the arrays: one compiled loop where it pays, else numpy without
+            # the tensor methods' dispatch
+            step = state["step"].item()
+            bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+            if _fused.adam(p, p.grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay,
+                           group["decoupled_weight_decay"], group["maximize"],
+                           bias_correction2_sqrt, lr / (1 - beta1 ** step)):
+                return
+        grad = p.grad if not group["maximize"] else -p.grad
         if weight_decay != 0:
             if group["decoupled_weight_decay"]:
                 p.mul_(1 - lr * weight_decay)

@@ -3,6 +3,7 @@ import numpy as np
 
 from dynograph._trace_hook import TRACE
 from ..autograd.grad_mode import no_grad
+from . import _fused
 from .optimizer import Optimizer, check_range, run_closure, traced_lr
 
 __all__ = ["SGD"]
@@ -33,24 +34,28 @@ class SGD(Optimizer):
     def _update_group(self, group):
         lr, momentum = traced_lr(self, group), group["momentum"]
         dampening, weight_decay = group["dampening"], group["weight_decay"]
+        nesterov, maximize = group["nesterov"], group["maximize"]
         for p in group["params"]:
             if p.grad is None:
                 continue
-            grad = p.grad if not group["maximize"] else -p.grad
+            if momentum != 0:
+                buf = self.state[p].get("momentum_buffer")
+                # the whole update in one compiled loop, where it pays
+                if buf is not None and _fused.sgd_momentum(p, p.grad, buf, momentum, dampening,
+                                                           lr, weight_decay, nesterov, maximize):
+                    continue
+            grad = p.grad if not maximize else -p.grad
             if weight_decay != 0:
                 grad = grad.add(p, alpha=weight_decay)
             if momentum != 0:
-                state = self.state[p]
-                buf = state.get("momentum_buffer")
                 if buf is None:
                     buf = grad.detach().clone()
-                    state["momentum_buffer"] = buf
-                elif not group["nesterov"] and _momentum_in_place(p, grad, buf, momentum,
-                                                                  dampening, lr):
+                    self.state[p]["momentum_buffer"] = buf
+                elif not nesterov and _momentum_in_place(p, grad, buf, momentum, dampening, lr):
                     continue
                 else:
                     buf.mul_(momentum).add_(grad, alpha=1 - dampening)
-                grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
+                grad = grad.add(buf, alpha=momentum) if nesterov else buf
             p.add_(grad, alpha=-lr)
 
 
