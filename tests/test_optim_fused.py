@@ -50,6 +50,7 @@ def paths(monkeypatch):
     def run(name, kw, dtype):
         monkeypatch.setattr(_fused, "MIN_SGD", 1)
         monkeypatch.setattr(_fused, "MIN_ADAM", 1)
+        monkeypatch.setattr(_fused, "WARM", {"sgd": 1, "adam": 1})     # numpy, then kernels
         fused = _run(dg, name, kw, dtype)
         monkeypatch.setattr(_fused, "MIN_SGD", 1 << 62)
         monkeypatch.setattr(_fused, "MIN_ADAM", 1 << 62)
@@ -72,13 +73,14 @@ def test_kernels_compile():
     if host_kernels.compiler() is None:
         pytest.skip("no backend lends eager kernels here")
     _fused._plans.clear()
-    old = _fused.MIN_SGD, _fused.MIN_ADAM
+    old = _fused.MIN_SGD, _fused.MIN_ADAM, _fused.WARM
     _fused.MIN_SGD = _fused.MIN_ADAM = 1
+    _fused.WARM = {"sgd": 0, "adam": 0}
     try:
         _run(dg, "SGD", dict(lr=0.1, momentum=0.9), np.float32)
         _run(dg, "Adam", dict(lr=0.1), np.float32)
     finally:
-        _fused.MIN_SGD, _fused.MIN_ADAM = old
+        _fused.MIN_SGD, _fused.MIN_ADAM, _fused.WARM = old
     assert {k[0] for k, plan in _fused._plans.items() if plan is not None} == {"sgd", "adam"}
 
 
