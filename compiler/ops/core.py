@@ -121,7 +121,8 @@ def broadcast_shapes(*shapes):
     out = [1] * ndim
     for s in shapes:
         off = ndim - len(s)
-        for i, n in enumerate(s):
+        for i in range(len(s) - 1, -1, -1):     # from the last dim, as PyTorch's infer_size
+            n = s[i]
             j = off + i
             if n == out[j] or n == 1:
                 continue
@@ -141,12 +142,13 @@ def check_broadcast(a, b):
     ndim = max(len(a), len(b))
     pa = (1,) * (ndim - len(a)) + tuple(a)
     pb = (1,) * (ndim - len(b)) + tuple(b)
-    out = []
-    for i, (x, y) in enumerate(zip(pa, pb)):
+    out = [0] * ndim
+    for i in range(ndim - 1, -1, -1):           # from the last dim, as PyTorch's infer_size
+        x, y = pa[i], pb[i]
         if x == y or y == 1:
-            out.append(x)
+            out[i] = x
         elif x == 1:
-            out.append(y)
+            out[i] = y
         else:
             raise RuntimeError(
                 f"The size of tensor a ({x}) must match the size of tensor b ({y}) "

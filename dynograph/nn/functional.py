@@ -603,6 +603,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_float(input, "nll_loss_out_frame" if input.dim() <= 2 else "nll_loss2d_forward_out_frame")
     if red not in ("none", "mean", "sum"):
         raise ValueError(f"{red} is not a valid value for reduction")
+    if target.dtype is _d.uint8:
+        target = target.long()      # gather's index; PyTorch compares its values as int64 too
     unbatched = input.dim() == 1  # (C,) with a 0-dim target
     if unbatched:
         input, target = input.unsqueeze(0), target.unsqueeze(0)
@@ -638,9 +640,9 @@ def _host_targets(target, ignore_index, n_classes):
     """Eager int64 targets in host memory, read directly (the ops that check them cost more
     than the loss): raise PyTorch's IndexError for a class outside [0, n_classes), ignored
     entries aside, and say whether any entry is ignored.  None where the ops decide: while
-    tracing (the graph must not depend on the values), for device and uint8 targets (whose
-    comparison with ``ignore_index`` wraps it to uint8) and an odd ``ignore_index``."""
-    if _tracing() or not target.is_cpu or target.dtype is not _d.int64 \
+    tracing (the graph must not depend on the values), for device targets and an
+    ``ignore_index`` that is not an int64."""
+    if _tracing() or not target.is_cpu \
             or type(ignore_index) is not int or ignore_index not in _INT64_RANGE:
         return None
     t = target.numpy()
