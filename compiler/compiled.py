@@ -338,6 +338,9 @@ class CompiledFunction:
             logs.log("recompiles", f"{self.__name__}: recompiling because {name} changed "
                                    f"(expected {expected!r}, got {actual!r})")
         n = len(self.entries)
+        if self.backend == "llvm":
+            from .llvm.pool import warm_up
+            warm_up()       # the kernels' thread pool builds while this call traces
         result = self._trace(args, kwargs, flat, spec)
         if self.dynamic is not False and len(self.entries) > 1 and self.eager_reason is None:
             self._try_dynamic()

@@ -19,6 +19,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from dynograph._trace_hook import TRACE
 from dynograph.compiler.ops.core import TensorSpec
 from dynograph.runtime import dtypes as D, host_kernels
 
@@ -72,7 +73,9 @@ def run(op, args, attrs):
     """``op`` (which has a direct rule) on the tensors' arrays by its compiled kernel, or None
     where numpy should run it (no kernel lent, not worth one, a case the rule does not cover)."""
     pays = _PAYS.get(op.name)
-    if pays is None:
+    if pays is None or TRACE.tracer is not None:
+        # a trace runs its ops once: a kernel compiled for them (30-100 ms each, on the calling
+        # thread) would delay the first call, while the program's kernels compile on helpers
         return None
     compile_kernel = host_kernels.compiler()
     if compile_kernel is None:

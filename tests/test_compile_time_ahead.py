@@ -1,6 +1,10 @@
 """The kernels of the direct rules (convolutions, max pooling, their padded copies) are described
 before a program's first run and compiled on helper threads with the fused kernels
 (compiler/lowering/ahead.py): the same kernels the run then takes."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -108,3 +112,44 @@ def test_the_kernels_of_a_fused_node_run_node_by_node_are_described_ahead(fresh_
     compiled(x)
     assert compiled.hits == 1
     assert all(("llvm", p.kernel.key) in backend._loaded for p in plans)
+
+
+def test_a_trace_runs_its_convolutions_without_compiling_kernels(fresh_cache):
+    """A trace runs its ops once: an eager convolution inside it takes numpy's implementation
+    instead of compiling a direct kernel on the calling thread (the program's kernels compile
+    on helper threads); outside a trace the same call takes the kernel."""
+    from dynograph import _direct_kernels
+    rng = np.random.default_rng(0)
+    x = dg.tensor(rng.standard_normal((8, 3, 32, 32)).astype(np.float32))
+    w = dg.tensor(rng.standard_normal((6, 3, 5, 5)).astype(np.float32))
+    before = set(_direct_kernels._owners)
+    f = dg.compile(lambda x, w: dg.nn.functional.conv2d(x, w), backend="interpreter")
+    traced = f(x, w)
+    assert set(_direct_kernels._owners) == before
+    eager = dg.nn.functional.conv2d(x, w)
+    assert [k for k in _direct_kernels._owners if k not in before][0][0] == "convolution"
+    np.testing.assert_allclose(traced.numpy(), eager.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_a_compiled_functions_first_call_builds_the_thread_pool_on_a_helper_thread(tmp_path):
+    """The pool's runtime code (and the products' tasks) compile on a helper thread while the
+    first call traces; in a fresh process with an empty cache, so that nothing built them."""
+    code = """if 1:
+        import threading
+        import dynograph as dg
+        from dynograph.compiler.llvm import pool
+        dg.set_num_threads(2)
+        started = []
+        start = threading.Thread.start
+        threading.Thread.start = lambda t: (started.append(t.name), start(t))[1]
+        f = dg.compile(lambda x: (x * 2).sum(), backend="llvm")
+        assert float(f(dg.ones(8))) == 16.0
+        threading.Thread.start = start
+        assert "dynograph-pool-build" in started, started
+        assert pool.pool() is not None and pool._library
+        assert float(f(dg.ones(8))) == 16.0
+        print("ok")
+    """
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, DYNOGRAPH_CACHE_DIR=str(tmp_path)))
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

@@ -350,6 +350,13 @@ def single_threaded():
             library.set_threads(threads)
 
 
+def build():
+    """Compile the product tasks now where products run on the pool (pool.warm_up)."""
+    library = _blas()
+    if library is not None:
+        library.tasks()
+
+
 def usable():
     """Whether products run on the pool here (numpy's BLAS was found)."""
     return _blas() is not None

@@ -400,6 +400,7 @@ _lock = threading.Lock()
 _current = []          # [Pool] of this process
 _retired = []
 _library = []
+_warming = []         # warm_up() started its thread
 
 
 def _forget():
@@ -431,6 +432,27 @@ def pool():
             _library.append(_Library())
         _current.append(Pool(_library[0], n))
         return _current[0]
+
+
+def warm_up():
+    """Build the pool's runtime code, and the products' (blas.py), on a helper thread now: a
+    cold start compiles them (0.1-0.35 s), and a compiled function's first call, tracing
+    meanwhile, needs them only when its program first runs."""
+    if _library or _warming or threads.count() <= 1:
+        return
+    _warming.append(True)
+    threading.Thread(target=_build_runtime, name="dynograph-pool-build", daemon=True).start()
+
+
+def _build_runtime():
+    from . import blas
+    try:
+        with _lock, unwatched():
+            if not _library:
+                _library.append(_Library())
+        blas.build()
+    except Exception:       # noqa: BLE001  (the first use builds them again and meets it there)
+        pass
 
 
 def _shutdown():
