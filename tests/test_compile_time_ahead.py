@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dynograph as dg
+from conftest import classifier_step
 from dynograph.compiler.llvm.backend import LLVM
 from dynograph.compiler.lowering import ahead, conv, pool
 from dynograph.runtime import backend, threads
@@ -35,13 +36,7 @@ def _cnn_step():
                              dg.nn.Flatten(), dg.nn.Linear(4 * 4 * 4, 5))
     opt = dg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = dg.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return model, step
+    return model, classifier_step(model, opt)
 
 
 def _data():

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import dynograph as dg
+from conftest import classifier_step
 
 from dynograph.compiler.llvm import backend as llvm_backend, jit
 from dynograph.compiler.lowering.program import PLANS
@@ -158,16 +159,8 @@ def test_cnn_training_steps_with_direct_convolutions_match_eager():
     compiled.load_state_dict(eager.state_dict())
     opts = [dg.optim.SGD(m.parameters(), lr=0.05, momentum=0.9) for m in (eager, compiled)]
 
-    def make(model, opt):
-        def step(x, y):
-            opt.zero_grad()
-            loss = dg.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        return step
-    eager_step = make(eager, opts[0])
-    compiled_step = dg.compile(make(compiled, opts[1]), backend="llvm")
+    eager_step = classifier_step(eager, opts[0])
+    compiled_step = dg.compile(classifier_step(compiled, opts[1]), backend="llvm")
     rng = np.random.default_rng(1)
     for _ in range(6):
         x = dg.from_numpy(rng.standard_normal((4, 3, 8, 8)).astype(np.float32))

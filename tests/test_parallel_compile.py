@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import dynograph as dg
+from conftest import classifier_step
 from dynograph.compiler.llvm import jit
 from dynograph.compiler.llvm.backend import LLVM
 from dynograph.compiler.lowering import ahead
@@ -43,13 +44,7 @@ def _model_and_step(seed):
     model = dg.nn.Sequential(dg.nn.Linear(12, 16), dg.nn.ReLU(), dg.nn.Linear(16, 5))
     opt = dg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = dg.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return model, step
+    return model, classifier_step(model, opt)
 
 
 def _data():
