@@ -1259,8 +1259,26 @@ def _laid_out(impl, layout):
     return run
 
 
+# (shape, byte strides, itemsize) of results already found laid out as PyTorch's contiguous
+# ones: most results repeat a few layouts, and a set lookup costs less than checking the
+# strides again (~2 us).  Emptied when full.
+_CONTIGUOUS = set()
+
+
+def _contiguous(x, r):
+    key = (r.shape, r.strides, r.itemsize)
+    if key in _CONTIGUOUS:
+        return r
+    out = as_contiguous(r)
+    if out is r:
+        if len(_CONTIGUOUS) >= 1024:
+            _CONTIGUOUS.clear()
+        _CONTIGUOUS.add(key)
+    return out
+
+
 for _op in [op for op in REGISTRY.values() if op.area == "reduction"]:
     if _op is sort:
         _op.impl = _laid_out(_op.impl, as_preserved)
     elif _op.kind in ("reduction", "scan", "sort"):
-        _op.impl = _laid_out(_op.impl, lambda x, r: as_contiguous(r))
+        _op.impl = _laid_out(_op.impl, _contiguous)
