@@ -7,6 +7,8 @@ backend).  A direct rule keeps its compiled plans per *owner* (a graph node in a
 eager ops have no node, so each distinct call (op, operand layouts, attributes) gets an owner
 here, in a bounded table: the least recently used call's plans go first.  The choice between
 kernel and numpy is made once per call layout, so repeating a call gives the same values.
+Inside a trace (a compiled function's first call, and its look-ahead) numpy runs: the trace runs
+each op once, and the program's own kernels compile on helper threads meanwhile.
 
 A kernel is used when the op's rule below says it pays: a compilation costs tens of
 milliseconds, so small calls (gradchecks, tests) keep the numpy implementation, and a direct
