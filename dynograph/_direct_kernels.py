@@ -7,8 +7,9 @@ backend).  A direct rule keeps its compiled plans per *owner* (a graph node in a
 eager ops have no node, so each distinct call (op, operand layouts, attributes) gets an owner
 here, in a bounded table: the least recently used call's plans go first.  The choice between
 kernel and numpy is made once per call layout, so repeating a call gives the same values.
-Inside a trace (a compiled function's first call, and its look-ahead) numpy runs: the trace runs
-each op once, and the program's own kernels compile on helper threads meanwhile.
+Inside a trace (a compiled function's first call, and its look-ahead) only kernels that are
+ready (loaded, or on disk) run, else numpy: the trace runs each op once, and the program's own
+kernels compile on helper threads meanwhile.
 
 A kernel is used when the op's rule below says it pays: a compilation costs tens of
 milliseconds, so small calls (gradchecks, tests) keep the numpy implementation, and a direct
@@ -24,6 +25,7 @@ import numpy as np
 from dynograph._trace_hook import TRACE
 from dynograph.compiler.ops.core import TensorSpec
 from dynograph.runtime import dtypes as D, host_kernels
+from dynograph.runtime.backend import ready as backend_ready
 
 __all__ = ["run"]
 
@@ -75,13 +77,13 @@ def run(op, args, attrs):
     """``op`` (which has a direct rule) on the tensors' arrays by its compiled kernel, or None
     where numpy should run it (no kernel lent, not worth one, a case the rule does not cover)."""
     pays = _PAYS.get(op.name)
-    if pays is None or TRACE.tracer is not None:
-        # a trace runs its ops once: a kernel compiled for them (30-100 ms each, on the calling
-        # thread) would delay the first call, while the program's kernels compile on helpers
+    if pays is None:
         return None
     compile_kernel = host_kernels.compiler()
     if compile_kernel is None:
         return None
+    if TRACE.tracer is not None:
+        return _in_trace(op, args, attrs, pays, compile_kernel)
     arrays = [a if a is None or type(a) is _ndarray else getattr(a, "_data", a) for a in args]
     if not all(a is None or type(a) is _ndarray for a in arrays):
         return None
@@ -110,5 +112,28 @@ def run(op, args, attrs):
     result = op.kernel(owner, arrays, attrs, None, compile_kernel)
     if result is None:
         _owners[key] = None             # not covered: numpy from now on, without asking again
+        return None
+    return tuple(result) if type(result) is list else result
+
+
+def _in_trace(op, args, attrs, pays, compile_kernel):
+    """``run`` inside a trace, which runs its ops once: kernels that are ready (loaded, or in
+    the disk cache) run, but none is compiled for it (30-100 ms each, on the calling thread,
+    while the program's own kernels compile on helper threads); numpy runs instead.  The plans
+    are kept by an owner of this call only, so the eager calls' choices stay as they are."""
+    arrays = [a if a is None or type(a) is _ndarray else getattr(a, "_data", a) for a in args]
+    if not all(a is None or type(a) is _ndarray for a in arrays):
+        return None
+    op.meta(*[a if a is None else TensorSpec(a.shape, D.from_numpy_dtype(a.dtype))
+              for a in arrays], **attrs)
+    if not pays(*arrays, **attrs):
+        return None
+    backend = compile_kernel.backend
+
+    def ready_only(kernel):
+        return compile_kernel(kernel) if backend_ready(backend, kernel) else None
+    ready_only.matmul, ready_only.backend = compile_kernel.matmul, backend
+    result = op.kernel(_Owner(), arrays, attrs, None, ready_only)
+    if result is None:
         return None
     return tuple(result) if type(result) is list else result

@@ -167,6 +167,14 @@ def kernel_function(backend, kernel):
         return fn
 
 
+def ready(backend, kernel):
+    """Whether ``kernel``'s function can be had without compiling it: loaded in this process,
+    or in the backend's disk cache."""
+    if (backend.name, kernel.key) in _loaded:
+        return True
+    return backend.disk is not None and backend.disk.holds(kernel.key)
+
+
 def _help():
     """While a thread compiles the kernel this one needs: compile the next kernel no thread has
     started on (its result waits in its Future).  False when there is none."""

@@ -56,6 +56,11 @@ class DiskCache:
         folder = self.folder()
         return None if folder is None else os.path.join(folder, key + self.suffix)
 
+    def holds(self, key):
+        """Whether an entry of ``key`` is there (``read`` still checks that it is valid)."""
+        path = self.path(key)
+        return path is not None and os.path.exists(path)
+
     def read(self, key):
         """The bytes of a valid entry, or None (missing, foreign or corrupted)."""
         path = self.path(key)

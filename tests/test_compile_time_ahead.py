@@ -11,6 +11,7 @@ import pytest
 import dynograph as dg
 from conftest import classifier_step
 from dynograph.compiler.llvm.backend import LLVM
+from dynograph.compiler.ops import REGISTRY
 from dynograph.compiler.lowering import ahead, conv, pool
 from dynograph.runtime import backend, threads
 
@@ -109,21 +110,34 @@ def test_the_kernels_of_a_fused_node_run_node_by_node_are_described_ahead(fresh_
     assert all(("llvm", p.kernel.key) in backend._loaded for p in plans)
 
 
-def test_a_trace_runs_its_convolutions_without_compiling_kernels(fresh_cache):
+def test_a_trace_runs_ready_kernels_and_compiles_none(fresh_cache):
     """A trace runs its ops once: an eager convolution inside it takes numpy's implementation
-    instead of compiling a direct kernel on the calling thread (the program's kernels compile
-    on helper threads); outside a trace the same call takes the kernel."""
+    where its direct kernel would have to be compiled now (the program's kernels compile on
+    helper threads), and the kernel where it is ready; the eager calls' own choice (the kernel)
+    is not changed by the trace."""
     from dynograph import _direct_kernels
     rng = np.random.default_rng(0)
     x = dg.tensor(rng.standard_normal((8, 3, 32, 32)).astype(np.float32))
     w = dg.tensor(rng.standard_normal((6, 3, 5, 5)).astype(np.float32))
-    before = set(_direct_kernels._owners)
-    f = dg.compile(lambda x, w: dg.nn.functional.conv2d(x, w), backend="interpreter")
-    traced = f(x, w)
-    assert set(_direct_kernels._owners) == before
-    eager = dg.nn.functional.conv2d(x, w)
-    assert [k for k in _direct_kernels._owners if k not in before][0][0] == "convolution"
+    conv2d = dg.nn.functional.conv2d
+    compiled = backend.STATS["compiled"]
+    traced = dg.compile(lambda x, w: conv2d(x, w), backend="interpreter")(x, w)
+    assert backend.STATS["compiled"] == compiled
+    eager = conv2d(x, w)                              # compiles the kernel, eagerly
+    assert backend.STATS["compiled"] > compiled
     np.testing.assert_allclose(traced.numpy(), eager.numpy(), rtol=1e-4, atol=1e-4)
+    key = [k for k in _direct_kernels._owners if k[0] == "convolution"][-1]
+    op, ran = REGISTRY["convolution"], []
+    run = op.kernel
+    op.kernel = lambda *a: ran.append(1) or run(*a)
+    try:
+        compiled = backend.STATS["compiled"]
+        again = dg.compile(lambda x, w: conv2d(x, w) * 1, backend="interpreter")(x, w)
+    finally:
+        op.kernel = run
+    assert ran and backend.STATS["compiled"] == compiled      # ready: the kernel ran
+    assert again.numpy().tolist() == eager.numpy().tolist()
+    assert _direct_kernels._owners[key] is not None
 
 
 def test_a_compiled_functions_first_call_builds_the_thread_pool_on_a_helper_thread(tmp_path):
