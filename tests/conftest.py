@@ -98,11 +98,12 @@ def assert_same_error(ours, theirs, expr=""):
     assert error_text(ours) == error_text(theirs)
 
 
-def classifier_step(model, opt):
-    """The training step most tests compile: zero_grad, cross-entropy, backward, step."""
+def classifier_step(model, opt, lib=dynograph):
+    """The training step most tests compile: zero_grad, cross-entropy, backward, step (``lib``:
+    dynograph or torch)."""
     def step(x, y):
         opt.zero_grad()
-        loss = dynograph.nn.functional.cross_entropy(model(x), y)
+        loss = lib.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         return loss

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import dynograph as dg
+from conftest import classifier_step
 from dynograph.compiler.llvm import blas, pool
 from dynograph.runtime import threads
 from test_pool import addmm_expected
@@ -202,14 +203,7 @@ def test_a_compiled_mlp_step_on_grids_matches_torch(monkeypatch, threads_):
     ours.load_state_dict({k: dg.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
 
     def steps(lib, model, compile):
-        opt = lib.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-        def step(inp, target):
-            opt.zero_grad()
-            loss = lib.nn.functional.cross_entropy(model(inp), target)
-            loss.backward()
-            opt.step()
-            return loss
+        step = classifier_step(model, lib.optim.SGD(model.parameters(), lr=0.05, momentum=0.9), lib)
         return compile(step) if compile else step
     step = steps(dg, ours, lambda f: dg.compile(f, backend="llvm"))
     step_t = steps(torch, theirs, None)
