@@ -1,6 +1,8 @@
 """Matrix products on the worker pool (compiler/llvm/blas.py): the grid of blocks a product is
 cut into, products on pools of several sizes (2-D grids included) and on the calling thread,
 against numpy and torch, and the argument blocks kept between calls."""
+import os
+
 import numpy as np
 import pytest
 
@@ -216,3 +218,16 @@ def test_a_compiled_mlp_step_on_grids_matches_torch(monkeypatch, threads_):
                                    err_msg=name)
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4,
                                    atol=1e-5, err_msg=name)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_forked_while_the_blas_lock_is_held_gets_a_free_one():
+    """pool.warm_up finds the BLAS and compiles the product tasks on a helper thread: a fork
+    in the meantime must not leave the child a lock that no thread of its own will release."""
+    with blas._lock:
+        child = os.fork()
+        if child == 0:
+            ok = blas._lock.acquire(timeout=5)
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.WEXITSTATUS(status) == 0

@@ -25,6 +25,7 @@ beta`` added; ``input`` ignored when beta is 0), so the compiled step matches th
 """
 import contextlib
 import ctypes
+import os
 import struct
 import threading
 
@@ -191,6 +192,16 @@ class _Library:
 _TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _found = []
 _lock = threading.Lock()
+
+
+def _new_lock_in_child():
+    """A forked child may inherit the lock held by a thread it does not have (pool.warm_up's,
+    finding the BLAS or compiling the tasks while the parent forked)."""
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def _blas():
