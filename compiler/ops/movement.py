@@ -287,13 +287,12 @@ def sum_to_shape(g, shape):
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
-    dims = tuple(range(lead)) + tuple(
-        i + lead for i, n in enumerate(shape) if n == 1 and gshape[i + lead] != 1)
-    if dims:
-        g = g.sum(dims, keepdim=True)
-    if lead:
-        g = g.reshape(shape)
-    return g
+    kept = tuple(i + lead for i, n in enumerate(shape) if n == 1 and gshape[i + lead] != 1)
+    if lead and not kept:       # only leading dims (a bias's gradient over the batch): one sum
+        return g.sum(tuple(range(lead)))
+    if lead or kept:
+        g = g.sum(tuple(range(lead)) + kept, keepdim=True)
+    return g.reshape(shape) if lead else g
 
 
 expand = define("expand", "movement", _expand, meta=_expand_meta,

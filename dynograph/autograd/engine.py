@@ -149,33 +149,12 @@ def _apply(node, grads):
             if not isinstance(g, Tensor):
                 g = Tensor._wrap(g)
             if g._data.shape != x._data.shape:
-                g = _sum_to(g, x._data.shape)
+                g = sum_to_shape(g, x._data.shape)
             if g._data.dtype != x._data.dtype:
                 g = g.to(x.dtype)
             fixed.append(g)
         return fixed
     return node.apply(*grads)
-
-
-_SUMMED = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _sum_to(g, shape):
-    """``sum_to_shape(g, shape)`` (a broadcast input's gradient, as a bias's over the batch):
-    for float arrays, outside a graph, numpy's call that sum's impl makes, without the two
-    dispatched ops (sum, reshape) around it."""
-    a = g._data
-    lead = a.ndim - len(shape)
-    if type(a) is not np.ndarray or a.dtype not in _SUMMED or lead < 0 or STATE.grad_enabled \
-            or TRACE.tracer is not None:
-        return sum_to_shape(g, shape)
-    kept = tuple(i + lead for i, n in enumerate(shape) if n == 1 and a.shape[i + lead] != 1)
-    r = np.add.reduce(a, axis=tuple(range(lead)) + kept, dtype=a.dtype, keepdims=bool(kept))
-    if type(r) is not np.ndarray:           # all summed: a numpy scalar
-        r = np.asarray(r)
-    elif kept and lead:
-        r = r.reshape(shape)
-    return Tensor._wrap(r)
 
 
 def _add_grad(buffers, node, nr, g):
