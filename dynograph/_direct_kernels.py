@@ -75,30 +75,56 @@ _PAYS = {"convolution": _conv_pays, "convolution_weight_grad": _weight_grad_pays
 
 def run(op, args, attrs):
     """``op`` (which has a direct rule) on the tensors' arrays by its compiled kernel, or None
-    where numpy should run it (no kernel lent, not worth one, a case the rule does not cover)."""
+    where numpy should run it (no kernel lent, not worth one, a case the rule does not cover).
+
+    Inside a trace, which runs its ops once, only kernels that are ready (loaded, or in the
+    disk cache) run: none is compiled for it (30-100 ms each, on the calling thread, while the
+    program's own kernels compile on helper threads).  Its plans are kept by an owner of that
+    call only, so the eager calls' choices stay as they are."""
     pays = _PAYS.get(op.name)
     if pays is None:
         return None
     compile_kernel = host_kernels.compiler()
     if compile_kernel is None:
         return None
-    if TRACE.tracer is not None:
-        return _in_trace(op, args, attrs, pays, compile_kernel)
     arrays = [a if a is None or type(a) is _ndarray else getattr(a, "_data", a) for a in args]
     if not all(a is None or type(a) is _ndarray for a in arrays):
         return None
-    key = (op.name, tuple(None if a is None else (a.shape, a.strides, a.dtype) for a in arrays),
-           tuple(attrs.items()))
+    tracing = TRACE.tracer is not None
+    if tracing:
+        owner = _Owner() if _checked_pays(op, arrays, attrs, pays) else None
+        compile_kernel = _ready_only(compile_kernel)
+    else:
+        key = (op.name, tuple(None if a is None else (a.shape, a.strides, a.dtype) for a in arrays),
+               tuple(attrs.items()))
+        owner = _owner(key, op, arrays, attrs, pays)
+    if owner is None:
+        return None
+    result = op.kernel(owner, arrays, attrs, None, compile_kernel)
+    if result is None:
+        if not tracing:
+            _owners[key] = None         # not covered: numpy from now on, without asking again
+        return None
+    return tuple(result) if type(result) is list else result
+
+
+def _checked_pays(op, arrays, attrs, pays):
+    # the rules trust their operands: PyTorch's checks (and errors) first
+    op.meta(*[a if a is None else TensorSpec(a.shape, D.from_numpy_dtype(a.dtype))
+              for a in arrays], **attrs)
+    return pays(*arrays, **attrs)
+
+
+def _owner(key, op, arrays, attrs, pays):
+    """The owner of the plans of the eager calls of layout ``key`` (made on its first call),
+    or None where numpy runs them."""
     owner = _owners.get(key, False)
     if owner is False:
         try:
             hash(key)
         except TypeError:               # an attribute given as a list
             return None
-        # the rules trust their operands: PyTorch's checks (and errors) first
-        op.meta(*[a if a is None else TensorSpec(a.shape, D.from_numpy_dtype(a.dtype))
-                  for a in arrays], **attrs)
-        owner = _Owner() if pays(*arrays, **attrs) else None
+        owner = _Owner() if _checked_pays(op, arrays, attrs, pays) else None
         _owners[key] = owner
         if len(_owners) > MAX_OWNERS:
             _owners.popitem(last=False)
@@ -107,33 +133,14 @@ def run(op, args, attrs):
             _owners.move_to_end(key)
         except KeyError:                # another thread dropped it meanwhile: its owner still works
             pass
-    if owner is None:
-        return None
-    result = op.kernel(owner, arrays, attrs, None, compile_kernel)
-    if result is None:
-        _owners[key] = None             # not covered: numpy from now on, without asking again
-        return None
-    return tuple(result) if type(result) is list else result
+    return owner
 
 
-def _in_trace(op, args, attrs, pays, compile_kernel):
-    """``run`` inside a trace, which runs its ops once: kernels that are ready (loaded, or in
-    the disk cache) run, but none is compiled for it (30-100 ms each, on the calling thread,
-    while the program's own kernels compile on helper threads); numpy runs instead.  The plans
-    are kept by an owner of this call only, so the eager calls' choices stay as they are."""
-    arrays = [a if a is None or type(a) is _ndarray else getattr(a, "_data", a) for a in args]
-    if not all(a is None or type(a) is _ndarray for a in arrays):
-        return None
-    op.meta(*[a if a is None else TensorSpec(a.shape, D.from_numpy_dtype(a.dtype))
-              for a in arrays], **attrs)
-    if not pays(*arrays, **attrs):
-        return None
+def _ready_only(compile_kernel):
+    """``compile_kernel`` that answers None for a kernel it would have to compile now."""
     backend = compile_kernel.backend
 
     def ready_only(kernel):
         return compile_kernel(kernel) if backend_ready(backend, kernel) else None
     ready_only.matmul, ready_only.backend = compile_kernel.matmul, backend
-    result = op.kernel(_Owner(), arrays, attrs, None, ready_only)
-    if result is None:
-        return None
-    return tuple(result) if type(result) is list else result
+    return ready_only
