@@ -22,6 +22,16 @@ def torch():
     return torch_or_skip()
 
 
+@pytest.fixture
+def two_threads():
+    """dynograph's kernels on two threads (a pool with one worker) for the test."""
+    from dynograph.runtime import threads
+    before = threads.count()
+    threads.set_threads(2)
+    yield
+    threads.set_threads(before)
+
+
 def dtype_name(dt):
     """'float32' for dynograph.float32 or torch.float32."""
     return str(dt).split(".")[-1]

@@ -13,7 +13,7 @@ from conftest import classifier_step
 from dynograph.compiler.llvm.backend import LLVM
 from dynograph.compiler.ops import REGISTRY
 from dynograph.compiler.lowering import ahead, conv, pool
-from dynograph.runtime import backend, threads
+from dynograph.runtime import backend
 
 
 @pytest.fixture
@@ -21,14 +21,6 @@ def fresh_cache(tmp_path, monkeypatch):
     backend.settle_compilations()
     monkeypatch.setenv("DYNOGRAPH_CACHE_DIR", str(tmp_path))
     return tmp_path
-
-
-@pytest.fixture
-def two_threads():
-    before = threads.count()
-    threads.set_threads(2)
-    yield
-    threads.set_threads(before)
 
 
 def _cnn_step():

@@ -31,14 +31,6 @@ def no_kernels(monkeypatch):
     monkeypatch.setattr(backend, "_ahead", {})
 
 
-@pytest.fixture
-def two_threads():
-    before = threads.count()
-    threads.set_threads(2)
-    yield
-    threads.set_threads(before)
-
-
 def _model_and_step(seed):
     dg.manual_seed(seed)
     model = dg.nn.Sequential(dg.nn.Linear(12, 16), dg.nn.ReLU(), dg.nn.Linear(16, 5))
