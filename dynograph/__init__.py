@@ -8,6 +8,7 @@ from dynograph.runtime.dtypes import (  # noqa: F401
     dtype, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
     complex64, complex128, promote_types, get_default_dtype, set_default_dtype, finfo, iinfo)
 from dynograph.runtime.device import device  # noqa: F401
+from dynograph.runtime.host_memory import keep_freed_memory as _keep_freed_memory
 
 from ._tensor import Tensor, Size  # noqa: F401
 from . import _autograd_methods  # noqa: F401
@@ -79,3 +80,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'dynograph' has no attribute {name!r}")
 
 from .version import __version__  # noqa: F401,E402
+
+_keep_freed_memory()     # eager steps reuse freed host memory (runtime/host_memory.py)

@@ -56,6 +56,11 @@ VARIABLES = (
     Variable("YIELD_AFTER_US", "number", 0,
              "Microseconds an idle kernel worker spins before it starts handing its core to "
              "other runnable threads now and then (it yields about every 20 us after that)."),
+    Variable("KEEP_FREED_MB", "number", 128,
+             "Megabytes of freed host memory glibc's malloc keeps for reuse instead of giving "
+             "them back to the system (set at import; runtime/host_memory.py): arrays freed and "
+             "allocated again every step reuse memory instead of faulting fresh pages in. 0: "
+             "glibc's own behaviour."),
     Variable("CHECK_META", "flag", False,
              "1: check every eager op's meta rule against the result it computed (on in the "
              "tests; read at import)."),
