@@ -350,8 +350,9 @@ def test_large_kernels_split_across_threads_agree(monkeypatch):
     monkeypatch.setattr(threads, "_count", [3])
     monkeypatch.setattr(llvm_backend, "PIECE_MIN", 1000)
     calls = []
-    real_run = pool.Pool.run
-    monkeypatch.setattr(pool.Pool, "run", lambda self, *a: calls.append(a[-1]) or real_run(self, *a))
+    real_run = pool.Pool.run_kernel
+    monkeypatch.setattr(pool.Pool, "run_kernel",
+                        lambda self, *a: calls.append(a[-1]) or real_run(self, *a))
     x = sample(np.float32, (600, 1001))
     assert compare("mul", (x, 0.5))
     assert compare("sum", (x,), dim=(1,), tol=1e-4)     # another summation order

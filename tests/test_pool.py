@@ -1,6 +1,7 @@
 """The llvm backend's worker pool (compiler/llvm/pool.py) and its matrix products on numpy's
 BLAS (compiler/llvm/blas.py): every piece of a launch runs exactly once, whatever the thread
 count, the piece count, a fork or a second launching thread; products equal numpy's."""
+import ctypes
 import os
 import threading
 import time
@@ -24,15 +25,16 @@ def three_threads(monkeypatch):
 
 
 def _count_kernel():
-    """kernel(out, begin, end): out[i] += 1 for i in [begin, end), with some work per element
-    (so that pieces overlap in time)."""
+    """A task as kernels are (count(args, begin, end), args[0] = out): out[i] += 1 for i in
+    [begin, end), with some work per element (so that pieces overlap in time)."""
     mod = ir.Module("count")
     mod.triple = jit.triple()
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), "count")
     entry, loop, spin, step, done = (fn.append_basic_block(n) for n in
                                      ("entry", "loop", "spin", "step", "done"))
     b = ir.IRBuilder(entry)
-    out, begin, end = fn.args
+    args, begin, end = fn.args
+    out = b.load(args, typ=PTR)
     b.cbranch(b.icmp_signed("<", begin, end), loop, done)
     b.position_at_end(loop)
     i = b.phi(I64)
@@ -53,7 +55,10 @@ def _count_kernel():
     b.cbranch(b.icmp_signed("<", following, end), loop, done)
     b.position_at_end(done)
     b.ret_void()
-    return jit.load_all(jit.emit_object(str(mod), "count"), ["count"])["count"]
+    address = jit.load_all(jit.emit_object(str(mod), "count"), ["count"])["count"]
+    task = pool.TASK(address)
+    task.address = address
+    return task
 
 
 COUNT = []
@@ -63,7 +68,7 @@ def _launch(workers, extent, parts):
     if not COUNT:
         COUNT.append(_count_kernel())
     out = np.zeros(max(extent, 1), np.int64)
-    workers.run_kernel(COUNT[0], [out.ctypes.data], extent, parts)
+    workers.run_kernel(COUNT[0], (ctypes.c_void_p * 1)(out.ctypes.data), extent, parts)
     return out[:extent]
 
 

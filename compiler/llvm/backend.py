@@ -45,22 +45,24 @@ class LLVMBackend(Backend):
                                unroll=unrolled(kernel))
 
     def load(self, obj, name, kernel):
-        pointers = len(kernel.buffers) + kernel.divides_integers
+        # the kernel is a task (render.py): it takes its buffers' addresses in one block
         address = jit.load_all(obj, [name])[name]
-        fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * pointers + [ctypes.c_int64] * 2)(address)
-        fn.address = address            # what the pool calls
+        fn = pool.TASK(address)
+        fn.address = address            # what the pool's threads call
+        fn.block = ctypes.c_void_p * (len(kernel.buffers) + kernel.divides_integers)
         return fn
 
     def launch(self, fn, kernel, addresses):
         extent = schedule(kernel).extent
+        block = fn.block(*addresses)
         workers = pool.pool()
-        if workers is not None and len(addresses) <= pool.MAX_POINTERS:
+        if workers is not None:
             pieces = min(extent, workers.threads * PIECES_PER_THREAD,
                          math.prod(kernel.domain) // PIECE_MIN)
             if pieces > 1:
-                workers.run_kernel(fn.address, addresses, extent, pieces)
+                workers.run_kernel(fn, block, extent, pieces)
                 return
-        fn(*addresses, 0, extent)
+        fn(block, 0, extent)
 
     def running(self):
         # with a pool of several threads, numpy's BLAS runs on one: products split over the pool

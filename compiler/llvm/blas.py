@@ -184,12 +184,11 @@ class _Library:
         if self._tasks is None:
             obj = jit.runtime_object("dg_gemm", [__file__, pool.__file__], _module)
             tasks = jit.load_all(obj, ["dg_gemm_f32", "dg_gemm_f64"])
-            self._tasks = {np.dtype(real): (tasks[name], _TASK(tasks[name]))
+            self._tasks = {np.dtype(real): (tasks[name], pool.TASK(tasks[name]))
                            for real, name in ((np.float32, "dg_gemm_f32"),
                                               (np.float64, "dg_gemm_f64"))}
 
 
-_TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _found = []
 _lock = threading.Lock()
 

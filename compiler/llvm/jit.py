@@ -43,7 +43,7 @@ from dynograph.runtime import config
 from dynograph.runtime.backend import STATS, settle_compilations  # noqa: F401  (STATS: every backend's)
 from dynograph.runtime.cache import DiskCache
 
-FORMAT_VERSION = 2         # 2: every kernel's function is called dg_kernel
+FORMAT_VERSION = 3         # 2: every kernel's function is called dg_kernel; 3: it is a pool task
 
 _lock = threading.RLock()
 
@@ -173,7 +173,7 @@ def runtime_object(name, sources, build):
 OPTIONS = ("-vectorizer-min-trip-count=4",)
 SPEED_LEVEL = 2     # LLVM's -O level of the pass pipeline (see above)
 # the runtime modules (pool.py, blas.py) are hand-written loops and calls, whose object code O1
-# makes the same as O2 (the pool's 64 trampolines and the BLAS tasks, checked) in 78% of the time
+# makes the same as O2 (the pool's and the BLAS tasks, checked) in 78% of the time
 # (kernels gain nothing from it: their time is in the vectorizer and code generation)
 RUNTIME_SPEED_LEVEL = 1
 TUNING = {"loop_vectorization": True, "slp_vectorization": True, "loop_interleaving": False}

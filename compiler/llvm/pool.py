@@ -15,8 +15,8 @@ wakes late simply gets fewer pieces; the call returns when every piece is done. 
 packs the job number, the piece count and the next piece into one word: a worker claims a piece
 of the job it saw, or nothing, never a piece of the next job with the last job's arguments.
 
-Kernels of any signature run as tasks through trampolines: ``dg_trampoline_N(args, b, e)``
-calls ``args[0]`` with the N pointers ``args[1..N]`` and ``(b, e)``.
+Kernels are tasks themselves (render.py: ``args`` holds their buffers' addresses), so the
+pool's module needs no code per kernel signature.
 
 One pool per process, of ``threads.count()`` threads including the caller (runtime/threads.py);
 it is rebuilt when the count changes, dropped in a forked child (which makes its own on first
@@ -35,11 +35,10 @@ from dynograph.runtime import config, threads
 from dynograph.runtime.backend import unwatched
 from . import jit
 
-MAX_POINTERS = 64                   # trampolines exist for kernels of up to this many buffers
 I32, I64 = ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 VOID = ir.VoidType()
-TASK = ir.FunctionType(VOID, [PTR, I64, I64])
+TASK_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])     # a task's LLVM type
 
 # the shared state: i64 words, the ones written by different threads a cache line apart
 TICKET, DONE, TASK_FN, ARGS, EXTENT, STOP, SLEEPERS, SEQ, SPIN = 0, 8, 16, 17, 18, 24, 32, 40, 48
@@ -74,7 +73,7 @@ def call_pointer(b, pointer, function_type, args):
 
 
 class _Builder:
-    """The pool's LLVM module: worker loop, launch, wake-up, trampolines."""
+    """The pool's LLVM module: worker loop, launch, wake-up."""
 
     def __init__(self, triple):
         self.mod = ir.Module(name="dg_pool")
@@ -97,8 +96,6 @@ class _Builder:
         self._worker()
         self._run()
         self._spin()
-        for n in range(1, MAX_POINTERS + 1):
-            self._trampoline(n)
 
     def function(self, name, ret, args, internal=False):
         fn = ir.Function(self.mod, ir.FunctionType(ret, args), name)
@@ -160,7 +157,7 @@ class _Builder:
         extent = b.load(_word(b, state, EXTENT), typ=I64)
         begin = b.udiv(b.mul(extent, piece), parts)
         end = b.udiv(b.mul(extent, b.add(piece, I64(1))), parts)
-        call_pointer(b, task, TASK, [args, begin, end])
+        call_pointer(b, task, TASK_TYPE, [args, begin, end])
         b.atomic_rmw("add", _word(b, state, DONE), I64(1), "release")
         ran.add_incoming(b.add(ran, I64(1)), run)
         b.branch(loop)
@@ -301,42 +298,32 @@ class _Builder:
         b.position_at_end(done)
         b.ret_void()
 
-    def _trampoline(self, n):
-        fn = self.function(f"dg_trampoline_{n}", VOID, [PTR, I64, I64])
-        args, begin, end = fn.args
-        b = ir.IRBuilder(fn.append_basic_block())
-        values = [b.load(b.gep(args, [I64(i)], source_etype=PTR), typ=PTR) for i in range(n + 1)]
-        call_pointer(b, values[0], ir.FunctionType(VOID, [PTR] * n + [I64, I64]),
-                     values[1:] + [begin, end])
-        b.ret_void()
-
 
 class _Library:
     """The pool module's functions, compiled once per process (object code cached on disk)."""
 
     def __init__(self):
         obj = jit.runtime_object("dg_pool", [__file__], lambda: str(_Builder(jit.triple()).mod))
-        fns = jit.load_all(obj, ["dg_pool_worker", "dg_pool_run", "dg_pool_wake", "dg_pool_spin"] +
-                           [f"dg_trampoline_{n}" for n in range(1, MAX_POINTERS + 1)])
+        fns = jit.load_all(obj, ["dg_pool_worker", "dg_pool_run", "dg_pool_wake", "dg_pool_spin"])
         self.worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(fns["dg_pool_worker"])
         self.run = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2)(
             fns["dg_pool_run"])
         self.wake = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(fns["dg_pool_wake"])
         self.spin = ctypes.CFUNCTYPE(None, ctypes.c_int64)(fns["dg_pool_spin"])
-        self.trampolines = [None] + [fns[f"dg_trampoline_{n}"] for n in range(1, MAX_POINTERS + 1)]
         self.pauses_per_us = _calibrate(self.spin)
-        self.callers = {task: _TASK(task) for task in self.trampolines[1:]}
+        self.callers = {}
 
     def call(self, task, args, begin, end):
-        """``task(args, begin, end)`` on this thread (a trampoline, or a task ``add``ed)."""
+        """``task(args, begin, end)`` on this thread (a task ``add``ed)."""
         self.callers[task](args, begin, end)
 
     def add(self, task):
         """Make ``task`` callable on this thread too (``call``)."""
-        self.callers.setdefault(task, _TASK(task))
+        self.callers.setdefault(task, TASK(task))
 
 
-_TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+# a task, as ctypes calls it: void task(void **args, i64 begin, i64 end)
+TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
 def _calibrate(spin):
@@ -381,11 +368,17 @@ class Pool:
         finally:
             self.lock.release()
 
-    def run_kernel(self, address, pointers, extent, parts):
-        """The kernel at ``address`` (taking ``len(pointers)`` buffers, then a range) over
-        ``[0, extent)`` in ``parts`` pieces."""
-        block = (ctypes.c_void_p * (len(pointers) + 1))(address, *pointers)
-        self.run(self.lib.trampolines[len(pointers)], ctypes.addressof(block), extent, parts)
+    def run_kernel(self, fn, block, extent, parts):
+        """The loaded kernel ``fn`` (a ``TASK`` with its ``address``) on its buffers' addresses
+        ``block`` (a ctypes array) over ``[0, extent)`` in ``parts`` pieces."""
+        if parts <= 1 or not self.lock.acquire(blocking=False):
+            fn(block, 0, extent)        # as ``run``: all of it here
+            return
+        try:
+            self.lib.run(self.address, fn.address, ctypes.addressof(block), extent,
+                         min(parts, 0xFFFF))
+        finally:
+            self.lock.release()
 
     def close(self):
         self.state[STOP] = 1

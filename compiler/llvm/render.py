@@ -1,10 +1,14 @@
 """Render a loop-level Kernel (compiler/lowering/kernel.py) as LLVM IR with llvmlite.ir.
 
-The function takes one ``noalias`` pointer per buffer (inputs, then outputs) and the range
-``[begin, end)`` of the schedule's lead axes (flattened) to run (so that a call can be split across
-threads); shapes and strides are constants, so LLVM sees exact trip counts and unit strides and vectorizes the
-innermost loop.  Adjacent axes that every buffer walks contiguously are merged first, so an
-elementwise kernel over contiguous tensors is one flat loop.
+The kernel's exported function is a task of the worker pool (pool.py): ``void k(ptr args, i64
+begin, i64 end)``, ``args`` holding one pointer per buffer (inputs, then outputs), ``[begin, end)``
+the range of the schedule's lead axes (flattened) to run (so that a call can be split across
+threads).  It loads the pointers and calls the body, a function of one ``noalias`` pointer per
+buffer that LLVM inlines into it (the pointers stay known not to alias), so that no code outside
+the kernel's module is needed to call it on any thread.  Shapes and strides are constants, so
+LLVM sees exact trip counts and unit strides and vectorizes the innermost loop.  Adjacent axes
+that every buffer walks contiguously are merged first, so an elementwise kernel over contiguous
+tensors is one flat loop.
 
 The loop nest: the kept (outer) axes; inside, one loop nest over the reduce axes per
 reduction, whose innermost axis runs in blocks of ``BLOCK`` elements, each summed into its own
@@ -100,11 +104,15 @@ class Renderer(ExpressionWalker):
         # the buffers, the fault flag (kernels dividing integers), then the range [begin, end)
         # of the schedule's lead axes (flattened) this call runs
         flags = [PTR] if k.divides_integers else []
-        fnty = ir.FunctionType(ir.VoidType(), [PTR] * len(k.buffers) + flags + [I64, I64])
-        self.fn = ir.Function(self.mod, fnty, name=self.name)
-        for arg in self.fn.args[:len(k.buffers) + len(flags)]:
+        pointers = len(k.buffers) + len(flags)
+        fnty = ir.FunctionType(ir.VoidType(), [PTR] * pointers + [I64, I64])
+        self.fn = ir.Function(self.mod, fnty, name=self.name + "_body")
+        self.fn.linkage = "internal"
+        for arg in self.fn.args[:pointers]:
             arg.add_attribute("noalias")
         self.fn.attributes.add("nounwind")
+        self.fn.attributes.add("alwaysinline")
+        self.task(pointers)
         alloca_block = self.fn.append_basic_block("allocas")
         start = self.fn.append_basic_block("start")
         self.alloca_builder = ir.IRBuilder(alloca_block)
@@ -129,6 +137,16 @@ class Renderer(ExpressionWalker):
         self.b.ret_void()
         self.alloca_builder.branch(start)
         return str(self.mod)
+
+    def task(self, pointers):
+        """The exported ``name(args, begin, end)``: the body on the pointers ``args`` holds."""
+        fn = ir.Function(self.mod, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name=self.name)
+        fn.attributes.add("nounwind")
+        args, begin, end = fn.args
+        b = ir.IRBuilder(fn.append_basic_block())
+        values = [b.load(b.gep(args, [I64(i)], source_etype=PTR), typ=PTR) for i in range(pointers)]
+        b.call(self.fn, values + [begin, end])
+        b.ret_void()
 
     def render_columns(self):
         """The kept axes, the innermost in tiles of ``COLUMNS``; each tile accumulates its
