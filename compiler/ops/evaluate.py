@@ -112,9 +112,23 @@ def elementwise(op, operands, values, attrs):
         restore(token)
     # numpy lays out a result by its own rule (and an empty one with zero strides): where an
     # operand is not row-major, or the result is empty, take PyTorch's
-    if (strided or not r.size) and r.ndim:
+    if (strided or not r.size) and r.ndim and not _row_major_result(r, values):
         return with_iterator_strides(op, r, values)
     return r
+
+
+def _row_major_result(r, values):
+    """Whether PyTorch's TensorIterator lays ``r`` out row-major as numpy did, checked cheaply
+    for the common strided case (a gradient expanded from one element times a row-major
+    tensor): every array operand is row-major or all zero strides, and no dim has size 1
+    (whose strides the two libraries could set apart)."""
+    if not r.size or 1 in r.shape or not r.flags.c_contiguous:
+        return False
+    for v in values:
+        if type(v) is _ndarray and not ((v.flags.c_contiguous and 1 not in v.shape) or
+                                        not any(v.strides)):
+            return False
+    return True
 
 
 # ops whose PyTorch kernels take a number after the first operand as a parameter (clamp's
