@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dynograph.compiler.llvm import jit
-from dynograph.compiler.llvm.backend import LLVM, unrolled
+from dynograph.compiler.llvm.backend import LLVM, options, unrolled
 from dynograph.compiler.lowering import conv, pool
 from dynograph.compiler.lowering.description import Kernel, Load, Recorder, ReductionStep, Store
 from dynograph.compiler.lowering.padding import copy_kernel
@@ -126,9 +126,9 @@ def test_only_the_direct_kernels_are_unrolled(monkeypatch):
     asked = {}
     real = jit.emit_object
 
-    def emit_object(text, name, describe="", level=None, unroll=True):
+    def emit_object(text, name, describe="", level=None, unroll=True, vectorize=True):
         asked[describe] = unroll
-        return real(text, name, describe, level, unroll)
+        return real(text, name, describe, level, unroll, vectorize)
     monkeypatch.setattr(jit, "emit_object", emit_object)
     direct = _direct_kernels()
     assert sorted(k.name for k in direct) == ["conv", "conv_weight_grad", "max_pool",
@@ -161,6 +161,20 @@ def test_rows_reduced_in_one_loop_are_unrolled_and_other_fused_kernels_are_not()
     assert not unrolled(_sum((64, 120), (0,)))          # column-wise
     assert not unrolled(_copy((64, 120)))
     assert all(unrolled(k) for k in _direct_kernels())
+
+
+def test_small_fused_kernels_compile_without_the_vectorizers():
+    small, large = _sum((4, 120), (0,)), _sum((64, 120), (0,))
+    assert not options(small)["vectorize"] and options(large)["vectorize"]
+    assert all(options(k)["vectorize"] for k in _direct_kernels())    # (max pooling's selects)
+    source = LLVM.render(small, LLVM.symbol(small))
+    assert "vector.body" not in str(jit.optimize(source, **options(small)))   # the vectorizer's
+    assert "vector.body" in str(jit.optimize(source))
+    out = np.empty(120, np.float32)
+    x = np.random.default_rng(0).standard_normal((4, 120)).astype(np.float32)
+    fn = LLVM.load(LLVM.compile(source, LLVM.symbol(small), small), LLVM.symbol(small), small)
+    LLVM.launch(fn, small, [x.ctypes.data, out.ctypes.data])
+    np.testing.assert_allclose(out, x.sum(0), rtol=1e-6)
 
 
 def test_unrolling_is_part_of_a_kernels_key():

@@ -198,10 +198,11 @@ def _unlocked(name):
     return getattr(ffi.lib, name)._cfn
 
 
-def optimize(module_text, level=None, unroll=True):
+def optimize(module_text, level=None, unroll=True, vectorize=True):
     """Parse, verify and optimize LLVM IR text for the host (at -O``level``, default
-    ``SPEED_LEVEL``; ``unroll``: with LLVM's loop unrolling); returns the ModuleRef (in an LLVM
-    context of its own)."""
+    ``SPEED_LEVEL``; ``unroll``: with LLVM's loop unrolling; ``vectorize``: with the loop and
+    SLP vectorizers ``TUNING`` asks for); returns the ModuleRef (in an LLVM context of its
+    own)."""
     context = llvm.create_context()
     with ffi.OutputString() as err:
         mod = ModuleRef(_unlocked("LLVMPY_ParseAssembly")(context, ctypes.c_char_p(
@@ -214,7 +215,7 @@ def optimize(module_text, level=None, unroll=True):
             raise RuntimeError(str(err))
     pto = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL if level is None else level)
     for option, value in TUNING.items():
-        setattr(pto, option, value)
+        setattr(pto, option, value and (vectorize or not option.endswith("_vectorization")))
     pto.loop_unrolling = unroll
     pb = llvm.create_pass_builder(_machine(), pto)
     _unlocked("LLVMPY_RunNewModulePassManager")(pb.getModulePassManager(), mod, pb)
@@ -234,12 +235,13 @@ def _object_code(mod):
         ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
 
 
-def emit_object(module_text, name, describe="", level=None, unroll=True):
-    """Object code of LLVM IR text, optimized for the host (``level``, ``unroll``: as
-    ``optimize``).  Safe to call from several threads at once: they compile in parallel."""
+def emit_object(module_text, name, describe="", level=None, unroll=True, vectorize=True):
+    """Object code of LLVM IR text, optimized for the host (``level``, ``unroll``,
+    ``vectorize``: as ``optimize``).  Safe to call from several threads at once: they compile
+    in parallel."""
     start = time.perf_counter()
     with _compilation():
-        mod = optimize(module_text, level, unroll)
+        mod = optimize(module_text, level, unroll, vectorize)
         obj = _object_code(mod)
     if config.debug("kernels"):
         ms = (time.perf_counter() - start) * 1e3
