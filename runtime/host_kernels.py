@@ -9,6 +9,7 @@ asks, so ``import dynograph`` does not load LLVM.  When the provider fails (no l
 working JIT) or a kernel does not compile, ``compiler()`` and ``compile_kernel`` answer None and
 eager ops keep their numpy implementations.
 """
+import math
 import os
 import threading
 
@@ -63,18 +64,19 @@ def compiler():
 
 
 def matmul(a, b, bias=None, alpha=1, beta=1):
-    """``a @ b`` of 2-D float arrays (with ``bias``: addmm's ``beta * bias + alpha * (a @ b)``)
-    by the lending backend, or None (numpy then): the products large enough to split over the
-    threads, which then share the cores with the kernels instead of competing with them."""
-    m, k = a.shape
-    n = b.shape[1]
-    if m * k * n < MIN_PRODUCT or threads.count() <= 1:     # one thread: numpy's BLAS as is
-        return None
+    """``a @ b`` of 2-D float arrays (with ``bias``: addmm's ``beta * bias + alpha * (a @ b)``),
+    or of 3-D ones (bmm: a batch of products), by the lending backend, or None (numpy then):
+    the products large enough to split over the threads, which then share the cores with the
+    kernels instead of competing with them."""
+    *batch, m, k = a.shape
+    n = b.shape[-1]
+    if math.prod(batch) * m * k * n < MIN_PRODUCT or threads.count() <= 1:
+        return None             # one thread: numpy's BLAS as is
     compile_kernel = compiler()
     product = getattr(compile_kernel, "matmul", None)
     if product is None:
         return None
-    return product(a, b, np.empty((m, n), a.dtype), bias, alpha, beta)
+    return product(a, b, np.empty((*batch, m, n), a.dtype), bias, alpha, beta)
 
 
 def _guarded(backend_compile):

@@ -194,6 +194,52 @@ def addmm_expected(a, b, bias, alpha, beta):
     return expect
 
 
+def _batch(rng, shape, dtype, layout):
+    """A (batch, rows, cols) operand: each matrix in ``layout``, the batch contiguous, from a
+    permuted array (the batch dim inside) or expanded (stride 0)."""
+    if layout == "expanded":
+        return np.broadcast_to(rng.standard_normal((1, *shape[1:])).astype(dtype), shape)
+    if layout == "batch inside":
+        return np.moveaxis(rng.standard_normal((shape[1], shape[0], shape[2])).astype(dtype), 1, 0)
+    return np.stack([_operand(rng, shape[1:], dtype, layout) for _ in range(shape[0])]) \
+        if layout == "C" else np.moveaxis(np.stack(
+            [_operand(rng, shape[1:], dtype, layout).T for _ in range(shape[0])]), 1, 2)
+
+
+@needs_blas
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("batch, m, k, n", [(12, 1, 1, 1), (13, 64, 16, 64), (40, 7, 30, 2)])
+@pytest.mark.parametrize("la, lb", [("C", "C"), ("T", "C"), ("C", "T"), ("batch inside", "T"),
+                                    ("expanded", "C"), ("C", "expanded")])
+def test_batched_products_equal_numpy(three_threads, dtype, batch, m, k, n, la, lb):
+    rng = np.random.default_rng(batch + m * n + k)
+    a, b = _batch(rng, (batch, m, k), dtype, la), _batch(rng, (batch, k, n), dtype, lb)
+    out = np.full((batch, m, n), np.nan, dtype)
+    assert blas.gemm(three_threads, a, b, out) is out
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out, a @ b, rtol=tol, atol=tol * k)
+
+
+@needs_blas
+def test_short_batches_are_left_to_numpy(three_threads):
+    a, b = np.ones((11, 4, 5), np.float32), np.ones((11, 5, 6), np.float32)
+    assert blas.gemm(three_threads, a, b, np.empty((11, 4, 6), np.float32)) is None  # < 4 x 3
+    assert blas.gemm(None, a, b, np.empty((11, 4, 6), np.float32)) is None
+
+
+@needs_blas
+def test_eager_bmm_runs_on_the_pool_and_equals_numpy(three_threads, monkeypatch):
+    calls = []
+    real = blas.gemm
+    monkeypatch.setattr(blas, "gemm", lambda *args: calls.append(args[1].shape) or real(*args))
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((128, 64, 16)).astype(np.float32)
+    b = rng.standard_normal((128, 64, 16)).astype(np.float32)
+    out = dg.bmm(dg.from_numpy(a), dg.from_numpy(b).transpose(1, 2))
+    np.testing.assert_allclose(out.numpy(), a @ b.transpose(0, 2, 1), rtol=1e-5, atol=1e-4)
+    assert calls == [(128, 64, 16)]
+
+
 @needs_blas
 def test_layouts_blas_cannot_read_are_left_to_numpy(three_threads):
     a = np.ones((8, 16), np.float32)[:, ::2]        # no unit stride

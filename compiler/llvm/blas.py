@@ -42,20 +42,22 @@ I64, F32, F64 = ir.IntType(64), ir.FloatType(), ir.DoubleType()
 PTR = ir.PointerType()
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 
-# the task's argument block, in 64-bit words
+# the task's argument block, in 64-bit words (the *_BATCH words: bytes between the matrices
+# of a batched product)
 (GEMM, TRANS_A, TRANS_B, M, N, K, A, LDA, A_STEP, B, LDB, B_STEP, C, LDC, ALPHA, BETA, BIAS,
- BIAS_ROW, BIAS_COL, ROW_BLOCKS, COL_BLOCKS) = range(21)
-WORDS = 21
+ BIAS_ROW, BIAS_COL, ROW_BLOCKS, COL_BLOCKS, A_BATCH, B_BATCH, C_BATCH) = range(24)
+WORDS = 24
 MIN_FLOPS = 1 << 20          # a block of a product does at least this many multiply-adds
+BATCH_PIECES_PER_THREAD = 4  # a batch's matrices in pieces: a late worker takes fewer
 
 
 def _block(mod, name, real, gemm_type):
-    """block(args, r0, r1, c0, c1): rows [r0, r1) and columns [c0, c1) of the product, one
-    BLAS call, then the epilogue."""
-    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR] + [I64] * 4), name)
+    """block(args, matrix, r0, r1, c0, c1): rows [r0, r1) and columns [c0, c1) of the product
+    number ``matrix`` of the batch, one BLAS call, then the epilogue."""
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR] + [I64] * 5), name)
     fn.attributes.add("nounwind")
     fn.linkage = "internal"
-    args, r0, r1, c0, c1 = fn.args
+    args, matrix, r0, r1, c0, c1 = fn.args
     blocks = {n: fn.append_basic_block(n) for n in
               ("entry", "row", "col", "body", "bias", "store", "next", "done")}
     b = ir.IRBuilder(blocks["entry"])
@@ -68,10 +70,14 @@ def _block(mod, name, real, gemm_type):
             return b.bitcast(value, F64)
         return value
 
-    a = b.gep(word(A, PTR), [b.mul(r0, word(A_STEP))], source_etype=ir.IntType(8))
-    bb = b.gep(word(B, PTR), [b.mul(c0, word(B_STEP))], source_etype=ir.IntType(8))
+    def base(i, step):          # the matrix's own operand
+        return b.gep(word(i, PTR), [b.mul(matrix, word(step))], source_etype=ir.IntType(8))
+
+    a = b.gep(base(A, A_BATCH), [b.mul(r0, word(A_STEP))], source_etype=ir.IntType(8))
+    bb = b.gep(base(B, B_BATCH), [b.mul(c0, word(B_STEP))], source_etype=ir.IntType(8))
     ldc = word(LDC)
-    c = b.gep(word(C, PTR), [b.add(b.mul(r0, ldc), c0)], source_etype=real)
+    out = base(C, C_BATCH)
+    c = b.gep(out, [b.add(b.mul(r0, ldc), c0)], source_etype=real)
     one, zero = ir.Constant(real, 1.0), ir.Constant(real, 0.0)
     call_pointer(b, word(GEMM, PTR), gemm_type,
                  [I64(ROW_MAJOR), word(TRANS_A), word(TRANS_B), b.sub(r1, r0), b.sub(c1, c0),
@@ -86,7 +92,6 @@ def _block(mod, name, real, gemm_type):
     beta_r = b.fptrunc(beta, real) if real is F32 else beta
     beta_one = b.fcmp_ordered("==", beta, F64(1.0))
     bias, bias_row, bias_col = word(BIAS, PTR), word(BIAS_ROW), word(BIAS_COL)
-    out = word(C, PTR)
     b.cbranch(b.and_(b.or_(scale, add), b.icmp_signed("<", r0, r1)), blocks["row"],
               blocks["done"])
 
@@ -126,9 +131,9 @@ def _block(mod, name, real, gemm_type):
 
 
 def _task(mod, name, block):
-    """task(args, lo, hi): the blocks [lo, hi) of the product's grid of ROW_BLOCKS x
-    COL_BLOCKS, numbered row by row; block (i, j) has rows [m*i/R, m*(i+1)/R) and columns
-    [n*j/C, n*(j+1)/C)."""
+    """task(args, lo, hi): the blocks [lo, hi) of the products' grids of ROW_BLOCKS x
+    COL_BLOCKS, numbered matrix by matrix of the batch, then row by row; block (i, j) has rows
+    [m*i/R, m*(i+1)/R) and columns [n*j/C, n*(j+1)/C)."""
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name)
     fn.attributes.add("nounwind")
     args, lo, hi = fn.args
@@ -139,14 +144,16 @@ def _task(mod, name, block):
         return b.load(b.gep(args, [I64(i)], source_etype=I64), typ=I64)
 
     m, n, rows, cols = word(M), word(N), word(ROW_BLOCKS), word(COL_BLOCKS)
+    per_matrix = b.mul(rows, cols)
     b.cbranch(b.icmp_signed("<", lo, hi), loop, done)
     b.position_at_end(loop)
     piece = b.phi(I64)
     piece.add_incoming(lo, entry)
-    i, j = b.udiv(piece, cols), b.urem(piece, cols)
+    matrix, at = b.udiv(piece, per_matrix), b.urem(piece, per_matrix)
+    i, j = b.udiv(at, cols), b.urem(at, cols)
     bounds = [b.udiv(b.mul(size, edge), parts) for size, parts, at in ((m, rows, i), (n, cols, j))
               for edge in (at, b.add(at, I64(1)))]
-    b.call(block, [args] + bounds)
+    b.call(block, [args, matrix] + bounds)
     following = b.add(piece, I64(1))
     piece.add_incoming(following, loop)
     b.cbranch(b.icmp_signed("<", following, hi), loop, done)
@@ -250,6 +257,11 @@ def _symbol(library, name):
 def _operand(x, size):
     """(transposed flag, leading dimension) of a 2-D operand BLAS reads in place, or None."""
     rows, cols = x.strides
+    # the stride of a dim of size 1 is never stepped (numpy's broadcast_to sets it to 0)
+    if x.shape[1] == 1:
+        cols = size
+    if x.shape[0] == 1:
+        rows = max(1, x.shape[1]) * size
     if cols == size and rows >= max(1, x.shape[1]) * size and rows % size == 0:
         return NO_TRANS, rows // size
     if rows == size and cols >= max(1, x.shape[0]) * size and cols % size == 0:
@@ -281,11 +293,18 @@ BLOCKS_KEPT = 256       # see the same buffers on every call)
 def gemm(workers, a, b, out, bias=None, alpha=1.0, beta=1.0):
     """``out = a @ b`` (with ``bias``: ``beta * bias + alpha * (a @ b)``, addmm) on the pool
     ``workers`` (None: on this thread, at numpy's BLAS's own thread count); returns ``out``, or
-    None where this path does not apply."""
+    None where this path does not apply.  3-D operands (without ``bias``): the batch of
+    products ``out[i] = a[i] @ b[i]`` (bmm), whole matrices spread over the pool's threads,
+    where the batch has ``BATCH_PIECES_PER_THREAD`` matrices a thread or more (numpy's
+    matmul makes one BLAS call per matrix, at the BLAS's thread count: on a short batch of
+    large matrices, as fast; on a long batch of small ones, each call runs on one thread)."""
     library = _blas()
     dtype = out.dtype
     if library is None or dtype not in library.functions or not out.flags.c_contiguous or \
             a.dtype != dtype or b.dtype != dtype:
+        return None
+    if out.ndim == 3 and (workers is None or
+                          out.shape[0] < workers.threads * BATCH_PIECES_PER_THREAD):
         return None
     threads = 1 if workers is None else workers.threads
     key = (dtype, threads, address(a), a.shape, a.strides, address(b), b.shape, b.strides,
@@ -300,17 +319,18 @@ def gemm(workers, a, b, out, bias=None, alpha=1.0, beta=1.0):
             _blocks.clear()
         _blocks[key] = block
     task, call = library.tasks()[dtype]
+    pieces = int(block[ROW_BLOCKS] * block[COL_BLOCKS]) * (out.shape[0] if out.ndim == 3 else 1)
     if workers is None:
-        call(address(block), 0, 1)
+        call(address(block), 0, pieces)
         return out
-    pieces = int(block[ROW_BLOCKS] * block[COL_BLOCKS])
+    parts = pieces if out.ndim == 2 else min(pieces, workers.threads * BATCH_PIECES_PER_THREAD)
     if task not in workers.lib.callers:      # (run calls it here when the pool is busy)
         workers.lib.add(task)
     before = library.get_threads()
     if before != 1:         # (inside a program it is 1 already: Backend.running)
         library.set_threads(1)
     try:
-        workers.run(task, address(block), pieces, pieces)
+        workers.run(task, address(block), pieces, parts)
     finally:
         if before != 1:
             library.set_threads(before)
@@ -321,29 +341,34 @@ def _arguments(library, a, b, out, bias, alpha, beta, threads):
     """The task's argument block for these operands, or None where BLAS cannot read them."""
     dtype = out.dtype
     size = dtype.itemsize
-    m, k = a.shape
-    n = b.shape[1]
-    if m == 0 or n == 0 or k == 0:
+    batch = a.shape[0] if a.ndim == 3 else 1
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    if m == 0 or n == 0 or k == 0 or batch == 0 or (batch > 1 and bias is not None):
         return None
-    layouts = [_operand(x, size) for x in (a, b)]
+    layouts = [_operand(x, size) for x in ((a, b) if a.ndim == 2 else (a[0], b[0]))]
     if None in layouts:
         return None
-    block = np.zeros(WORDS, np.int64)
     (ta, lda), (tb, ldb) = layouts
-    block[[GEMM, TRANS_A, TRANS_B, M, N, K, LDA, LDB, LDC]] = \
-        [library.functions[dtype], ta, tb, m, n, k, lda, ldb, n]
-    block[[ROW_BLOCKS, COL_BLOCKS]] = grid(m, n, k, threads)
-    block[A], block[B], block[C] = address(a), address(b), address(out)
-    block[A_STEP] = (lda if ta == NO_TRANS else 1) * size          # bytes per row of a @ b
-    block[B_STEP] = (1 if tb == NO_TRANS else ldb) * size          # bytes per column
-    block[ALPHA:BETA + 1] = np.array([alpha, beta], np.float64).view(np.int64)
+    words = [0] * WORDS         # (a list, made an array once: item assignments cost more)
+    words[GEMM], words[TRANS_A], words[TRANS_B] = library.functions[dtype], ta, tb
+    words[M], words[N], words[K], words[LDA], words[LDB], words[LDC] = m, n, k, lda, ldb, n
+    if a.ndim == 3:
+        if a.strides[0] % size or b.strides[0] % size:
+            return None
+        words[A_BATCH], words[B_BATCH], words[C_BATCH] = a.strides[0], b.strides[0], out.strides[0]
+    words[ROW_BLOCKS], words[COL_BLOCKS] = (1, 1) if a.ndim == 3 else grid(m, n, k, threads)
+    words[A], words[B], words[C] = address(a), address(b), address(out)
+    words[A_STEP] = (lda if ta == NO_TRANS else 1) * size          # bytes per row of a @ b
+    words[B_STEP] = (1 if tb == NO_TRANS else ldb) * size          # bytes per column
+    words[ALPHA], words[BETA] = struct.unpack("qq", struct.pack("dd", alpha, beta))
     if bias is not None:
         if bias.dtype != dtype or any(s % size for s in bias.strides):
             return None
         view = np.broadcast_to(bias, out.shape)
-        block[BIAS] = address(view)
-        block[BIAS_ROW], block[BIAS_COL] = (s // size for s in view.strides)
-    return block
+        words[BIAS] = address(view)
+        words[BIAS_ROW], words[BIAS_COL] = (s // size for s in view.strides)
+    return np.array(words, np.int64)
 
 
 @contextlib.contextmanager

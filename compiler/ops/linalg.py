@@ -345,6 +345,10 @@ def _bmm(a, b):
     if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1] \
             or a.dtype != b.dtype or a.dtype == _BOOL:
         raise ValueError("bmm")
+    if a.dtype in _PRODUCTS:      # large batches on the backend's threads (host_kernels)
+        out = host_kernels.matmul(a, b)
+        if out is not None:
+            return out
     return _lowp(np.matmul, a, b)
 
 
