@@ -1,5 +1,6 @@
 """Shared test helpers: the PyTorch oracle and comparisons against it."""
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -8,6 +9,10 @@ import pytest
 os.environ["DYNOGRAPH_CHECK_META"] = "1"
 # and every graph the compiler optimizes is verified after each pass (SSA, types, order)
 os.environ["DYNOGRAPH_VERIFY"] = "1"
+
+# the tests import the repository's tools (the benchmarks' models, the fuzzers) however pytest
+# is started
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import dynograph  # noqa: E402
 

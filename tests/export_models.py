@@ -3,6 +3,7 @@ process loads the exported files, so nothing of it is needed to run them."""
 import dynograph as torch
 import dynograph.nn as nn
 import dynograph.nn.functional as F
+from tools.bench.workloads.training import cifar_net
 
 
 class MLP(nn.Module):
@@ -13,27 +14,6 @@ class MLP(nn.Module):
 
     def forward(self, x):
         return self.fc2(F.gelu(self.fc1(x)))
-
-
-class CifarNet(nn.Module):
-    """The CIFAR-10 tutorial's network (examples/cifar10_cnn.py)."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 6, 5)
-        self.pool = nn.MaxPool2d(2, 2)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
-
-    def forward(self, x):
-        x = self.pool(F.relu(self.conv1(x)))
-        x = self.pool(F.relu(self.conv2(x)))
-        x = torch.flatten(x, 1)
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        return self.fc3(x)
 
 
 class BatchNormNet(nn.Module):
@@ -75,7 +55,7 @@ def build(name):
     torch.manual_seed(0)
     model, x, dim = {
         "mlp": (MLP, (5, 10), 0),
-        "cifar": (CifarNet, (3, 3, 32, 32), 0),
+        "cifar": (lambda: cifar_net(torch), (3, 3, 32, 32), 0),
         "batchnorm": (BatchNormNet, (4, 3, 12, 12), 0),
         "lstm": (LSTMNet, (3, 7, 6), 0),
         "encoder": (EncoderNet, (3, 5, 16), 0),

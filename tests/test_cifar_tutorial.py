@@ -7,49 +7,7 @@ import pytest
 
 import dynograph as dg
 import dynograph.nn as nn
-import dynograph.nn.functional as F
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 6, 5)
-        self.pool = nn.MaxPool2d(2, 2)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
-
-    def forward(self, x):
-        x = self.pool(F.relu(self.conv1(x)))
-        x = self.pool(F.relu(self.conv2(x)))
-        x = dg.flatten(x, 1)
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        return self.fc3(x)
-
-
-def torch_net(torch):
-    tnn, tF = torch.nn, torch.nn.functional
-
-    class TorchNet(tnn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = tnn.Conv2d(3, 6, 5)
-            self.pool = tnn.MaxPool2d(2, 2)
-            self.conv2 = tnn.Conv2d(6, 16, 5)
-            self.fc1 = tnn.Linear(16 * 5 * 5, 120)
-            self.fc2 = tnn.Linear(120, 84)
-            self.fc3 = tnn.Linear(84, 10)
-
-        def forward(self, x):
-            x = self.pool(tF.relu(self.conv1(x)))
-            x = self.pool(tF.relu(self.conv2(x)))
-            x = torch.flatten(x, 1)
-            x = tF.relu(self.fc1(x))
-            x = tF.relu(self.fc2(x))
-            return self.fc3(x)
-    return TorchNet()
+from tools.bench.workloads.training import cifar_net
 
 
 def data(steps=20, batch=4, seed=0):
@@ -59,16 +17,16 @@ def data(steps=20, batch=4, seed=0):
 
 
 def test_repr_and_state_dict_match_torch(torch):
-    ours, theirs = Net(), torch_net(torch)
-    assert repr(ours).replace("Net(", "X(") == repr(theirs).replace("TorchNet(", "X(")
+    ours, theirs = cifar_net(dg), cifar_net(torch)
+    assert repr(ours) == repr(theirs)
     assert list(ours.state_dict()) == list(theirs.state_dict())
     assert [tuple(v.shape) for v in ours.state_dict().values()] == \
         [tuple(v.shape) for v in theirs.state_dict().values()]
 
 
 def _train_both(torch, compiled=False, steps=20):
-    theirs = torch_net(torch)
-    ours = Net()
+    theirs = cifar_net(torch)
+    ours = cifar_net(dg)
     ours.load_state_dict({k: dg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
     t_opt = torch.optim.SGD(theirs.parameters(), lr=0.001, momentum=0.9)
     o_opt = dg.optim.SGD(ours.parameters(), lr=0.001, momentum=0.9)

@@ -1,8 +1,9 @@
 """dynograph.vision.models against torchvision: parameter counts, state_dict keys, outputs.
 
 torchvision is not installed here, so resnet, mobilenet_v2 and LeNet are rebuilt below in plain
-torch.nn following torchvision's source (and the CIFAR tutorial's Net); weights travel from the
-torch model through its state_dict, and both must give the same outputs in eval mode.
+torch.nn following torchvision's source (LeNet: the CIFAR tutorial's Net, the benchmarks'
+cifar_net); weights travel from the torch model through its state_dict, and both must give the
+same outputs in eval mode.
 """
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from torch import nn as tnn
 
 import dynograph
 from dynograph.vision import models
+from tools.bench.workloads.training import cifar_net
 
 # torchvision's published parameter counts (its model docs and weight metadata).
 PARAM_COUNTS = {
@@ -140,31 +142,11 @@ class TorchMobileNetV2(tnn.Module):
         return self.classifier(torch.flatten(x, 1))
 
 
-class TorchTutorialNet(tnn.Module):
-    """The CIFAR-10 tutorial's Net, as written there."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = tnn.Conv2d(3, 6, 5)
-        self.pool = tnn.MaxPool2d(2, 2)
-        self.conv2 = tnn.Conv2d(6, 16, 5)
-        self.fc1 = tnn.Linear(16 * 5 * 5, 120)
-        self.fc2 = tnn.Linear(120, 84)
-        self.fc3 = tnn.Linear(84, 10)
-
-    def forward(self, x):
-        F = tnn.functional
-        x = self.pool(F.relu(self.conv1(x)))
-        x = self.pool(F.relu(self.conv2(x)))
-        x = torch.flatten(x, 1)
-        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
-
-
 TORCH_REFERENCES = {
     "resnet18": lambda: TorchResNet(TorchBasicBlock, [2, 2, 2, 2]),
     "resnet50": lambda: TorchResNet(TorchBottleneck, [3, 4, 6, 3]),
     "mobilenet_v2": TorchMobileNetV2,
-    "lenet": TorchTutorialNet,
+    "lenet": lambda: cifar_net(torch),
 }
 
 

@@ -395,7 +395,7 @@ def cuda_tensors_reason():
 def bench_training(clock, settings, vendors):
     import dynograph
     sys.path.append(ROOT)           # after the installed dynograph: tools/ is not installed
-    from tools.bench.workloads.training import _cifar_net, _mlp, cifar_batch, mlp_batch
+    from tools.bench.workloads.training import cifar_net, _mlp, cifar_batch, mlp_batch
     reason = cuda_tensors_reason()
     torch = vendors.get("torch")
     out = {"settings": {"optimizer": "SGD(lr=0.001, momentum=0.9)",
@@ -404,7 +404,7 @@ def bench_training(clock, settings, vendors):
                         "torch": "eager, on cuda"}}
     fallbacks = set()           # ops dynograph ran on the host (it warns once per op and process)
     for name, make, batch in [("mlp_784_512_512_10_b128", _mlp, mlp_batch),
-                              ("cifar_cnn_b64", _cifar_net, cifar_batch)]:
+                              ("cifar_cnn_b64", cifar_net, cifar_batch)]:
         x, y = batch()
         entry = {"batch": int(x.shape[0])}
         theirs = make(torch) if torch is not None else None

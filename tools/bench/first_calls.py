@@ -78,9 +78,9 @@ def _demo_step(torch):
 
 def _cifar_step(torch):
     import numpy as np
-    from tools.bench.workloads.training import _cifar_net
+    from tools.bench.workloads.training import cifar_net
     rng = np.random.default_rng(0)
-    net = _cifar_net(torch)
+    net = cifar_net(torch)
     criterion = torch.nn.CrossEntropyLoss()
     opt = torch.optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
     x = torch.from_numpy(rng.standard_normal((4, 3, 32, 32)).astype(np.float32))

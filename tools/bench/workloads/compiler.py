@@ -192,6 +192,6 @@ def _guarded_step(make_model, batch):
           "784-512-512-10 b128, CIFAR tutorial CNN b64; SGD momentum): systems are the steps",
           rtol=0, atol=0, tags=("compiler",))
 def guard_check():
-    from .training import _cifar_net, _mlp, cifar_batch, mlp_batch
+    from .training import cifar_net, _mlp, cifar_batch, mlp_batch
     return {"mlp-step": _guarded_step(_mlp, mlp_batch),
-            "cifar-step": _guarded_step(_cifar_net, cifar_batch)}
+            "cifar-step": _guarded_step(cifar_net, cifar_batch)}

@@ -16,7 +16,7 @@ from scipy import special
 import dynograph
 
 from ..runner import optional_torch, optional_torch_compile, workload
-from .training import _cifar_net, _mlp, cifar_batch, mlp_batch, training_systems
+from .training import cifar_net, _mlp, cifar_batch, mlp_batch, training_systems
 
 N = 1 << 24
 
@@ -136,4 +136,4 @@ def w4_mlp_step():
 @workload("llvm_w5_cifar_step", "W5: SGD-momentum step of the CIFAR tutorial CNN, batch 64 of "
           "3x32x32", rtol=1e-4, atol=1e-4, tags=("training",))
 def w5_cifar_step():
-    return _llvm_training_systems(_cifar_net, *cifar_batch())
+    return _llvm_training_systems(cifar_net, *cifar_batch())

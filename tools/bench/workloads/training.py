@@ -11,7 +11,8 @@ import dynograph
 from ..runner import optional_torch, optional_torch_compile, workload
 
 
-def _cifar_net(lib):
+def cifar_net(lib):
+    """The CIFAR-10 tutorial's network (examples/cifar10_cnn.py) in ``lib`` (dynograph or torch)."""
     m, functional = lib.nn, lib.nn.functional
 
     class Net(m.Module):
@@ -99,7 +100,7 @@ def training_systems(make_model, x, y, compile=dynograph.compile, compiled="dyno
 @workload("train_cifar_cnn", "one SGD-momentum step of the CIFAR-10 tutorial CNN, batch 64",
           rtol=1e-4, atol=1e-4, tags=("training",))
 def train_cifar_cnn():
-    return training_systems(_cifar_net, *cifar_batch())
+    return training_systems(cifar_net, *cifar_batch())
 
 
 @workload("train_mlp", "one SGD-momentum step of an MLP 784-512-512-10, batch 128",
