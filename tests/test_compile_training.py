@@ -379,9 +379,9 @@ def test_compiled_bound_methods_and_self_state():
     lambda ps: dg.optim.Adam(ps, lr=1e-3),
 ], ids=["sgd-momentum", "adam"])
 def test_cifar_tutorial_network_matches_eager(make_opt):
-    from test_cifar_tutorial import Net
+    from tools.bench.workloads.training import cifar_net
     dg.manual_seed(0)
-    eager_model = Net()
+    eager_model = cifar_net(dg)
     comp_model = copy.deepcopy(eager_model)
     o1, o2 = make_opt(eager_model.parameters()), make_opt(comp_model.parameters())
     e = make_step(eager_model, o1)
