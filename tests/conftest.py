@@ -111,15 +111,3 @@ def assert_same_error(ours, theirs, expr=""):
     assert isinstance(ours, Exception), f"{expr}: expected {theirs!r}, got {ours!r}"
     assert type(ours).__name__ == type(theirs).__name__, f"{expr}: {ours!r} vs {theirs!r}"
     assert error_text(ours) == error_text(theirs)
-
-
-def classifier_step(model, opt, lib=dynograph):
-    """The training step most tests compile: zero_grad, cross-entropy, backward, step (``lib``:
-    dynograph or torch)."""
-    def step(x, y):
-        opt.zero_grad()
-        loss = lib.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step

@@ -7,7 +7,7 @@ import pytest
 
 import dynograph as dg
 import dynograph.nn as nn
-from tools.bench.workloads.training import cifar_net
+from tools.bench.workloads.training import cifar_net, classifier_step
 
 
 def data(steps=20, batch=4, seed=0):
@@ -30,23 +30,13 @@ def _train_both(torch, compiled=False, steps=20):
     ours.load_state_dict({k: dg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
     t_opt = torch.optim.SGD(theirs.parameters(), lr=0.001, momentum=0.9)
     o_opt = dg.optim.SGD(ours.parameters(), lr=0.001, momentum=0.9)
-    t_crit, o_crit = torch.nn.CrossEntropyLoss(), nn.CrossEntropyLoss()
-
-    def step(x, y):
-        o_opt.zero_grad()
-        loss = o_crit(ours(x), y)
-        loss.backward()
-        o_opt.step()
-        return loss
+    step = classifier_step(ours, o_opt, dg, nn.CrossEntropyLoss())
+    torch_step = classifier_step(theirs, t_opt, torch, torch.nn.CrossEntropyLoss())
     if compiled:
         step = dg.compile(step)
     ours_curve, torch_curve = [], []
     for x, y in data(steps):
-        t_opt.zero_grad()
-        loss = t_crit(theirs(torch.from_numpy(x)), torch.from_numpy(y))
-        loss.backward()
-        t_opt.step()
-        torch_curve.append(loss.item())
+        torch_curve.append(torch_step(torch.from_numpy(x), torch.from_numpy(y)).item())
         ours_curve.append(step(dg.tensor(x), dg.tensor(y)).item())
     return ours_curve, torch_curve, ours, theirs
 

@@ -12,6 +12,7 @@ import dynograph as dg
 import dynograph.nn as nn
 import dynograph.nn.functional as F
 from dynograph.compiler.compiled import CompileError
+from tools.bench.workloads.training import classifier_step as make_step
 
 
 def mlp(sizes=(20, 32, 32, 5), seed=0):
@@ -26,16 +27,6 @@ def batches(n, batch=8, features=20, classes=5, seed=1):
     rng = np.random.default_rng(seed)
     return [(dg.tensor(rng.normal(size=(batch, features)), dtype=dg.float32),
              dg.tensor(rng.integers(0, classes, size=batch))) for _ in range(n)]
-
-
-def make_step(model, opt, loss_fn=F.cross_entropy):
-    def step(x, y):
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
 
 
 def assert_state_close(m1, o1, m2, o2, tol=1e-5):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dynograph as dg
-from conftest import classifier_step
+from tools.bench.workloads.training import classifier_step
 
 from dynograph.compiler.llvm import backend as llvm_backend, jit
 from dynograph.compiler.lowering.program import PLANS

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import dynograph as dg
-from conftest import classifier_step
+from tools.bench.workloads.training import classifier_step
 from dynograph.compiler.llvm import jit
 from dynograph.compiler.llvm.backend import LLVM
 from dynograph.compiler.lowering import ahead

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dynograph as dg
-from conftest import classifier_step
+from tools.bench.workloads.training import classifier_step
 from dynograph.compiler.llvm import blas, pool
 from dynograph.runtime import threads
 from test_pool import addmm_expected

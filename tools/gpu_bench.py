@@ -395,7 +395,8 @@ def cuda_tensors_reason():
 def bench_training(clock, settings, vendors):
     import dynograph
     sys.path.append(ROOT)           # after the installed dynograph: tools/ is not installed
-    from tools.bench.workloads.training import cifar_net, _mlp, cifar_batch, mlp_batch
+    from tools.bench.workloads.training import (cifar_net, _mlp, cifar_batch, mlp_batch,
+                                                 sgd_step)
     reason = cuda_tensors_reason()
     torch = vendors.get("torch")
     out = {"settings": {"optimizer": "SGD(lr=0.001, momentum=0.9)",
@@ -414,7 +415,7 @@ def bench_training(clock, settings, vendors):
                 ours.load_state_dict({k: dynograph.tensor(v.numpy())
                                       for k, v in theirs.state_dict().items()})
             ours.to("cuda")
-            step = dynograph.compile(_step(dynograph, ours))
+            step = dynograph.compile(sgd_step(dynograph, ours))
             dx, dy = dynograph.from_numpy(x).to("cuda"), dynograph.from_numpy(y).to("cuda")
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -426,7 +427,7 @@ def bench_training(clock, settings, vendors):
             entry["dynograph"] = reason
         if theirs is not None:
             theirs.to("cuda")
-            step = _step(torch, theirs)
+            step = sgd_step(torch, theirs)
             tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
             entry["torch_first_loss"] = float(step(tx, ty).item())
             entry["torch"] = Clock.torch(torch).measure(lambda: step(tx, ty), settings)
@@ -441,20 +442,6 @@ def bench_training(clock, settings, vendors):
     else:       # their copies to the host and back are part of the times measured
         out["ops_run_on_the_host"] = sorted(fallbacks)
     return out
-
-
-def _step(lib, model):
-    """One SGD-momentum step (tools/bench's train_step) returning the loss tensor, on the
-    device: nothing waits for the host."""
-    opt = lib.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = lib.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
 
 
 # -- the report ---------------------------------------------------------------------------------------

@@ -324,8 +324,7 @@ def gemm(workers, a, b, out, bias=None, alpha=1.0, beta=1.0):
         call(address(block), 0, pieces)
         return out
     parts = pieces if out.ndim == 2 else min(pieces, workers.threads * BATCH_PIECES_PER_THREAD)
-    if task not in workers.lib.callers:      # (run calls it here when the pool is busy)
-        workers.lib.add(task)
+    workers.lib.add(task, call)         # (run calls it here when the pool is busy)
     before = library.get_threads()
     if before != 1:         # (inside a program it is 1 already: Backend.running)
         library.set_threads(1)

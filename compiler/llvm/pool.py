@@ -317,9 +317,11 @@ class _Library:
         """``task(args, begin, end)`` on this thread (a task ``add``ed)."""
         self.callers[task](args, begin, end)
 
-    def add(self, task):
-        """Make ``task`` callable on this thread too (``call``)."""
-        self.callers.setdefault(task, TASK(task))
+    def add(self, task, caller=None):
+        """Make ``task`` callable on this thread too (``call``), by ``caller`` (its ``TASK``)
+        where one is made already."""
+        if task not in self.callers:
+            self.callers[task] = caller or TASK(task)
 
 
 # a task, as ctypes calls it: void task(void **args, i64 begin, i64 end)
@@ -371,14 +373,8 @@ class Pool:
     def run_kernel(self, fn, block, extent, parts):
         """The loaded kernel ``fn`` (a ``TASK`` with its ``address``) on its buffers' addresses
         ``block`` (a ctypes array) over ``[0, extent)`` in ``parts`` pieces."""
-        if parts <= 1 or not self.lock.acquire(blocking=False):
-            fn(block, 0, extent)        # as ``run``: all of it here
-            return
-        try:
-            self.lib.run(self.address, fn.address, ctypes.addressof(block), extent,
-                         min(parts, 0xFFFF))
-        finally:
-            self.lock.release()
+        self.lib.add(fn.address, fn)        # (``run`` may call it on this thread)
+        self.run(fn.address, ctypes.addressof(block), extent, parts)
 
     def close(self):
         self.state[STOP] = 1

@@ -39,32 +39,18 @@ MAX_CALLS = 10
 
 # ---------------------------------------------------------------- the steps (in the child)
 
-def _classifier_step(torch, model, opt, loss_fn=None):
-    """The examples' step: zero_grad, forward, cross-entropy, backward, optimizer step."""
-    loss_fn = loss_fn or torch.nn.functional.cross_entropy
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
-
-
 def _mlp_step(torch):
+    from .workloads.training import _mlp, sgd_step
     import numpy as np
-    nn = torch.nn
     rng = np.random.default_rng(0)
-    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                          nn.Linear(512, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+    step = sgd_step(torch, _mlp(torch))
     x = torch.from_numpy(rng.standard_normal((128, 784)).astype(np.float32))
     y = torch.from_numpy(rng.integers(0, 10, 128))
-    return _classifier_step(torch, model, opt), lambda: (x, y)
+    return step, lambda: (x, y)
 
 
 def _demo_step(torch):
+    from .workloads.training import classifier_step
     import numpy as np
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     from demo import DigitNet
@@ -73,19 +59,19 @@ def _demo_step(torch):
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     x = torch.from_numpy(rng.random((64, 1, 8, 8), dtype=np.float32))
     y = torch.from_numpy(rng.integers(0, 10, 64))
-    return _classifier_step(torch, model, opt), lambda: (x, y)
+    return classifier_step(model, opt, torch), lambda: (x, y)
 
 
 def _cifar_step(torch):
+    from .workloads.training import cifar_net, classifier_step
     import numpy as np
-    from tools.bench.workloads.training import cifar_net
     rng = np.random.default_rng(0)
     net = cifar_net(torch)
     criterion = torch.nn.CrossEntropyLoss()
     opt = torch.optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
     x = torch.from_numpy(rng.standard_normal((4, 3, 32, 32)).astype(np.float32))
     y = torch.from_numpy(rng.integers(0, 10, 4))
-    return _classifier_step(torch, net, opt, criterion), lambda: (x, y)
+    return classifier_step(net, opt, torch, criterion), lambda: (x, y)
 
 
 def _transformer_step(torch):

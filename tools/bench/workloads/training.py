@@ -51,18 +51,33 @@ def mlp_batch():
     return rng.standard_normal((128, 784)).astype(np.float32), rng.integers(0, 10, size=128)
 
 
+def classifier_step(model, opt, lib=dynograph, loss_fn=None):
+    """The examples' training step ``step(x, y)`` in ``lib`` (dynograph or torch): zero_grad,
+    forward, the loss (default cross-entropy), backward, optimizer step; returns the loss."""
+    loss_fn = loss_fn or lib.nn.functional.cross_entropy
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def sgd_step(lib, model):
+    """``classifier_step`` with the benchmarks' optimizer: SGD, lr 0.001, momentum 0.9."""
+    return classifier_step(model, lib.optim.SGD(model.parameters(), lr=0.001, momentum=0.9), lib)
+
+
 def train_step(lib, model, x, y, compile=None):
     """One SGD-momentum step on (x, y) returning the loss as numpy; ``compile`` wraps the whole
     step (forward, backward and update), and where it gives None (cannot compile here) so does
     this function."""
-    opt = lib.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+    one_step = sgd_step(lib, model)
 
     def step():
-        opt.zero_grad()
-        loss = lib.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+        return one_step(x, y)
     if compile is not None:
         step = compile(step)
         if step is None:
