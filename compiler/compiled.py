@@ -79,13 +79,15 @@ def _unflatten(spec, it):
 # ---------------------------------------------------------------- one specialization
 
 class Entry:
-    """One traced graph with everything needed to replay it."""
+    """One traced graph with everything needed to replay it.  The pass pipeline runs on the
+    entry's first use (``parts()``): a training step's first graph, traced before its .grad and
+    optimizer state existed, is usually never replayed, and optimizing it was a tenth of a
+    large model's first call."""
 
-    def __init__(self, graph, captured, bindings, effects, clears, guards, out_spec, out_kinds,
-                 stats):
-        self.graph = graph                  # optimized graph that runs
+    def __init__(self, captured, effects, clears, guards, out_spec, out_kinds, optimize):
         self.captured = captured            # as traced (before the passes)
-        self.bindings = bindings
+        self._optimize = optimize           # () -> the optimized parts (see ``parts()``)
+        self._parts = None
         self.effects = effects              # slot name -> (binding, 'write' | 'assign')
         # the slots written back into the same tensors: a backend may update them in place
         self.writable = frozenset(slot for slot, (_, kind) in effects.items() if kind == "write")
@@ -93,14 +95,28 @@ class Entry:
         self.guards = guards
         self.out_spec = out_spec
         self.out_kinds = out_kinds          # per flat output: ('tensor', i) or ('const', value)
-        self.stats = stats
         self.calls = 0
         self.aliases = []                   # per flat output: how it aliases the caller's tensors
         self.params = []                    # the parameters the trace met (their .grad is state)
         self.aot = None                     # AotPlan when the outputs need gradients
         self.aot_saved = 0
-        self.backward_graph = None
         self.function = None                # the autograd.Function running both graphs
+
+    def parts(self):
+        """{"graph": the optimized graph that runs, "bindings": its inputs' bindings, "stats":
+        the pipeline's, and with ``aot`` "backward_graph", "backward_feeds"}: optimized now if
+        not yet."""
+        if self._parts is None:
+            self._parts = self._optimize()
+        return self._parts
+
+    graph = property(lambda self: self.parts()["graph"],
+                     lambda self, graph: self.parts().__setitem__("graph", graph))
+    backward_graph = property(lambda self: self.parts().get("backward_graph"),
+                              lambda self, graph: self.parts().__setitem__("backward_graph", graph))
+    bindings = property(lambda self: self.parts()["bindings"])
+    backward_feeds = property(lambda self: self.parts()["backward_feeds"])
+    stats = property(lambda self: self.parts()["stats"])
 
     def rng_states(self, flat_args):
         """Copies of the generators' states before a call (a create_graph backward replays
@@ -346,16 +362,19 @@ class CompiledFunction:
             self._try_dynamic()
         if len(self.entries) > n and self.eager_reason is None:
             self._look_ahead(args, kwargs, flat, spec)
+            # the graph the next call will most likely run is optimized now (a pass that fails
+            # fails this call), and its kernels start compiling; one the trace ahead replaced
+            # waits until some call needs it
+            self.entries[-1].parts()
             self._compile_ahead(self.entries[-1], flat)
         if len(self.entries) > n:
             self.last_hit = self.entries[-1]    # what the next call most likely replays
         return result
 
-    def _compile_ahead(self, entry, flat, updates=True):
+    def _compile_ahead(self, entry, flat):
         """Start compiling the kernels of the graph the next call will run, on a few threads
         (compiler/lowering/ahead.py): they compile while this call returns and the caller
-        prepares the next (``updates=False``: all but the state updates', while a trace ahead
-        runs)."""
+        prepares the next."""
         if self.backend != "llvm" or entry.aot is not None or self.verify:
             return
         from .llvm.backend import prepare
@@ -364,7 +383,7 @@ class CompiledFunction:
             batch = entry.guards.batch_size(flat) if entry.guards.dynamic else None
         except Exception:       # noqa: BLE001  (the next call meets it, if it is real)
             return
-        prepare(entry.graph, inputs, batch, entry.writable, updates)
+        prepare(entry.graph, inputs, batch, entry.writable)
 
     def _look_ahead(self, args, kwargs, flat, spec):
         """The call just traced may have changed state its graph is specialized on (a training
@@ -376,7 +395,6 @@ class CompiledFunction:
         if failed is None or len(self.entries) >= self.cache_limit:
             return
         n = len(self.entries)
-        self._compile_ahead(entry, flat, updates=False)
         undo = Undo(entry.params)
         try:
             with warnings.catch_warnings():
@@ -578,16 +596,23 @@ class CompiledFunction:
                 out_kinds.append(("const", plain(x)))
         captured = tracer.graph
         binding_of = {id(inp): b for inp, b in zip(captured.inputs, tracer.bindings)}
-        backward = None
+        forward = backward = None
         if plan is not None:
             forward, backward, n_saved = split(captured, plan)
-            graph, stats = optimize(forward, self.passes)
-            position = {id(inp): i for i, inp in enumerate(backward.inputs)}
-            backward, _ = optimize(backward, self.passes)
-            backward_feeds = [position[id(inp)] for inp in backward.inputs]
             out_kinds += [("saved", i) for i in range(n_saved)]
-        else:
-            graph, stats = optimize(captured, self.passes)
+        passes = self.passes
+
+        def optimized():
+            graph, stats = optimize(captured if plan is None else forward, passes)
+            parts = {"graph": graph, "stats": stats,
+                     "bindings": [binding_of[id(inp)] for inp in graph.inputs]}
+            if plan is not None:
+                position = {id(inp): i for i, inp in enumerate(backward.inputs)}
+                back, _ = optimize(backward, passes)
+                parts["backward_graph"] = back
+                parts["backward_feeds"] = [position[id(inp)] for inp in back.inputs]
+            return parts
+
         effect_map = {}
         for slot_or_binding, kind in effects:
             name = getattr(slot_or_binding, "name", None)
@@ -597,20 +622,16 @@ class CompiledFunction:
                 name = next(inp.name for inp, b in zip(captured.inputs, tracer.bindings)
                             if b is slot_or_binding)
             effect_map[name] = (slot_or_binding, kind)
-        bindings = [binding_of[id(inp)] for inp in graph.inputs]
-        entry = Entry(graph, captured, bindings, effect_map, clears, guards, out_spec, out_kinds,
-                      stats)
+        entry = Entry(captured, effect_map, clears, guards, out_spec, out_kinds, optimized)
         entry.captured_bindings = tracer.bindings
         entry.params = [p for p, _, _ in tracer.params.values()]
         entry.aliases = aliases
         if plan is not None:
-            entry.aot, entry.aot_saved, entry.backward_graph = plan, n_saved, backward
-            entry.backward_feeds = backward_feeds
+            entry.aot, entry.aot_saved = plan, n_saved
             entry.aot_forward = forward         # unoptimized: replayed eagerly for create_graph
             entry.aot_bindings = [binding_of[id(inp)] for inp in forward.inputs]
         self.entries.append(entry)
-        self._event("trace", f"graph {len(self.entries) - 1}: {stats['captured_nodes']} nodes "
-                             f"captured, {stats['optimized_nodes']} after optimization")
+        self._event("trace", f"graph {len(self.entries) - 1}: {len(captured.nodes)} nodes captured")
         logs.log("guards", f"{self.__name__}: graph {len(self.entries) - 1} guards:\n"
                            + guards.describe())
         from . import dump

@@ -124,11 +124,16 @@ class Node:
     source: str = ""
 
     def input_values(self):
-        """The Values this node reads, in order (inside nested tuples and attributes too)."""
-        found = []
-        _collect_values(self.args, found)
-        if self.attrs:
-            _collect_values(self.attrs.values(), found)
+        """The Values this node reads, in order (inside nested tuples and attributes too), as a
+        tuple.  Nodes are not changed once built (passes make new ones), so it is collected
+        once: the passes ask each node for its inputs about twenty times."""
+        found = self.__dict__.get("_inputs")
+        if found is None:
+            found = []
+            _collect_values(self.args, found)
+            if self.attrs:
+                _collect_values(self.attrs.values(), found)
+            found = self.__dict__["_inputs"] = tuple(found)
         return found
 
 

@@ -137,6 +137,34 @@ def test_replays_from_the_second_call_and_matches_eager(step_of, opt):
     assert "traced ahead" in step.explain().look_ahead[0]
 
 
+@pytest.mark.parametrize("backend", ["interpreter", "llvm"])
+def test_the_graph_a_trace_ahead_replaced_is_optimized_when_a_call_needs_it(backend):
+    # the first graph (no .grad, no optimizer state yet) skips the passes until a call's
+    # guards select it: here cleared .grad and optimizer state bring that state back
+    runs = []
+    for compiled in (False, True):
+        model = net()
+        opt = OPTIMIZERS["sgd-momentum"](model.parameters())
+        step = standard_step(model, opt)
+        f = dg.compile(step, backend=backend) if compiled else step
+        (x, y), (x2, y2) = batches(2)
+        first = f(x, y).item()
+        if compiled:
+            assert len(f.entries) == 2
+            assert f.entries[0]._parts is None and f.entries[1]._parts is not None
+        model.zero_grad()
+        opt.state.clear()
+        again = f(x2, y2).item()
+        if compiled:
+            assert f.hits == 1 and len(f.entries) == 2, f.explain()
+            assert f.entries[0]._parts is not None
+        runs.append((first, again, state_of(model, opt)))
+    (a1, a2, eager), (b1, b2, got) = runs
+    assert a1 == b1
+    np.testing.assert_allclose(b2, a2, rtol=1e-5)
+    assert_same(got, eager, tol=1e-5)
+
+
 def test_dropout_draws_the_same_numbers_as_eager():
     make = OPTIMIZERS["sgd-momentum"]
     eager_losses, eager_states, _ = train(standard_step, make, compiled=False, dropout=0.5)

@@ -110,11 +110,11 @@ def unrolled(kernel):
     return kernel.unroll or (bool(kernel.reductions) and not s.columnwise and len(s.red_axes) == 1)
 
 
-def prepare(graph, inputs, batch=None, writable=(), updates=True):
+def prepare(graph, inputs, batch=None, writable=()):
     """Start compiling the kernels ``graph`` will need to run on ``inputs`` (lowering/ahead.py),
     on a few threads, before it runs."""
     writable = writable if isinstance(writable, frozenset) else frozenset(writable)
-    compile_ahead(graph, inputs, batch, writable, LLVM, updates)
+    compile_ahead(graph, inputs, batch, writable, LLVM)
 
 
 def run(graph, inputs, batch=None, writable=()):

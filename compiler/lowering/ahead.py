@@ -25,20 +25,17 @@ from ..symbolic import concrete
 from . import program
 
 
-def compile_ahead(graph, inputs, batch, writable, backend, updates=True):
+def compile_ahead(graph, inputs, batch, writable, backend):
     """Start compiling the kernels ``graph`` will need when it runs on ``inputs`` (once per
-    graph, batch size and set of writable slots: the key of its program).  ``updates=False``:
-    leave out the kernels of state updates, and do not count as done (a graph a trace ahead is
-    about to replace: its other kernels are mostly the next graph's too)."""
+    graph, batch size and set of writable slots: the key of its program)."""
     done = graph.__dict__.setdefault("_compiled_ahead", set())
     key = (backend.name, batch, writable)
     if key in done or not backend.parallel_compile:
         return
-    if updates:
-        done.add(key)
+    done.add(key)
     direct = []
     try:
-        plans = plans_ahead(graph, inputs, batch, writable, backend, updates, direct)
+        plans = plans_ahead(graph, inputs, batch, writable, backend, direct)
     except Exception as e:      # noqa: BLE001  (the run meets whatever this is, or compiles lazily)
         if config.debug("kernels"):
             print(f"[dynograph] no kernels compiled ahead: {type(e).__name__}: {e}", file=sys.stderr)
@@ -46,15 +43,15 @@ def compile_ahead(graph, inputs, batch, writable, backend, updates=True):
     runtime_backend.compile_ahead(backend, [plan.kernel for plan in plans] + direct)
 
 
-def plans_ahead(graph, inputs, batch, writable, backend, updates=True, direct=None):
-    """The Plans of the kernel nodes whose input layouts are known before the run (without
-    those computing a state update unless ``updates``); the kernels of the direct rules
-    (convolutions, pooling) whose inputs are known are added to the list ``direct``."""
+def plans_ahead(graph, inputs, batch, writable, backend, direct=None):
+    """The Plans of the kernel nodes whose input layouts are known before the run; the kernels
+    of the direct rules (convolutions, pooling) whose inputs are known are added to the list
+    ``direct``."""
     arrays = {inp.value: a for inp, a in zip(graph.inputs, inputs)}
-    return _walk(graph, arrays, batch, writable, backend, updates, direct)
+    return _walk(graph, arrays, batch, writable, backend, direct)
 
 
-def _walk(graph, arrays, batch, writable, backend, updates, direct):
+def _walk(graph, arrays, batch, writable, backend, direct):
     """plans_ahead's walk, from the stand-ins ``arrays`` of the graph's inputs (to which it
     adds those of the values it determines)."""
     memory = graph.memory_plan
@@ -63,7 +60,6 @@ def _walk(graph, arrays, batch, writable, backend, updates, direct):
         {v: by_name[name] for name, v in graph.updates if name in memory.inplace and name in writable}
     planned = () if memory is None else \
         {v for v in memory.buffers if v in memory.lifetimes}
-    updated = {v for _, v in graph.updates}
     plans = []
     for node in graph.nodes:
         values = program.kernel_inputs(node)
@@ -93,8 +89,7 @@ def _walk(graph, arrays, batch, writable, backend, updates, direct):
                 arrays[v] = arrays[old]
             else:
                 arrays[v] = np.empty(shape, dtype)
-        if updates or not updated.intersection(node.outs):
-            plans.append(plan.writing_into(tuple(into)) if into else plan)
+        plans.append(plan.writing_into(tuple(into)) if into else plan)
     return plans
 
 
@@ -106,7 +101,7 @@ def _node_by_node(node, arrays, batch, backend, direct):
     if any(arrays.get(v) is None for v in node.args):
         return []
     inner = {inp.value: arrays[v] for inp, v in zip(sub.inputs, node.args)}
-    plans = _walk(sub, inner, batch, frozenset(), backend, True, direct)
+    plans = _walk(sub, inner, batch, frozenset(), backend, direct)
     for v, out in zip(node.outs, sub.outputs):
         if inner.get(out) is not None:
             arrays[v] = inner[out]

@@ -13,7 +13,8 @@ the process's peak memory.
     python -m tools.bench.first_calls mlp cifar        # some of them
 
 ``cold``: an empty ``DYNOGRAPH_CACHE_DIR``; ``warm``: the folder the cold process filled.
-``--repeat N`` measures each N times and prints medians.  ``--compare`` also measures, in
+``--repeat N`` measures each N times and prints medians.  The trees measured are byte-compiled
+first, as an installed package is.  ``--compare`` also measures, in
 alternation, the compiler as it was before issue 14's first-call work (no look-ahead trace,
 LLVM at O3 with loop interleaving), so that both run under the same load.  ``--against DIR``
 measures, in alternation too, another checkout (``git worktree add DIR COMMIT``; where
@@ -203,9 +204,19 @@ def _timed(step, batch):
 
 # ---------------------------------------------------------------- the parent
 
+def _with_bytecode(root):
+    """Byte-compile the tree at ``root`` (what pip does when it installs a package): with
+    PYTHONDONTWRITEBYTECODE set, as on some CI machines, every child would otherwise compile
+    each module it imports from source, some 40 ms of a first call that users never pay."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "dynograph", "compiler", "runtime",
+                    "tools"], cwd=root, check=True, capture_output=True,
+                   env={k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"})
+
+
 def measure(which, cache_dir, before=False, root=ROOT):
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     env = dict(os.environ, DYNOGRAPH_CACHE_DIR=cache_dir, PYTHONPATH=path)
+    env.pop("PYTHONPYCACHEPREFIX", None)    # the bytecode next to the sources (_with_bytecode)
     # the peak memory is printed by the command itself, so that an older tree's child has it too
     code = (f"from tools.bench.first_calls import child; child({which!r}, {before!r}); "
             "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
@@ -264,6 +275,8 @@ def main(argv=None):
     if args.against:
         variants.insert(0, (f" ({os.path.abspath(args.against)})", False,
                             os.path.abspath(args.against)))
+    for root in {v[2] for v in variants}:
+        _with_bytecode(root)
     for which in args.steps or STEPS:
         runs = {v: [] for v in variants}
         for _ in range(args.repeat):
