@@ -262,8 +262,12 @@ def load_all(obj, names):
     process."""
     with _lock:
         state = _init()
-        # one engine per object (it owns the machine it is given); kept for the process' life
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), state["machine"]())
+        # one engine per object (it owns the machine it is given); kept for the process' life.
+        # Its empty module leaves before the object is finalized: MCJIT would generate code for
+        # it there, two thirds of the load's time (1.2 -> 0.4 ms an object)
+        module = llvm.parse_assembly("")
+        engine = llvm.create_mcjit_compiler(module, state["machine"]())
+        engine.remove_module(module)
         objfile = llvm.ObjectFileRef.from_data(obj)
         engine.add_object_file(objfile)
         state["objects"].append((engine, obj, objfile))
