@@ -78,6 +78,13 @@ def _unflatten(spec, it):
 
 # ---------------------------------------------------------------- one specialization
 
+def _part(name):
+    """An Entry attribute that is one of its optimized parts (``Entry.parts()``); settable, as
+    when two batch sizes merge into one general graph."""
+    return property(lambda entry: entry.parts().get(name),
+                    lambda entry, value: entry.parts().__setitem__(name, value))
+
+
 class Entry:
     """One traced graph with everything needed to replay it.  The pass pipeline runs on the
     entry's first use (``parts()``): a training step's first graph, traced before its .grad and
@@ -110,13 +117,11 @@ class Entry:
             self._parts = self._optimize()
         return self._parts
 
-    graph = property(lambda self: self.parts()["graph"],
-                     lambda self, graph: self.parts().__setitem__("graph", graph))
-    backward_graph = property(lambda self: self.parts().get("backward_graph"),
-                              lambda self, graph: self.parts().__setitem__("backward_graph", graph))
-    bindings = property(lambda self: self.parts()["bindings"])
-    backward_feeds = property(lambda self: self.parts()["backward_feeds"])
-    stats = property(lambda self: self.parts()["stats"])
+    graph = _part("graph")                      # the optimized graph that runs
+    bindings = _part("bindings")
+    stats = _part("stats")
+    backward_graph = _part("backward_graph")    # None without ``aot``
+    backward_feeds = _part("backward_feeds")
 
     def rng_states(self, flat_args):
         """Copies of the generators' states before a call (a create_graph backward replays
