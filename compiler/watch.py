@@ -463,7 +463,12 @@ class Watcher:
         return self
 
     def __exit__(self, *exc):
-        sys.setprofile(self._old[0])
+        profile = self._old[0]
+        if profile is None or callable(profile):
+            sys.setprofile(profile)
+        else:       # cProfile's profiler (a C hook sys.setprofile cannot reinstall)
+            sys.setprofile(None)
+            profile.enable()
         sys.settrace(self._old[1])
         self.tracer.watcher = None
         return False
@@ -479,6 +484,8 @@ class Watcher:
                     self._builtin(frame, arg)
             except Exception as e:      # a watcher bug must not change the user's program
                 self._failed(frame, e)
+
+    _profile.watching = True        # how runtime/backend.py's unwatched() knows a watcher's hook
 
     def _trace(self, frame, event, arg):
         """The trace hook's 'call' event: a frame starts; watched frames get line events."""

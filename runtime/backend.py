@@ -232,8 +232,13 @@ def unwatched():
     """Work done inside a user's call that is not the user's (getting a kernel, starting the
     worker pool, the tracer's own walks) with the profile and trace hooks off: a trace's watcher
     (compiler/watch.py) must not see it (the clock, a temporary file's random name, llvmlite's
-    objects, the runtime's own caches would look like the program's side effects)."""
+    objects, the runtime's own caches would look like the program's side effects).  Hooks that
+    are not a watcher's (cProfile, a debugger, coverage) stay on: they see everything, and
+    cProfile's could not be put back by ``sys.setprofile``."""
     hooks = sys.getprofile(), sys.gettrace()
+    if not getattr(hooks[0], "watching", False):
+        yield
+        return
     sys.setprofile(None)
     sys.settrace(None)
     try:

@@ -39,6 +39,7 @@ def test_compiling_a_kernel_runs_no_python_a_watcher_would_see(fresh_cache):
 
     def hook(frame, event, arg):
         frames.append(frame.f_code.co_filename)
+    hook.watching = True                    # hidden from as a trace's watcher is
     before = backend.STATS["compiled"]
     sys.setprofile(hook)
     try:
@@ -49,6 +50,30 @@ def test_compiling_a_kernel_runs_no_python_a_watcher_would_see(fresh_cache):
     ours = [f for f in frames if f.endswith((os.path.join("llvm", "jit.py"),
                                              os.path.join("runtime", "cache.py")))]
     assert not ours
+    assert sys.getprofile() is None
+
+
+def test_a_profiler_that_is_not_a_watcher_sees_the_work_and_stays_on():
+    """cProfile's hook is a C function that ``sys.setprofile`` cannot put back: dynograph's
+    own work leaves it on, and a trace (whose watcher replaces it meanwhile) re-enables it."""
+    import cProfile
+    import pstats
+    a, b = dg.randn(8, 8), dg.randn(8, 8)
+    step = dg.compile(_step(0.5), backend="llvm")
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        product = a @ b                     # a product gets its kernel with the hooks as they are
+        losses = [step(dg.ones(4, 3)).item() for _ in range(3)]
+        after = a @ b
+    finally:
+        profiler.disable()
+    np.testing.assert_allclose(product.numpy(), a.numpy() @ b.numpy(), rtol=1e-5)
+    np.testing.assert_array_equal(after.numpy(), product.numpy())
+    eager = _step(0.5)
+    np.testing.assert_allclose(losses, [eager(dg.ones(4, 3)).item() for _ in range(3)], rtol=1e-6)
+    calls = {fn: stat[0] for (_, _, fn), stat in pstats.Stats(profiler).stats.items()}
+    assert calls.get("matmul", 0) >= 2      # both products, the one after the traces too
     assert sys.getprofile() is None
 
 
