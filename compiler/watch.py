@@ -44,8 +44,8 @@ MISSING = object()
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _STDLIB = os.path.join(os.path.abspath(sysconfig.get_paths()["stdlib"]), "")
 _SITE = tuple(os.path.join(os.path.abspath(sysconfig.get_paths()[k]), "") for k in ("purelib", "platlib"))
-_UNWATCHED = tuple(os.path.join(os.path.abspath(d), "") for d in (
-    _HERE, os.path.join(_HERE, "..", "runtime"), os.path.dirname(np.__file__)))
+_OWN = tuple(os.path.join(os.path.abspath(d), "") for d in (_HERE, os.path.join(_HERE, "..", "runtime")))
+_UNWATCHED = (os.path.join(os.path.dirname(np.__file__), ""),)
 _WATCHED_INSIDE = ("nn" + os.sep + "modules" + os.sep,)
 _WATCHED_MODULES = ("dynograph.nn.modules",)
 _CONSTRUCTORS = ("__init__", "__new__", "__post_init__")
@@ -74,35 +74,48 @@ class _Files:
         self.starts = {}
 
     def watched(self, frame):
+        return self.kind(frame) == WATCHED
+
+    def kind(self, frame):
+        """WATCHED, OWN (dynograph's own code, not watched) or OTHER: decided by the frame's
+        module, else by its file."""
         filename = frame.f_code.co_filename
         module = frame.f_globals.get("__name__") or ""
         hit = self.cache.get((filename, module))
         if hit is None:
             path = os.path.abspath(filename)
             if module == "dynograph" or module.startswith("dynograph."):
-                hit = module.startswith(_WATCHED_MODULES)
-            elif any(path.startswith(d) for d in self.package):
-                hit = any(part in path for part in _WATCHED_INSIDE)
+                hit = WATCHED if module.startswith(_WATCHED_MODULES) else OWN
+            elif path.startswith(self.package):
+                hit = WATCHED if any(part in path for part in _WATCHED_INSIDE) else OWN
+            elif path.startswith(_OWN):
+                hit = OWN
             else:
                 stdlib = path.startswith(_STDLIB) and not path.startswith(_SITE)
-                hit = not (filename.startswith("<frozen") or stdlib or path.startswith(_UNWATCHED))
+                hit = OTHER if filename.startswith("<frozen") or stdlib or \
+                    path.startswith(_UNWATCHED) else WATCHED
             self.cache[(filename, module)] = hit
         return hit
 
-    def starts_watched(self, frame):
-        """Whether the trace hook follows a frame that starts: watched code, other than
-        attribute access itself."""
+    def classify(self, frame):
+        """What the trace hook makes of a frame that starts: WATCHED (watched code, other
+        than attribute access itself: followed), OWN (dynograph's own code: the profile hook
+        is off inside) or OTHER."""
         code = frame.f_code
         hit = self.starts.get(code)
         if hit is not None and hit[0] is frame.f_globals:
             return hit[1]
-        watch = code.co_name not in _ACCESSORS and self.watched(frame)
-        self.starts[code] = (frame.f_globals, watch)
-        return watch
+        kind = self.kind(frame)
+        if kind == WATCHED and code.co_name in _ACCESSORS:
+            kind = OTHER
+        self.starts[code] = (frame.f_globals, kind)
+        return kind
 
     def inside_package(self, filename):
         return os.path.abspath(filename).startswith(self.package)
 
+
+OTHER, WATCHED, OWN = 0, 1, 2     # what classify says of a frame's code
 
 _FILES = []
 
@@ -400,6 +413,27 @@ class _Lines:
         return self
 
 
+class _Leave:
+    """The local trace function of a frame whose start switched the profile hook (on into
+    watched code, off into dynograph's own): its return puts back ``profile``, the caller's
+    hook.  ``lines``: the frame's own _Lines, or None."""
+    __slots__ = ("lines", "profile", "trace")
+
+    def __init__(self, lines, profile, trace):
+        self.lines, self.profile, self.trace = lines, profile, trace
+
+    def __call__(self, frame, event, arg):
+        if event == "return":           # also when an exception leaves the frame
+            # (unless the watcher has ended meanwhile: a debugger's trace hook put back by
+            # its __exit__ still delivers this event)
+            if sys.gettrace() == self.trace:
+                sys.setprofile(self.profile)
+            return None
+        if self.lines is not None:
+            self.lines(frame, event, arg)
+        return self
+
+
 class GlobalRoot:
     """A module-level name, looked up as LOAD_GLOBAL does (globals, then builtins)."""
 
@@ -485,7 +519,6 @@ class Watcher:
             except Exception as e:      # a watcher bug must not change the user's program
                 self._failed(frame, e)
 
-    _profile.watching = True        # how runtime/backend.py's unwatched() knows a watcher's hook
 
     def _trace(self, frame, event, arg):
         """The trace hook's 'call' event: a frame starts; watched frames get line events."""
@@ -498,11 +531,26 @@ class Watcher:
                 # sets up the module; none of it is the call's to guard or to repeat
                 self._imports += 1
                 return self._import_ends
-            if self.files.starts_watched(frame):
-                return self._frame(frame)
+            kind = self.files.classify(frame)
+            profiled = sys.getprofile() is not None
+            if kind == WATCHED:
+                lines = self._frame(frame)
+                if profiled:
+                    return lines
+                sys.setprofile(self._profile)       # back in watched code (a callback)
+                return _Leave(lines, None, self._trace)
+            if kind == OWN and profiled:
+                # dynograph's own code: the profile hook (every call, return and builtin call)
+                # stays off until the frame returns or calls watched code; its builtin calls are
+                # not the user's, and events were most of a trace's overhead
+                sys.setprofile(None)
+                frame.f_trace_lines = False
+                return _Leave(None, self._profile, self._trace)
         except Exception as e:
             self._failed(frame, e)
         return None
+
+    _trace.watching = True          # how runtime/backend.py's unwatched() knows a watcher's hook
 
     def _import_ends(self, frame, event, arg):
         if event == "return":           # also when the import raised
@@ -581,6 +629,8 @@ class Watcher:
         the user's runs inside, and following its frames was most of a trace's overhead.  The
         check itself runs with the hooks off too: it calls nothing but ``type``."""
         hooks = sys.getprofile(), sys.gettrace()
+        if hooks[1] != self._trace:         # something else took the hooks over: leave them
+            return fn(*args)
         sys.setprofile(None)
         sys.settrace(None)
         try:

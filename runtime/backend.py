@@ -236,7 +236,7 @@ def unwatched():
     are not a watcher's (cProfile, a debugger, coverage) stay on: they see everything, and
     cProfile's could not be put back by ``sys.setprofile``."""
     hooks = sys.getprofile(), sys.gettrace()
-    if not getattr(hooks[0], "watching", False):
+    if not getattr(hooks[1], "watching", False):
         yield
         return
     sys.setprofile(None)

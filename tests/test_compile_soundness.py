@@ -505,6 +505,35 @@ def make_args(i):
     return (torch.ones(2),)
 """)
 
+case("Python's random right after an op, on the same line")("""
+import random
+random.seed(1)
+def step(x):
+    return (x * 2).sum() * random.random()
+def make_args(i):
+    return (torch.ones(2),)
+""")
+
+case("Python's random inside a library function the step calls")("""
+import random
+random.seed(2)
+def step(x):
+    return x * random.uniform(0.5, 1.5)     # random.py's code draws: not the step's own line
+def make_args(i):
+    return (torch.ones(2),)
+""")
+
+case("Python's random in a forward hook (user code dynograph calls back)")("""
+import random
+random.seed(3)
+net = nn.Linear(2, 2)
+net.register_forward_hook(lambda module, args, out: out * random.random())
+def step(x):
+    return net(x).sum()
+def make_args(i):
+    return (torch.ones(1, 2),)
+""")
+
 case("numpy's random inside")("""
 import numpy as np
 np.random.seed(0)

@@ -1,11 +1,16 @@
 """The watcher's cost in a trace: ops on plain operands run out of its sight, and which frames
 it follows is decided once per code object (compiler/watch.py, compiler/tracer.py)."""
+import logging
+import os
 import sys
+import time
 import types
+
+import pytest
 
 import dynograph
 from dynograph.compiler.tracer import Tracer
-from dynograph.compiler.watch import Watcher, _files, operands_inert
+from dynograph.compiler.watch import OWN, WATCHED, Watcher, _files, operands_inert
 
 
 class _UserNumber:
@@ -58,8 +63,66 @@ def test_one_code_object_run_with_two_modules_globals_is_decided_for_each():
         frames[module] = f()
     files = _files()
     for _ in range(2):          # the second time from the cache
-        assert not files.starts_watched(frames["dynograph.compiler.generated"])
-        assert files.starts_watched(frames["users_module"])
+        assert files.classify(frames["dynograph.compiler.generated"]) == OWN
+        assert files.classify(frames["users_module"]) == WATCHED
+
+
+def _own_function(source, **names):
+    """A function whose code is dynograph's own (a file inside the package)."""
+    path = os.path.join(os.path.dirname(dynograph.__file__), "_probe.py")
+    code = compile(source, path, "exec")
+    namespace = {"__name__": "dynograph._probe", "sys": sys, **names}
+    exec(code, namespace)
+    return namespace["f"]
+
+
+def test_dynograph_code_runs_without_the_profile_hook_and_user_code_it_calls_with_it():
+    own = _own_function("def f(callback):\n"
+                        "    inside = sys.getprofile()\n"
+                        "    called = callback()\n"
+                        "    return inside, called, sys.getprofile()\n")
+    tracer = Tracer()
+    with Watcher(tracer, test_dynograph_code_runs_without_the_profile_hook_and_user_code_it_calls_with_it):
+        watching = _hooks(None, (), {})
+        inside, called, after = own(lambda: sys.getprofile())
+        assert _hooks(None, (), {}) == watching          # back when it returned
+        try:
+            own(lambda: 1 / 0)
+        except ZeroDivisionError:
+            pass
+        assert _hooks(None, (), {}) == watching          # also when it raised
+    assert inside is None and after is None
+    assert called == watching[0]                        # the user's callback is watched
+
+
+def _clock_in_a_hook(x):
+    net = dynograph.nn.Linear(2, 2)
+    net.register_forward_hook(lambda module, args, out: out * (time.perf_counter() > 0))
+    return net(x)
+
+
+@pytest.mark.parametrize("step", [
+    lambda x: (x * 2).sum() + (time.perf_counter() > 0),    # right after ops, on their line
+    lambda x: logging.makeLogRecord({"msg": "step"}) and x * 2,   # inside the library's code
+    _clock_in_a_hook,                                       # in a callback of dynograph's code
+], ids=["same line", "library", "callback"])
+def test_a_clock_read_by_the_users_code_is_seen_wherever_it_runs(step):
+    compiled = dynograph.compile(step)
+    compiled(dynograph.ones(1, 2))
+    assert "reads the clock" in (compiled.eager_reason or ""), compiled.explain()
+
+
+def test_a_debuggers_trace_hook_gets_its_place_back_after_a_trace():
+    def debugger(frame, event, arg):
+        return None
+    step = dynograph.compile(lambda x: (x * 2).sum())
+    sys.settrace(debugger)
+    try:
+        step(dynograph.ones(2))
+        hooks = sys.getprofile(), sys.gettrace()
+    finally:
+        sys.settrace(None)
+    assert hooks == (None, debugger)
 
 
 def test_a_derivative_rule_runs_with_the_hooks_off_where_its_node_is_plain():

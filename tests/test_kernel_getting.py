@@ -37,20 +37,20 @@ def test_compiling_a_kernel_runs_no_python_a_watcher_would_see(fresh_cache):
     step(x)                                 # traces (and traces ahead)
     frames = []
 
-    def hook(frame, event, arg):
+    def hook(frame, event, arg):            # a trace hook as a watcher's: every frame that starts
         frames.append(frame.f_code.co_filename)
     hook.watching = True                    # hidden from as a trace's watcher is
     before = backend.STATS["compiled"]
-    sys.setprofile(hook)
+    sys.settrace(hook)
     try:
         step(x)                             # the first replay compiles the kernels
     finally:
-        sys.setprofile(None)
+        sys.settrace(None)
     assert backend.STATS["compiled"] > before
     ours = [f for f in frames if f.endswith((os.path.join("llvm", "jit.py"),
                                              os.path.join("runtime", "cache.py")))]
     assert not ours
-    assert sys.getprofile() is None
+    assert sys.gettrace() is None
 
 
 def test_a_profiler_that_is_not_a_watcher_sees_the_work_and_stays_on():
