@@ -133,17 +133,18 @@ def test_half_tensor_with_a_number_in_other_ops(torch, dt, form):
         assert str(ours.dtype) == "dynograph." + dt
         compiled = dynograph.compile(lambda x: f(dynograph, x, s))(ours_t)    # noqa: B023
         for v in (ours, compiled):
-            if form.startswith(("atan2", "t ** 0-dim")):
+            if form.startswith(("atan2", "t **", "s **")):
                 _same_bits_but_a_few_ulps(v, theirs)
             else:
                 _same_bits(v, theirs)
 
 
 def _same_bits_but_a_few_ulps(ours, theirs, share=0.005):
-    """torch computes half pow/atan2 in float with SLEEF's vectorized powf/atan2f (within an
-    ulp, not correctly rounded; the loop's scalar tail with libm) and rounds that once to the
-    half type.  dynograph's float values (float64's atan2 rounded to float; numpy's powf) are
-    an ulp off now and then, which flips a half rounding for a few elements per million."""
+    """torch computes half pow/atan2/exp in float with SLEEF's vectorized functions (within an
+    ulp, not correctly rounded, and not the same on every CPU: its AVX2 and AVX-512 versions
+    differ; the loop's scalar tail with libm) and rounds that once to the half type.
+    dynograph's float values (float64's atan2 rounded to float; numpy's powf) are an ulp off
+    now and then, which flips a half rounding for a few elements per thousand at most."""
     t, d = theirs.float().numpy(), ours.float().numpy()
     differ = ~((t == d) | (np.isnan(t) & np.isnan(d)))
     assert differ.mean() < share, f"{differ.sum()} differ"
@@ -252,14 +253,16 @@ HALF_ACTIVATIONS = {
 def test_half_activations_compute_in_float_and_round_once(torch, dt):
     """torch's activation kernels compute a half input in float and round the result once
     (a composite rounding every step to the half type differed in a third of the elements);
-    logit and xlogy are the exceptions that round every step (logit) or log(y) (xlogy)."""
+    logit and xlogy are the exceptions that round every step (logit) or log(y) (xlogy).
+    torch's float exp/log are its CPU's SLEEF versions: an element in a thousand may round the
+    other way."""
     x = _values(torch, dt, n=4000, scale=3.0)
     x[80:90] = 0.5
     ours_x = from_torch(x)
     for name, f in HALF_ACTIVATIONS.items():
         ours = f(dynograph, ours_x)
         assert str(ours.dtype) == "dynograph." + dt, name
-        _same_bits(ours, f(torch, x))
+        _same_bits_but_a_few_ulps(ours, f(torch, x), share=0.002)
 
 
 @pytest.mark.parametrize("dt", HALF)
@@ -267,15 +270,21 @@ def test_half_gelu_silu_softmax_round_from_float(torch, dt):
     """gelu, silu and softmax over a non-last dimension of half inputs round their float
     values once; torch's float erf, tanh and exp (its own vectorized approximations) are an
     ulp off numpy's now and then, which moves a few percent of gelu's half results (it was
-    half of them) and a handful of the others'."""
+    half of them) and a handful of the others'.  The softmaxes are compared with torch's float
+    softmax rounded once: torch's own half kernel over a non-last dimension does that on AVX2
+    CPUs, and on AVX-512 ones rounds a tenth of the elements the other way (within an ulp)."""
     x = _values(torch, dt, n=4000, scale=3.0)
+    half = getattr(torch, dt)
     ulp = 2.0 ** -7 if dt == "bfloat16" else 2.0 ** -10
-    for f, share in ((lambda T, v: T.nn.functional.gelu(v), 0.05),
-                     (lambda T, v: T.nn.functional.gelu(v, approximate="tanh"), 0.05),
-                     (lambda T, v: T.nn.functional.silu(v), 0.005),
-                     (lambda T, v: v.reshape(40, 100).softmax(0), 0.02),
-                     (lambda T, v: T.nn.functional.softmin(v.reshape(40, 100), 1), 0.02)):
-        t, d = f(torch, x).float().numpy(), f(dynograph, from_torch(x)).float().numpy()
+    for f, share, once in ((lambda T, v: T.nn.functional.gelu(v), 0.05, False),
+                           (lambda T, v: T.nn.functional.gelu(v, approximate="tanh"), 0.05, False),
+                           (lambda T, v: T.nn.functional.silu(v), 0.005, False),
+                           (lambda T, v: v.reshape(40, 100).softmax(0), 0.02, True),
+                           (lambda T, v: T.nn.functional.softmin(v.reshape(40, 100), 1), 0.02, True)):
+        theirs = f(torch, x)
+        d = f(dynograph, from_torch(x)).float().numpy()
+        np.testing.assert_allclose(d, theirs.float().numpy(), rtol=ulp * 1.01, atol=1e-6)
+        t = (f(torch, x.float()).to(half) if once else theirs).float().numpy()
         differ = ~((t == d) | (np.isnan(t) & np.isnan(d)))
         assert differ.mean() < share, differ.sum()
         np.testing.assert_allclose(d[differ], t[differ], rtol=ulp * 1.01, atol=1e-6)

@@ -75,6 +75,11 @@ def test_conv_argument_sweep(torch, fn, n):
         text = str(expect)
         if "invalid combination of arguments" in text:      # names every argument as passed
             assert "argument '" in str(got) and "must be tuple of ints" in str(got), where
+        elif "should be a MKLDNN tensor" in text and kwargs.get("xd") == "bfloat16":
+            # a bfloat16 input takes torch's oneDNN path on CPUs with bfloat16 instructions
+            # (AVX-512 BF16), which words the dtype mismatch its own way; elsewhere torch says
+            # what dynograph says
+            assert str(got).startswith("expected scalar type ") and " but found " in str(got), where
         elif not any(noise in text for noise in BACKEND_NOISE):
             assert str(got) == text.replace("torch.", "dynograph."), where
 
