@@ -9,8 +9,10 @@ changed state its graph is guarded on (a training step's first call) also traces
 left and undoes that run (``_look_ahead``, compiler/undo.py), so the next call replays.  A
 function that cannot be captured (a graph break) runs eagerly from then on, with one warning.
 """
+import contextlib
 import copy
 import functools
+import gc
 import types
 import warnings
 
@@ -83,6 +85,22 @@ def _part(name):
     when two batch sizes merge into one general graph."""
     return property(lambda entry: entry.parts().get(name),
                     lambda entry, value: entry.parts().__setitem__(name, value))
+
+
+@contextlib.contextmanager
+def _collector_off():
+    """Python's cyclic garbage collector off while a call traces and compiles: a trace makes
+    tens of thousands of objects that live on (its graph), which set off full collections
+    (20-40 ms of a transformer's first call), and a collection's finalizers and callbacks,
+    which belong to no one in particular, would run inside the trace, where the watcher would
+    take what they do for the function's side effects."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class Entry:
@@ -358,6 +376,12 @@ class CompiledFunction:
             self._event("recompile", f"guard failed: {name}: expected {expected!r}, got {actual!r}")
             logs.log("recompiles", f"{self.__name__}: recompiling because {name} changed "
                                    f"(expected {expected!r}, got {actual!r})")
+        with _collector_off():
+            return self._compile_call(args, kwargs, flat, spec)
+
+    def _compile_call(self, args, kwargs, flat, spec):
+        """A call no entry covers: trace it, trace ahead where it changed the state its graph
+        is specialized on, and start compiling what the next call will run."""
         n = len(self.entries)
         if self.backend == "llvm":
             from .llvm.pool import warm_up

@@ -1,5 +1,6 @@
 """The watcher's cost in a trace: ops on plain operands run out of its sight, and which frames
 it follows is decided once per code object (compiler/watch.py, compiler/tracer.py)."""
+import gc
 import logging
 import os
 import sys
@@ -220,3 +221,29 @@ def test_a_trace_leaves_no_reference_cycle_holding_its_tracer():
         assert not [o for o in gc.get_objects() if isinstance(o, (Tracer, Watcher))]
     finally:
         gc.enable()
+
+
+class _SaysWhenCollected:
+    def __del__(self):
+        print("collected")          # someone else's side effect, run by whoever collects it
+
+
+def test_a_collection_is_not_part_of_a_trace():
+    """Cyclic garbage made before the call is not collected inside its trace (the collector is
+    off while a call traces): its finalizer's print would be taken for the function's."""
+    def make_garbage():
+        a = _SaysWhenCollected()
+        a.me = a                    # a cycle: only the collector frees it
+    step = dynograph.compile(lambda x: (x * 2).sum())
+    x = dynograph.ones(3)
+    threshold = gc.get_threshold()
+    gc.collect()
+    gc.set_threshold(100)           # a trace makes more objects than that: it would collect
+    make_garbage()
+    try:
+        step(x)
+    finally:
+        gc.set_threshold(*threshold)
+        gc.collect()
+    assert step.eager_reason is None, step.eager_reason
+    assert gc.isenabled()
