@@ -20,6 +20,7 @@ force a retrace.
 """
 import os
 import sys
+import weakref
 
 import numpy as np
 
@@ -101,6 +102,34 @@ class _Storage:
         self.slot = slot
 
 
+class _ResultStorage(_Storage):
+    """The storage of an array an op made during the trace, holding it weakly and forgotten
+    (``storages`` loses its entry) when the array dies: a trace that kept every intermediate
+    alive ran on fresh memory, a page fault every 4 KB (two fifths of the first trace of a
+    transformer step).  Anyone who looks it up holds a view of the array, so it is alive then."""
+    __slots__ = ("_ref",)
+
+    def __init__(self, root, value, geom, storages):
+        key = id(root)
+        self._ref = weakref.ref(root, lambda _: storages.pop(key, None))
+        self.value = value
+        self.input_value = value
+        self.version = 0
+        self.geom = geom
+        self.slot = None
+
+    @property
+    def root(self):
+        return self._ref()
+
+
+def _forgetting(t, cache):
+    """A weak reference to tensor ``t`` that drops its entry of ``cache`` when ``t`` dies (an
+    entry for another tensor can only take its id after that)."""
+    key = id(t)
+    return weakref.ref(t, lambda _: cache.pop(key, None))
+
+
 class Slot:
     """A place in the user's program that holds a tensor: how to read and replace it."""
     __slots__ = ("name", "kind", "get", "set")
@@ -117,11 +146,14 @@ class Tracer(TraceHook):
         self.graph = Graph()
         self.fullgraph = fullgraph
         self.storages = {}          # id(root array) -> _Storage
-        self.cache = {}             # id(tensor) -> (tensor, array, value, storage, version)
+        # id(tensor) -> (weak reference to it, array, value, storage, version); the entry goes
+        # when the tensor dies, and an op's result is held by nothing of the tracer's
+        self.cache = {}
         self.known = {}             # id(tensor) -> Slot: tensors whose place is known
         self.bindings = []          # parallel to graph.inputs: Slot, or ("arg", i), or scalar getter
         self.breaks = []            # (reason, "file:line")
         self.keep = []              # strong references: ids must stay unique while tracing
+        #                             (the tensors and arrays from outside the call)
         self.modules = []           # modules called (announced by Module.__call__)
         self.optimizers = []        # optimizers used (announced by step/zero_grad)
         self.opt_before = {}        # id(optimizer) -> {(id(param), key): state value before}
@@ -361,7 +393,7 @@ class Tracer(TraceHook):
         """The IR value of tensor ``t`` now."""
         a = t._data
         hit = self.cache.get(id(t))
-        if hit is not None and hit[0] is t and hit[1] is a and hit[4] == hit[3].version:
+        if hit is not None and hit[0]() is t and hit[1] is a and hit[4] == hit[3].version:
             return hit[2]
         s = self._known_storage(a)
         if s is None:
@@ -371,7 +403,7 @@ class Tracer(TraceHook):
             v = s.value
         else:
             v = self._window(s, a, geom)
-        self.cache[id(t)] = (t, a, v, s, s.version)
+        self.cache[id(t)] = (_forgetting(t, self.cache), a, v, s, s.version)
         return v
 
     def _window(self, s, a, geom):
@@ -456,14 +488,17 @@ class Tracer(TraceHook):
 
     def _bind(self, t, v):
         a = t._data
-        root = storage_root(a)
         s = self._known_storage(a)
         if s is None:
-            s = _Storage(root, v, _geometry(a, root))
+            root = storage_root(a)
+            geom = _geometry(a, root)
+            if type(root) is np.ndarray or type(root) is DeviceArray:
+                s = _ResultStorage(root, v, geom, self.storages)
+            else:       # a numpy scalar (no weak references): kept
+                s = _Storage(root, v, geom)
+                self.keep.append(root)
             self.storages[id(root)] = s
-            self.keep.append(root)
-        self.keep.append(t)
-        self.cache[id(t)] = (t, a, v, s, s.version)
+        self.cache[id(t)] = (_forgetting(t, self.cache), a, v, s, s.version)
 
     def _lift(self, x):
         from dynograph._tensor import Tensor
@@ -533,8 +568,7 @@ class Tracer(TraceHook):
                                     dict(size=size, stride=stride, offset=offset),
                                     [s.value.type])[0]
             s.version += 1
-            self.cache[id(dst)] = (dst, a, v, s, s.version)
-            self.keep.append(dst)
+            self.cache[id(dst)] = (_forgetting(dst, self.cache), a, v, s, s.version)
         except _Abandon:
             pass
 
