@@ -32,6 +32,24 @@ def test_calibrate_sizes_the_inner_loop():
     assert 1 <= slow < 200
 
 
+def test_calibrate_is_not_sized_by_one_wait_for_the_core():
+    """A clock that loses 5 ms in one timing (the process waiting for a core) and otherwise
+    sees 1 µs a call: the loop is sized from the calls, not from the wait."""
+    now, calls, reads = [0.0], [0], [0]
+
+    def fn():
+        calls[0] += 1
+        now[0] += 1e-6
+
+    def clock():
+        reads[0] += 1
+        if reads[0] == 2:               # the end of the first timing
+            now[0] += 5e-3
+        return now[0]
+
+    assert 1500 <= runner.calibrate(fn, 0.002, clock) <= 2500
+
+
 def test_measure_reports_median_min_iqr_for_every_system():
     calls = {"a": 0, "b": 0}
 
