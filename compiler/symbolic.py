@@ -154,6 +154,8 @@ def concrete(x, s):
     if isinstance(x, Sym):
         return x.at(s)
     if isinstance(x, tuple):
+        if all(type(a) is int for a in x):      # a plain shape (most are): nothing to evaluate
+            return x
         return tuple(concrete(a, s) for a in x)
     if isinstance(x, list):
         return [concrete(a, s) for a in x]
