@@ -23,6 +23,7 @@ direct-kernel rules (convolution, pooling) can build descriptions too::
       %0 = load in0 strides (5,1) offset 0 : f32
       ...
 """
+import functools
 import hashlib
 from dataclasses import dataclass, replace
 
@@ -126,9 +127,10 @@ class Kernel:
         stores = [replace(s, buffer=target.get(s.buffer, s.buffer)) for s in self.stores]
         return replace(self, stores=stores, name=self.name + "_inplace")
 
-    @property
+    @functools.cached_property
     def key(self):
-        """A hash of everything the generated code depends on (the name excluded)."""
+        """A hash of everything the generated code depends on (the name excluded); kernels
+        are not changed once described, so it is computed once (``replace`` makes a new one)."""
         text = str(self).split("\n", 1)[1] + repr((self.domain, self.reduce_axes))
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
