@@ -32,6 +32,7 @@ import sys
 import sysconfig
 import time
 import types
+import weakref
 
 import numpy as np
 
@@ -519,7 +520,6 @@ class Watcher:
             except Exception as e:      # a watcher bug must not change the user's program
                 self._failed(frame, e)
 
-
     def _trace(self, frame, event, arg):
         """The trace hook's 'call' event: a frame starts; watched frames get line events."""
         try:
@@ -715,21 +715,39 @@ def _global_random_states():
             state["has_gauss"], state["gauss"])
 
 
+# code -> the function last found running it (a method of a class defined in a function is
+# the same function object at every call): looking for it among all objects costs milliseconds
+_CLOSURES = weakref.WeakKeyDictionary()
+
+
 def _closure_cells(frame, fn):
     """name -> cell for the free variables of the function running in ``frame``."""
     code = frame.f_code
+    local = frame.f_locals
     f = getattr(fn, "__func__", fn)
     if getattr(f, "__code__", None) is code:
-        candidates = [f]
-    else:
-        candidates = [r for r in gc.get_referrers(code)
-                      if isinstance(r, types.FunctionType) and r.__code__ is code]
-    local = frame.f_locals
-    for c in candidates:
-        cells = dict(zip(code.co_freevars, c.__closure__ or ()))
-        if all(_cell_matches(cells[n], local.get(n, MISSING)) for n in cells):
-            return cells
+        return _cells_holding(f, local) or {}
+    ref = _CLOSURES.get(code)
+    known = ref() if ref is not None else None
+    cells = None if known is None else _cells_holding(known, local)
+    if cells is not None:
+        return cells
+    for r in gc.get_referrers(code):
+        if isinstance(r, types.FunctionType) and r.__code__ is code:
+            cells = _cells_holding(r, local)
+            if cells is not None:
+                _CLOSURES[code] = weakref.ref(r)
+                return cells
     return {}
+
+
+def _cells_holding(function, local):
+    """name -> cell of ``function``'s closure where each cell holds what the frame's ``local``
+    variables of that name hold, else None."""
+    cells = dict(zip(function.__code__.co_freevars, function.__closure__ or ()))
+    if all(_cell_matches(cells[n], local.get(n, MISSING)) for n in cells):
+        return cells
+    return None
 
 
 def _cell_matches(cell, value):
