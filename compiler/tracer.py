@@ -26,6 +26,7 @@ import numpy as np
 
 # the eager core's hook: a trace installs its Tracer in TRACE.tracer (compiled.py does)
 from dynograph._trace_hook import TRACE, SizeInt, TraceHook, is_tracing  # noqa: F401
+from dynograph._tensor import Tensor
 from dynograph.autograd.graph import OpNode
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.backend import unwatched
@@ -234,7 +235,6 @@ class Tracer(TraceHook):
 
     def scalar_input(self, name, value, get):
         """A Python number the program reads each call (a learning rate): a 0-d float64 input."""
-        from dynograph._tensor import Tensor
         t = self.scalars.get(name)
         if t is None:
             t = Tensor._wrap(np.array(value, dtype=np.float64))
@@ -501,9 +501,11 @@ class Tracer(TraceHook):
         self.cache[id(t)] = (_forgetting(t, self.cache), a, v, s, s.version)
 
     def _lift(self, x):
-        from dynograph._tensor import Tensor
         if isinstance(x, Tensor):
             return self.value_of(x)
+        kind = type(x)
+        if kind is int or kind is float or kind is bool or x is None or kind is str:
+            return x                # (most attributes: nothing to look into)
         if isinstance(x, (tuple, list)):
             lifted = [self._lift(a) for a in x]
             return tuple(lifted) if isinstance(x, tuple) else lifted
