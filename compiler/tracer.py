@@ -106,8 +106,9 @@ class _Storage:
 class _ResultStorage(_Storage):
     """The storage of an array an op made during the trace, holding it weakly and forgotten
     (``storages`` loses its entry) when the array dies: a trace that kept every intermediate
-    alive ran on fresh memory, a page fault every 4 KB (two fifths of the first trace of a
-    transformer step).  Anyone who looks it up holds a view of the array, so it is alive then."""
+    alive ran on fresh memory, a page fault every 4 KB (47k in the first trace of a transformer
+    step, about 2 µs each).  Anyone who looks it up holds a view of the array, so it is alive
+    then."""
     __slots__ = ("_ref",)
 
     def __init__(self, root, value, geom, storages):
