@@ -501,9 +501,11 @@ class Watcher:
         profile = self._old[0]
         if profile is None or callable(profile):
             sys.setprofile(profile)
-        else:       # cProfile's profiler (a C hook sys.setprofile cannot reinstall)
+        else:       # a C hook sys.setprofile cannot reinstall: cProfile's profiler restarts
             sys.setprofile(None)
-            profile.enable()
+            enable = getattr(profile, "enable", None)
+            if callable(enable):
+                enable()
         sys.settrace(self._old[1])
         self.tracer.watcher = None
         return False
