@@ -150,8 +150,20 @@ def compile_checks(facts, guarded):
         v = value_of(s)
         lines.append(f"        if not {_test_code(v, s, mode, bind)}: return {index[id(s)]}")
     lines += ["        pass", "    except Exception:", "        return -2", "    return -1"]
-    env = bind.env
-    exec(compile("\n".join(lines), "<dynograph guards>", "exec"), env)
-    check = env["check"]
-    check.source = "\n".join(lines)
+    return _compiled_when_called("\n".join(lines), bind.env)
+
+
+def _compiled_when_called(source, env):
+    """The function ``check`` of ``source``, compiled by Python at its first call: compiling
+    a large step's guards takes milliseconds, and a training step's first graph (traced before
+    any .grad existed) is never checked again.  The constants it reads are bound already."""
+    compiled = []
+
+    def check():
+        if not compiled:
+            exec(compile(source, "<dynograph guards>", "exec"), env)
+            compiled.append(env["check"])
+        return compiled[0]()
+
+    check.source = source
     return check

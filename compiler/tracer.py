@@ -49,16 +49,19 @@ def user_frame(depth=2):
     f = sys._getframe(depth)
     while f is not None:
         code = f.f_code
-        inside = _INSIDE.get(code)
+        filename = code.co_filename
+        inside = _INSIDE.get(filename)
         if inside is None:
-            inside = _INSIDE[code] = _inside_dynograph(code.co_filename)
+            inside = _INSIDE[filename] = _inside_dynograph(filename)
         if not inside:
-            return f"{code.co_filename}:{f.f_lineno} in {code.co_name}", f
+            return f"{filename}:{f.f_lineno} in {code.co_name}", f
         f = f.f_back
     return "<unknown>", None
 
 
-_INSIDE = {}        # code -> whether it is dynograph's (every recorded op asks, for each frame)
+# file -> whether it is dynograph's: every recorded op asks, for each frame (by file name, a
+# string whose hash is kept, where a code object's hash is computed again at every lookup)
+_INSIDE = {}
 
 
 def _inside_dynograph(filename):
