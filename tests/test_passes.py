@@ -657,15 +657,15 @@ def test_optimize_reports_timings_and_kernels(monkeypatch):
 
 # ---------------------------------------------------------------- random programs
 
-def _random_program(seed):
-    """A traced random program of broadcasting elementwise ops, reductions, views, matrix
-    products and random draws over [4,4], [1,4] and [4,1] values."""
+def _random_program(seed, ops=14):
+    """A traced random program of ``ops`` broadcasting elementwise ops, reductions, views,
+    matrix products and random draws over [4,4], [1,4] and [4,1] values."""
     import random
     pick = random.Random(seed)
 
     def fn(a, b):
         values = [a, b]
-        for _ in range(14):
+        for _ in range(ops):
             x, y = pick.choice(values), pick.choice(values)
             op = pick.choice(["add", "mul", "sub", "exp", "neg", "one", "sum", "amax", "mm", "t",
                               "rand", "where", "softmax", "copy"])
@@ -715,6 +715,50 @@ def test_random_programs_through_the_pipeline(seed):
     for s in range(2):
         assert_same_results(graph, out, random_arrays(graph, s))
     _assert_plan_sound(out, out.memory_plan)
+
+
+def _joined_through_another_group(planner, a, b):
+    """The definition of a fusion cycle, searched on the graph of the planner's groups: a path
+    from ``a`` to ``b`` or from ``b`` to ``a`` through some other group."""
+    groups = list(planner.groups)
+    succ = {g: set() for g in groups}
+    for g in groups:
+        for i in g.members:
+            for v in planner.nodes[i].outs:
+                for j in planner.readers.get(v, ()):
+                    h = planner.group_of.get(j)
+                    if h is not None and h is not g:
+                        succ[g].add(h)
+
+    def through_other(x, y):
+        stack = [h for h in succ[x] if h is not y]
+        seen = set(stack)
+        while stack:
+            h = stack.pop()
+            if y in succ[h]:
+                return True
+            for k in succ[h] - seen:
+                seen.add(k)
+                stack.append(k)
+        return False
+    return through_other(a, b) or through_other(b, a)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_fusion_planner_finds_cycles_as_a_search_of_the_group_graph_does(seed):
+    """The planner asks only the merged groups' direct producers, through dependency sets kept
+    closed over merges; planning with a search of the whole group graph at every merge instead
+    gives the same groups on random programs of 60 ops."""
+    from dynograph.compiler.passes.fusion import _Planner
+
+    class Searching(_Planner):
+        def _makes_cycle(self, a, b):
+            return _joined_through_another_group(self, a, b)
+
+    graph = dg.trace(_random_program(seed, ops=60), dg.randn(4, 4), dg.randn(4, 1))
+    planned = [g.members for g in _Planner(graph).plan()]
+    assert planned == [g.members for g in Searching(graph).plan()]
+    assert any(len(members) > 1 for members in planned)
 
 
 def test_simplify_turns_the_transpose_of_a_product_into_a_product_of_transposes():

@@ -34,8 +34,12 @@ reads, largest first, when the merged group stays legal:
 * without reductions, the groups merged have the same number of elements, or one of them is
   a scalar (1 element): unrelated shapes do not share a kernel;
 * no cycle: no group outside the merged one may both depend on it and feed it.  Each group
-  keeps the set of nodes it transitively depends on (a bit set over node positions); merging
-  adds the merged group's dependencies to every group depending on it.
+  keeps the set of nodes it transitively depends on (a bit set over node positions), and the
+  nodes it reads and is read by; merging adds the merged group's dependencies to every group
+  depending on it (found through the readers), and a cycle is asked of the merged groups'
+  direct producers only, where asking every group made planning grow with the square of the
+  graph (a transformer's training step with 2, 6 and 12 layers, 1k to 5k nodes: 17, 147 and
+  550 ms, now 7, 27 and 73 ms).
 
 A view joins a group only when some reader of it is fusible (a view read only by a matrix
 product stays a view).  Groups of views and constants only stay plain nodes.
@@ -64,12 +68,15 @@ def role(node):
 
 
 class _Group:
-    __slots__ = ("members", "mask", "anc", "reduction", "reduced_numel", "numel", "fusible")
+    __slots__ = ("members", "mask", "anc", "preds", "succs", "reduction", "reduced_numel",
+                 "numel", "fusible")
 
-    def __init__(self, index, node, kind, anc):
+    def __init__(self, index, node, kind, anc, preds):
         self.members = [index]
         self.mask = 1 << index
         self.anc = anc                  # bit set of the nodes this group depends on
+        self.preds = preds              # the nodes outside it whose values its members read
+        self.succs = set()              # the nodes outside it planned so far that read it
         self.fusible = kind is not None
         self.numel = node.outs[0].type.numel if self.fusible else 0
         self.reduction = None           # (input shape, reduced dims) of its reductions
@@ -108,7 +115,8 @@ class _Planner:
                 self.readers.setdefault(v, []).append(i)
         self.duplicable = self._duplicable()
         self.group_of = {}              # node index -> _Group
-        self.groups = []
+        self.groups = {}                # the groups in the order they were made (a dict: merged
+                                        # groups leave it in O(1))
 
     def _duplicable(self):
         inputs = {inp.value for inp in self.graph.inputs}
@@ -131,56 +139,76 @@ class _Planner:
             if kind == "view" and not any(self.roles[j] is not None
                                           for v in node.outs for j in self.readers.get(v, ())):
                 kind = None             # a view only barriers read: no kernel for it
-            sources = self._source_groups(node)
+            preds = self._producers(node)
+            sources = []
+            for p in preds:
+                g = self.group_of[p]
+                if g not in sources:
+                    sources.append(g)
             anc = 0
             for g in sources:
                 anc |= g.anc | g.mask
-            group = _Group(i, node, kind, anc)
-            self.groups.append(group)
+                g.succs.add(i)
+            group = _Group(i, node, kind, anc, preds)
+            self.groups[group] = None
             self.group_of[i] = group
             if kind is None:
                 continue
             for g in sorted((g for g in sources if g.fusible), key=lambda g: -g.numel):
                 if _compatible(group, g) and not self._makes_cycle(group, g):
                     group = self._merge(group, g)
-        return self.groups
+        return list(self.groups)
 
-    def _source_groups(self, node):
+    def _producers(self, node):
+        """The planned nodes (not copied values) whose results ``node`` reads, in order."""
         found = []
         for v in node.input_values():
             p = self.producer.get(v)
-            if p is None or p in self.duplicable:
-                continue
-            g = self.group_of[p]
-            if g not in found:
-                found.append(g)
+            if p is not None and p not in self.duplicable and p not in found:
+                found.append(p)
         return found
 
     def _makes_cycle(self, a, b):
+        """Whether a path joins ``a`` and ``b`` through another group (merging them would make
+        a kernel wait for itself).  Such a path ends in a group feeding one of them directly
+        that depends on the other, so only their direct producers are asked (their ``anc`` is
+        closed over groups: a group depending on any node of a group depends on all of it)."""
         members = a.mask | b.mask
-        outside = (a.anc | b.anc) & ~members
-        if not outside:
+        if not (a.anc | b.anc) & ~members:
             return False
-        for g in self.groups:
-            if g is not a and g is not b and g.mask & outside and g.anc & members:
-                return True
+        for x, y in ((a, b), (b, a)):
+            for p in x.preds:
+                g = self.group_of[p]
+                if g is not y and g.anc & y.mask:
+                    return True
         return False
 
     def _merge(self, a, b):
         """Merge ``a`` (the newest group) into ``b``; returns the merged group."""
         b.members = sorted(b.members + a.members)
         b.mask |= a.mask
-        b.anc = (b.anc | a.anc) & ~b.mask
+        mask = b.mask
+        b.anc = (b.anc | a.anc) & ~mask
+        b.preds = [p for p in dict.fromkeys(b.preds + a.preds) if not (mask >> p) & 1]
+        b.succs = {s for s in b.succs | a.succs if not (mask >> s) & 1}
         if a.reduction is not None:
             b.reduction, b.reduced_numel = a.reduction, a.reduced_numel
         b.numel = max(a.numel, b.numel)
-        self.groups.remove(a)
+        del self.groups[a]
         for i in a.members:
             self.group_of[i] = b
-        grown = b.anc | b.mask
-        for g in self.groups:
-            if g is not b and g.anc & b.mask:
-                g.anc |= grown
+        # every planned group depending on the merged one now depends on what it depends on:
+        # they are found through the readers, not by asking every group
+        grown = b.anc | mask
+        seen = {b}
+        stack = [b]
+        while stack:
+            for s in stack.pop().succs:
+                g = self.group_of[s]
+                if g not in seen:
+                    seen.add(g)
+                    g.anc |= grown
+                    stack.append(g)
         return b
 
 
