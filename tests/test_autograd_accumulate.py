@@ -22,6 +22,19 @@ def test_leaves_sharing_one_gradient_get_their_own():
     assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
 
 
+def test_add_and_sub_pass_the_gradient_on_for_every_alpha():
+    """add's second gradient is the incoming one itself for alpha 1 (its negation for -1), and
+    still each leaf ends up with its own buffer."""
+    for op, alpha, scale in (("add", 1, 1), ("add", -1, -1), ("add", 2.5, 2.5), ("sub", 1, -1),
+                             ("sub", -1, 1), ("sub", 0.5, -0.5)):
+        a = dynograph.zeros(3, requires_grad=True)
+        b = dynograph.zeros(3, requires_grad=True)
+        (getattr(dynograph, op)(a, b, alpha=alpha) * 3).sum().backward()
+        np.testing.assert_array_equal(a.grad.numpy(), np.full(3, 3, np.float32))
+        np.testing.assert_array_equal(b.grad.numpy(), np.full(3, 3 * scale, np.float32))
+        assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+
+
 def test_a_gradient_a_hook_kept_is_copied():
     x = dynograph.zeros(3, requires_grad=True)
     kept = []

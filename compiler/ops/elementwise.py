@@ -1015,11 +1015,23 @@ def _sub_rule(a, b, alpha=1):
     return _add_rule(a, b, alpha)
 
 
+def _alpha_grad(g, alpha):
+    """``g * alpha`` for the second operand of add and sub: ``g`` itself for 1 (a multiply by 1
+    would be a pass over the gradient for nothing; the engine copies a gradient that is shared
+    before a leaf keeps it), ``-g`` for -1."""
+    if type(alpha) is int or type(alpha) is float:
+        if alpha == 1:
+            return g
+        if alpha == -1:
+            return -g
+    return g * alpha
+
+
 add = define_elementwise("add", _add, _add_rule,
-                   lambda ctx, g: (g, ctx.needs(1) and g * ctx.attrs.get("alpha", 1)), lowering=_lower_add,
-                   scalar_attrs=("alpha",))
+                   lambda ctx, g: (g, ctx.needs(1) and _alpha_grad(g, ctx.attrs.get("alpha", 1))),
+                   lowering=_lower_add, scalar_attrs=("alpha",))
 sub = define_elementwise("sub", _sub, _sub_rule,
-                   lambda ctx, g: (g, ctx.needs(1) and g * -ctx.attrs.get("alpha", 1)),
+                   lambda ctx, g: (g, ctx.needs(1) and _alpha_grad(g, -ctx.attrs.get("alpha", 1))),
                    grad_name=lambda is_tensor, attrs: "SubBackward0" if is_tensor[0]
                    else "RsubBackward1", lowering=_lower_sub, scalar_attrs=("alpha",))
 mul = define_elementwise("mul", np.multiply, promote,
