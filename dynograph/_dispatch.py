@@ -111,6 +111,15 @@ def _number(v):
     return type(v) is float or (type(v) is int and -_SMALL_INT < v < _SMALL_INT)
 
 
+def _expanded_pair(x, y):
+    """Whether one array is row-major and the other of its shape broadcast from one element
+    (all strides 0: a gradient a sum expanded), without size-1 dims: numpy lays the result out
+    row-major, as PyTorch's TensorIterator does (evaluate._row_major_result)."""
+    return x.shape == y.shape and 1 not in x.shape and (
+        (x.flags.c_contiguous and not any(y.strides)) or
+        (y.flags.c_contiguous and not any(x.strides)))
+
+
 def binary(op, a, b):
     """``call(op, a, b)`` for an elementwise op without attributes: the operators."""
     if TRACE.tracer is None and RECORDER.active is None:
@@ -142,7 +151,8 @@ def _simple(op, args):
                 y = b._data
                 if x.dtype is not y.dtype or type(y) is DeviceArray:
                     return None
-                if not (x.flags.c_contiguous and y.flags.c_contiguous):
+                if not (x.flags.c_contiguous and y.flags.c_contiguous) and \
+                        not _expanded_pair(x, y):
                     return None         # the general path lays the result out as PyTorch
                 # shapes that broadcast: numpy lays the result of row-major operands out as
                 # PyTorch does (``elementwise`` keeps it too); a mismatch raises on the general

@@ -1,4 +1,6 @@
 """dynograph.autograd: grad modes, backward, grad, and the dynamic graph's nodes."""
+import numpy as np
+
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
                         is_grad_enabled, is_inference_mode_enabled)
 from .graph import Node  # noqa: F401
@@ -10,6 +12,7 @@ from . import profiler  # noqa: F401
 from .anomaly_mode import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,  # noqa: F401
                            is_anomaly_check_nan_enabled)
 from .._tensor import Tensor
+from .._trace_hook import TRACE
 
 
 def _make_grads(outputs, grad_outputs):
@@ -21,7 +24,12 @@ def _make_grads(outputs, grad_outputs):
             if not out.is_floating_point():
                 raise RuntimeError(
                     f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-            g = out.new_ones(out.shape)
+            data = out._data
+            if TRACE.tracer is None and profiler.RECORDER.active is None and \
+                    type(data) is np.ndarray:
+                g = Tensor._wrap(np.ones(data.shape, data.dtype))   # (new_ones, 5 us less)
+            else:
+                g = out.new_ones(out.shape)
         elif not isinstance(g, Tensor):
             g = out.new_full(out.shape, g)
         elif g.shape != out.shape:
