@@ -77,3 +77,20 @@ def test_default_dtype_still_decides_integer_division():
         assert (a / a).dtype is dynograph.float64
     finally:
         dynograph.set_default_dtype(dynograph.float32)
+
+
+@pytest.mark.parametrize("shape", [(4,), (3, 5), (2, 1, 4), (1,)])
+def test_an_operand_expanded_from_one_element_keeps_torch_strides(torch, shape):
+    """A row-major tensor with one of its shape broadcast from a single element (the gradient
+    of a sum, expanded) gives torch's values and strides, size-1 dims included."""
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    for lib, make in ((torch, torch.from_numpy), (dynograph, dynograph.from_numpy)):
+        a = make(x.copy())
+        g = lib.full((), 2.5).expand(*shape)
+        results = [g * a, a * g, a - g, g / a]
+        if lib is torch:
+            want = [(to_numpy(r), r.stride()) for r in results]
+        else:
+            for r, (values, strides) in zip(results, want):
+                np.testing.assert_array_equal(to_numpy(r), values)
+                assert r.stride() == strides
