@@ -15,8 +15,13 @@ are called from the same function, which saves the interpreter a loop over them.
 ``check()`` returns -1 when every guard holds, else the index of the first failing source
 (-3 for a failing fact, -2 when a lookup raised).
 """
+import hashlib
+import importlib.util
+import marshal
 import math
+import sys
 
+from dynograph.runtime.cache import DiskCache
 from .watch import MISSING, CellRoot, GlobalRoot, read_attr, read_item, value_key
 
 
@@ -150,20 +155,35 @@ def compile_checks(facts, guarded):
         v = value_of(s)
         lines.append(f"        if not {_test_code(v, s, mode, bind)}: return {index[id(s)]}")
     lines += ["        pass", "    except Exception:", "        return -2", "    return -1"]
-    return _compiled_when_called("\n".join(lines), bind.env)
-
-
-def _compiled_when_called(source, env):
-    """The function ``check`` of ``source``, compiled by Python at its first call: compiling
-    a large step's guards takes milliseconds, and a training step's first graph (traced before
-    any .grad existed) is never checked again.  The constants it reads are bound already."""
-    compiled = []
-
-    def check():
-        if not compiled:
-            exec(compile(source, "<dynograph guards>", "exec"), env)
-            compiled.append(env["check"])
-        return compiled[0]()
-
+    source = "\n".join(lines)
+    env = bind.env
+    exec(_code(source), env)
+    check = env["check"]
     check.source = source
     return check
+
+
+def _header():
+    text = f"dynograph-guards python {importlib.util.MAGIC_NUMBER.hex()} {sys.version}"
+    return hashlib.sha256(text.encode()).hexdigest().encode()
+
+
+# guard functions compiled by Python, on disk (runtime/cache.py) by a hash of their source,
+# which names constants only as c0, c1...: the same model's guards are the same text in every
+# process.  Compiling a char transformer step's two guard functions (650-710 lines) took 18 ms
+# of its first call; a warm one reads them back.
+DISK = DiskCache("guards", ".pyc", _header)
+
+
+def _code(source):
+    """The code object of ``source``, from the disk cache or compiled (and written there)."""
+    key = hashlib.sha256(source.encode()).hexdigest()[:32]
+    data = DISK.read(key)
+    if data is not None:
+        try:
+            return marshal.loads(data)
+        except (EOFError, ValueError, TypeError):
+            pass                            # (an entry of another build: compiled again)
+    code = compile(source, "<dynograph guards>", "exec")
+    DISK.write(key, marshal.dumps(code))
+    return code

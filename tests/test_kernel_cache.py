@@ -115,3 +115,40 @@ def test_a_folder_owned_by_another_user_is_refused(cache):
     os.chown(cache / "kernels", 65534, 65534)
     with pytest.warns(RuntimeWarning, match="owned by another user"):
         assert jit.DISK.read("k1") is None
+
+
+def test_guard_functions_are_compiled_once_and_read_back(cache, monkeypatch):
+    """A compiled function's guard check is Python generated per trace; its compiled code is
+    kept under guards/ by a hash of its text, so the same step traced again (as in a new
+    process) reads it instead of compiling it, and the check still tells calls apart."""
+    import builtins
+
+    import dynograph
+    from dynograph.compiler import guard_code
+
+    compiled = []
+
+    def counting(source, *args, **kwargs):
+        if args and args[0] == "<dynograph guards>":
+            compiled.append(source)
+        return builtins.compile(source, *args, **kwargs)
+
+    monkeypatch.setattr(guard_code, "compile", counting, raising=False)
+    model = dynograph.nn.Linear(3, 2)
+
+    def run():
+        step = dynograph.compile(lambda x: model(x).relu().sum())
+        x = dynograph.ones(4, 3)
+        step(x)
+        step(x)
+        model.training = False
+        step(x)                 # a guard on the module's flag fails: a second graph
+        model.training = True
+        return step
+    first = run()
+    assert compiled and len(os.listdir(cache / "guards")) == len(set(compiled))
+    n = len(compiled)
+    second = run()
+    assert len(compiled) == n               # read back, not compiled again
+    assert len(second.entries) == len(first.entries) == 2
+    assert second.hits == first.hits
