@@ -41,6 +41,12 @@ reads, largest first, when the merged group stays legal:
   graph (a transformer's training step with 2, 6 and 12 layers, 1k to 5k nodes: 17, 147 and
   550 ms, now 7, 27 and 73 ms).
 
+* a reshape that merges or splits dims ((32, 64, 80) -> (2048, 80), around a Linear layer on
+  a 3-d input) never shares a group with the value it reshapes: a kernel's loop nest gives each
+  value's dims axes of their own, so it reads such a reshape only from one of its arguments,
+  whose strides the reshape folds into (a group that broke this ran op by op: 9 of a char
+  transformer step's 53 kernels, with 50 single-op kernels to compile).
+
 A view joins a group only when some reader of it is fusible (a view read only by a matrix
 product stays a view).  Groups of views and constants only stay plain nodes.
 """
@@ -68,8 +74,8 @@ def role(node):
 
 
 class _Group:
-    __slots__ = ("members", "mask", "anc", "preds", "succs", "reduction", "reduced_numel",
-                 "numel", "fusible")
+    __slots__ = ("members", "mask", "anc", "preds", "succs", "reshapes", "reduction",
+                 "reduced_numel", "numel", "fusible")
 
     def __init__(self, index, node, kind, anc, preds):
         self.members = [index]
@@ -77,6 +83,7 @@ class _Group:
         self.anc = anc                  # bit set of the nodes this group depends on
         self.preds = preds              # the nodes outside it whose values its members read
         self.succs = set()              # the nodes outside it planned so far that read it
+        self.reshapes = []              # (reshape regrouping dims, the node its source is from)
         self.fusible = kind is not None
         self.numel = node.outs[0].type.numel if self.fusible else 0
         self.reduction = None           # (input shape, reduced dims) of its reductions
@@ -88,6 +95,15 @@ class _Group:
             self.reduction = (shape, frozenset(wrap_dims(dims, len(shape))))
             self.reduced_numel = x.type.numel
             self.numel = max(self.numel, self.reduced_numel)
+
+
+def regroups_dims(node):
+    """Whether ``node`` is a reshape that merges or splits dims ((32, 64, 80) -> (2048, 80)),
+    not one that only adds or drops dims of size 1."""
+    if REGISTRY[node.op].reindex != "reshape":
+        return False
+    src, out = node.args[0].type.shape, node.outs[0].type.shape
+    return [n for n in src if n != 1] != [n for n in out if n != 1]
 
 
 def _compatible(a, b):
@@ -154,10 +170,22 @@ class _Planner:
             self.group_of[i] = group
             if kind is None:
                 continue
+            if kind == "view" and regroups_dims(node):
+                group.reshapes.append((i, self.producer.get(node.args[0])))
             for g in sorted((g for g in sources if g.fusible), key=lambda g: -g.numel):
-                if _compatible(group, g) and not self._makes_cycle(group, g):
+                if _compatible(group, g) and not self._regroups_inside(group, g) and \
+                        not self._makes_cycle(group, g):
                     group = self._merge(group, g)
         return list(self.groups)
+
+    def _regroups_inside(self, a, b):
+        """Whether merging ``a`` and ``b`` puts a reshape that merges or splits dims in one
+        kernel with the value it reshapes: a kernel's loop nest gives each value's dims their
+        own axes, so such a reshape is read only from outside (its source then a kernel
+        argument whose strides it folds into), else the kernel could not be described and
+        would run op by op."""
+        mask = a.mask | b.mask
+        return any(p is not None and (mask >> p) & 1 for _, p in a.reshapes + b.reshapes)
 
     def _producers(self, node):
         """The planned nodes (not copied values) whose results ``node`` reads, in order."""
@@ -191,6 +219,7 @@ class _Planner:
         b.anc = (b.anc | a.anc) & ~mask
         b.preds = [p for p in dict.fromkeys(b.preds + a.preds) if not (mask >> p) & 1]
         b.succs = {s for s in b.succs | a.succs if not (mask >> s) & 1}
+        b.reshapes = b.reshapes + a.reshapes
         if a.reduction is not None:
             b.reduction, b.reduced_numel = a.reduction, a.reduced_numel
         b.numel = max(a.numel, b.numel)
