@@ -20,6 +20,7 @@ import importlib.util
 import marshal
 import math
 import sys
+import types
 
 from dynograph.runtime.cache import DiskCache
 from .watch import MISSING, CellRoot, GlobalRoot, read_attr, read_item, value_key
@@ -181,9 +182,11 @@ def _code(source):
     data = DISK.read(key)
     if data is not None:
         try:
-            return marshal.loads(data)
+            code = marshal.loads(data)
         except (EOFError, ValueError, TypeError):
-            pass                            # (an entry of another build: compiled again)
+            code = None                     # (an entry of another build: compiled again)
+        if isinstance(code, types.CodeType):
+            return code
     code = compile(source, "<dynograph guards>", "exec")
     DISK.write(key, marshal.dumps(code))
     return code

@@ -39,8 +39,7 @@ reads, largest first, when the merged group stays legal:
   depending on it (found through the readers), and a cycle is asked of the merged groups'
   direct producers only, where asking every group made planning grow with the square of the
   graph (a transformer's training step with 2, 6 and 12 layers, 1k to 5k nodes: 17, 147 and
-  550 ms, now 7, 27 and 73 ms).
-
+  550 ms, now 7, 27 and 73 ms);
 * a reshape that merges or splits dims ((32, 64, 80) -> (2048, 80), around a Linear layer on
   a 3-d input) never shares a group with the value it reshapes: a kernel's loop nest gives each
   value's dims axes of their own, so it reads such a reshape only from one of its arguments,
