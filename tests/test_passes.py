@@ -677,6 +677,36 @@ def test_reshapes_merging_dims_leave_every_fused_group_one_kernel():
     assert_same_results(captured, graph, arrays)
 
 
+def test_a_permuted_argument_reshaped_in_a_kernel_is_read_from_a_row_major_copy(capsys,
+                                                                                 monkeypatch):
+    """A reshape merging dims of an argument whose strides cannot express it (a permuted
+    tensor) is read from a row-major copy of the argument made at each call, instead of the
+    group running op by op; the training step computes what it computes eagerly."""
+    monkeypatch.setenv("DYNOGRAPH_DEBUG", "1")
+
+    def run(compiled):
+        dg.manual_seed(0)
+        lin = nn.Linear(4, 6)
+        opt = dg.optim.SGD(lin.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = lin(x).tanh().sum() + (x.reshape(-1) * 2).exp().sum()
+            loss.backward()
+            opt.step()
+            return loss
+        fn = dg.compile(step) if compiled else step
+        x = dg.from_numpy(np.random.default_rng(0).standard_normal((4, 3, 2)).astype(np.float32))
+        x = x.permute(2, 1, 0)
+        losses = [fn(x).item() for _ in range(3)]
+        return losses, [p.detach().numpy().copy() for p in lin.parameters()]
+    eager, compiled = run(False), run(True)
+    np.testing.assert_allclose(compiled[0], eager[0], rtol=1e-5)
+    for a, b in zip(compiled[1], eager[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert "runs on the interpreter" not in capsys.readouterr().err
+
+
 def test_optimize_reports_timings_and_kernels(monkeypatch):
     monkeypatch.setenv("DYNOGRAPH_VERIFY", "1")
     model = _mlp((6, 5, 3))

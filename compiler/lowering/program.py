@@ -10,7 +10,9 @@ Each node becomes a step:
 * an extern step for every other node: the op's direct kernel where it has one (the ``kernel``
   facet: convolution, max pooling, the matrix product into its planned buffer; direct.py),
   else its numpy ``impl`` as the interpreter runs it.  A fused node that cannot be described as
-  one kernel runs its subgraph as a program of its own, node by node.
+  one kernel for its inputs' layouts is described for row-major copies of its strided inputs
+  (made at each call), and where that fails too runs its subgraph as a program of its own,
+  node by node.
 
 The results agree with the interpreter's (compiler/interpreter.py); the tests check it.
 """
@@ -49,16 +51,18 @@ def run(graph, inputs, batch=None, writable=(), *, backend):
 
 class Plan:
     """A kernel for one set of input layouts: ``plan(addresses)`` runs it, compiled on its first
-    run (an update kernel may only ever run as its in-place variant)."""
-    __slots__ = ("backend", "_fn", "outputs", "kernel", "variants", "faults")
+    run (an update kernel may only ever run as its in-place variant).  ``copies``: the inputs
+    the kernel reads from row-major copies (their own strides cannot express a reshape in it)."""
+    __slots__ = ("backend", "_fn", "outputs", "kernel", "variants", "faults", "copies")
 
-    def __init__(self, backend, kernel):
+    def __init__(self, backend, kernel, copies=()):
         self.backend = backend
         self.kernel = kernel
         self._fn = None
         self.outputs = [kernel.buffers[s.buffer][1].np for s in kernel.stores]   # numpy dtypes
         self.variants = {}
         self.faults = kernel.divides_integers   # the kernel reports a 0 divisor through a flag
+        self.copies = copies
 
     @property
     def fn(self):
@@ -73,7 +77,8 @@ class Plan:
         arguments do not alias."""
         plan = self.variants.get(pairs)
         if plan is None:
-            plan = self.variants[pairs] = Plan(self.backend, self.kernel.writing_into(pairs))
+            plan = self.variants[pairs] = Plan(self.backend, self.kernel.writing_into(pairs),
+                                               self.copies)
         return plan
 
     def __call__(self, addresses):
@@ -141,6 +146,9 @@ class _KernelStep:
         if plan is None:
             self.fallback(program, env)
             return
+        if plan.copies:     # (never an input updated in place: those are row-major already)
+            arrays = [np.ascontiguousarray(a) if i in plan.copies else a
+                      for i, a in enumerate(arrays)]
         outs, into = [], []
         for j, (s, shape, dt) in enumerate(zip(self.outs, self.shapes, plan.outputs)):
             out = program.planned.get(s)
@@ -315,14 +323,42 @@ def kernel_plan(node, arrays, values, batch, backend):
     if any(a.shape != tuple(concrete(v.type.shape, batch)) for a, v in zip(arrays, values)):
         plans[key] = None
         return None
+    copies = ()
     try:
         kernel = describe(node, list(layouts), batch)
     except Unsupported as e:
-        kernel = None
-        if config.debug("fallbacks"):
+        kernel, copies = _from_copies(node, arrays, layouts, batch, backend)
+        if kernel is None and config.debug("fallbacks"):
             print(f"[dynograph] {node.op} {node.attrs.get('name', '')} runs on the interpreter: {e}",
                   file=sys.stderr)
-    plan = None if kernel is None else Plan(backend, kernel)
+    plan = None if kernel is None else Plan(backend, kernel, copies)
     plans[key] = plan
     return plan
+
+
+def _from_copies(node, arrays, layouts, batch, backend):
+    """(the kernel of ``node`` reading row-major copies of its strided host inputs, their
+    positions), or (None, ()) where that does not describe it either: a reshape merging dims of
+    a permuted argument has no strides of its own, and a copy per call beats running the
+    group op by op."""
+    copies = tuple(i for i, a in enumerate(arrays)
+                   if type(a) is np.ndarray and not a.flags.c_contiguous)
+    if not copies or backend.extern is not None:
+        return None, ()
+    layouts = list(layouts)
+    for i in copies:
+        layouts[i] = _contiguous_layout(arrays[i])
+    try:
+        return describe(node, layouts, batch), copies
+    except Unsupported:
+        return None, ()
+
+
+def _contiguous_layout(a):
+    """The (element strides, offset) of a row-major array of ``a``'s shape."""
+    strides, step = [], 1
+    for n in reversed(a.shape):
+        strides.append(0 if n == 1 else step)
+        step *= n
+    return tuple(reversed(strides)), 0
 
