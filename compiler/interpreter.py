@@ -29,6 +29,13 @@ def _arrays(r):
     return r
 
 
+def outputs_of(result):
+    """The values of a node's outputs from its op's result: a tuple (or list) holds one per
+    output, as the tracer records them (a one-element tuple too: ``unbind`` over a dim of
+    size 1), anything else is the only one."""
+    return result if type(result) in (tuple, list) else (result,)
+
+
 def _spec(a):
     if isinstance(a, np.ndarray):
         return TensorSpec(a.shape, D.from_numpy_dtype(a.dtype))
@@ -83,12 +90,9 @@ def run(graph, inputs, batch=None, writable=()):
             result, _ = run(sub, args, batch)
             result = tuple(result)
         else:
-            result = evaluate(REGISTRY[node.op], args, attrs)
-        if len(node.outs) == 1 and not (node.op == "fused"):
-            env[node.outs[0]] = result
-        else:
-            for v, r in zip(node.outs, result):
-                env[v] = r
+            result = outputs_of(evaluate(REGISTRY[node.op], args, attrs))
+        for v, r in zip(node.outs, result):
+            env[v] = r
         for v in frees.get(i, ()):
             del env[v]
     return [env[v] for v in graph.outputs], {slot: env[v] for slot, v in graph.updates}

@@ -77,6 +77,44 @@ def test_mlp_training_matches_eager(make_opt):
     assert comp_step.hits == 19                 # ... and traces the second step's graph ahead
 
 
+@pytest.mark.parametrize("backend", ["llvm", "interpreter"])
+@pytest.mark.parametrize("rnn", ["lstm", "gru"])
+def test_single_layer_recurrent_training_matches_eager(backend, rnn):
+    """A one-layer LSTM or GRU unbinds its initial state over a dim of size 1: a node whose
+    op returns a one-element tuple.  Its replays ran that tuple as the value (the compiled
+    step raised on its first replay); they take its element, as the trace recorded it."""
+    def make():
+        dg.manual_seed(0)
+        cell = nn.LSTM if rnn == "lstm" else nn.GRU
+        model = nn.ModuleDict({"emb": nn.Embedding(20, 8), "rnn": cell(8, 12, batch_first=True),
+                               "fc": nn.Linear(12, 20)})
+        return model, dg.optim.Adam(model.parameters(), lr=1e-2)
+
+    def forward(model, x):
+        h = model["rnn"](model["emb"](x))[0]
+        return model["fc"](h).reshape(-1, 20)
+    (em, eo), (cm, co) = make(), make()
+    steps = []
+    for model, opt in ((em, eo), (cm, co)):
+        def step(x, y, model=model, opt=opt):
+            opt.zero_grad()
+            loss = F.cross_entropy(forward(model, x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        steps.append(step)
+    compiled = dg.compile(steps[1], backend=backend)
+    rng = np.random.default_rng(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)     # no graph break, no fallback
+        for _ in range(4):
+            x = dg.from_numpy(rng.integers(0, 20, (3, 5)))
+            y = dg.from_numpy(rng.integers(0, 20, (15,)))
+            np.testing.assert_allclose(steps[0](x, y).item(), compiled(x, y).item(), rtol=1e-5)
+    assert compiled.hits >= 2
+    assert_state_close(em, eo, cm, co, 1e-5)
+
+
 def test_scheduler_changes_lr_without_retracing():
     eager_model = mlp()
     comp_model = copy.deepcopy(eager_model)

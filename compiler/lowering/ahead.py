@@ -18,7 +18,7 @@ import numpy as np
 
 from dynograph.runtime import backend as runtime_backend, config
 from dynograph.runtime.executor import overwritable
-from ..interpreter import evaluate
+from ..interpreter import evaluate, outputs_of
 from ..ir import TensorType
 from ..ops import REGISTRY
 from ..symbolic import concrete
@@ -151,8 +151,7 @@ def _extern_outputs(node, arrays, batch):
             result = evaluate(op, args, attrs)
         except Exception:                   # whatever it is, the run will meet it
             return
-        results = [result] if len(node.outs) == 1 else list(result)
-        for v, r in zip(node.outs, results):
+        for v, r in zip(node.outs, outputs_of(result)):
             if type(r) is np.ndarray:
                 arrays[v] = r
         return

@@ -24,7 +24,7 @@ import numpy as np
 from dynograph.runtime import config, executor
 from dynograph.runtime.cuda_memory import DeviceArray
 from dynograph.runtime.backend import kernel_function
-from ..interpreter import evaluate, last_uses
+from ..interpreter import evaluate, last_uses, outputs_of
 from ..ir import TensorType, Value
 from ..ops import REGISTRY
 from ..passes.memory import plan_memory
@@ -204,7 +204,7 @@ class _ExternStep:
                                    self.host)
             if result is None:
                 result = evaluate(op, args, attrs) if extern is None else extern(op, args, attrs)
-                result = [result] if len(self.outs) == 1 else list(result)
+                result = list(outputs_of(result))
                 if not op.view:     # a result sharing a planned buffer would be overwritten later
                     result = [r.copy() if isinstance(r, (np.ndarray, DeviceArray)) and
                               program.in_arena(r) else r for r in result]
