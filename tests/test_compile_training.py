@@ -115,6 +115,35 @@ def test_single_layer_recurrent_training_matches_eager(backend, rnn):
     assert_state_close(em, eo, cm, co, 1e-5)
 
 
+def test_batch_norm_statistics_update_in_their_reduction_kernel(capsys, monkeypatch):
+    """A batch norm's running statistics and its affine parameters' updates have shape (C,)
+    and join the kernel reducing over (N, H, W): they are placed at the channel axis where the
+    reduction's result is (right-aligned broadcasting would put (C,) last, inside the reduced
+    axes, and the group then ran op by op).  The compiled step matches eager."""
+    monkeypatch.setenv("DYNOGRAPH_DEBUG", "1")
+
+    def make():
+        dg.manual_seed(0)
+        # (no convolution bias: before a batch norm its gradient is rounding noise, which
+        # Adam's normalization turns into steps of full size in either run)
+        model = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1, bias=False), nn.BatchNorm2d(6), nn.ReLU(),
+                              nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(6, 4))
+        return model, dg.optim.Adam(model.parameters(), lr=1e-2)
+    (em, eo), (cm, co) = make(), make()
+    eager_step, compiled = make_step(em, eo), dg.compile(make_step(cm, co))
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        x = dg.from_numpy(rng.standard_normal((5, 3, 6, 6)).astype(np.float32))
+        y = dg.from_numpy(rng.integers(0, 4, (5,)))
+        np.testing.assert_allclose(eager_step(x, y).item(), compiled(x, y).item(), rtol=1e-5)
+    assert compiled.hits >= 2
+    assert_state_close(em, eo, cm, co, 1e-5)
+    for name in ("running_mean", "running_var"):
+        np.testing.assert_allclose(getattr(cm[1], name).numpy(), getattr(em[1], name).numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    assert "runs on the interpreter" not in capsys.readouterr().err
+
+
 def test_scheduler_changes_lr_without_retracing():
     eager_model = mlp()
     comp_model = copy.deepcopy(eager_model)

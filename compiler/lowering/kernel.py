@@ -67,6 +67,7 @@ class _Describer:
         self.memo = {}
         self.natural = {}
         self.shapes = {}
+        self.pins = {}
 
     def shape(self, v):
         shape = self.shapes.get(v)
@@ -185,9 +186,13 @@ class _Describer:
                 else:
                     return aligned
             return tuple(out)
-        # elementwise and conversions: from the tensor arguments, dim by dim
+        # elementwise and conversions: from the tensor arguments, dim by dim; arguments placed by
+        # a reduction first (a kernel input can be loaded at any axis, a reduction's result
+        # only where it is computed: a batch norm's running statistics, shape (C,), read the
+        # per-channel reduction at axis 1, where right-aligned broadcasting would put (C,) last)
         out = [None] * len(shape)
-        for a in node.input_values():
+        args = sorted(node.input_values(), key=lambda a: not self._pinned(a))
+        for a in args:
             ashape = self.shape(a)
             off = len(shape) - len(ashape)
             try:
@@ -201,6 +206,17 @@ class _Describer:
             if n != 1 and out[k] is None:
                 return self.aligned(shape)
         return tuple(out)
+
+    def _pinned(self, v):
+        """Whether value ``v`` depends on a reduction of the kernel (its placement is then where
+        the reduction's result is; other values are loaded wherever they are read)."""
+        pinned = self.pins.get(v)
+        if pinned is None:
+            node = self.producer.get(v)
+            pinned = node is not None and (REGISTRY[node.op].kind == "reduction" or
+                                           any(self._pinned(a) for a in node.input_values()))
+            self.pins[v] = pinned
+        return pinned
 
     def view_to_source(self, node, shape, src_shape):
         """For each output dim of a view op, the source dim it reads (None: a new or
