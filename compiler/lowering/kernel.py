@@ -338,9 +338,13 @@ class _Describer:
             self.red_of[v] = result
         expected = self._natural(v)
         if m != expected and any(a is not None for a in m):
-            if [a for a in m if a is not None] != [a for a in expected if a is not None]:
+            # (an axis of size 1 is no position: its index is always 0)
+            if self._positions(m) != self._positions(expected):
                 raise Unsupported("a reduction result read at another position")
         return self.red_of[v]
+
+    def _positions(self, m):
+        return [a for a in m if a is not None and self.domain[a] != 1]
 
     def emit_composite(self, rule, x, attrs):
         b = self.b
