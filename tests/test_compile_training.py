@@ -147,6 +147,30 @@ def test_batch_norm_statistics_update_in_their_reduction_kernel(capsys, monkeypa
     assert "runs on the interpreter" not in capsys.readouterr().err
 
 
+def test_cross_entropy_with_class_weights_and_smoothing_is_kernels_only(capsys, monkeypatch):
+    """Class weights, an ignored target and label smoothing make per-sample values of shape (N,)
+    from the kernel's inputs alone in a kernel over (N, C); right-aligned broadcasting cannot
+    place them (C is last), so each goes on the first axis of its size, and the group is one
+    kernel instead of running op by op.  The compiled step matches eager."""
+    monkeypatch.setenv("DYNOGRAPH_DEBUG", "1")
+    weight = dg.tensor([1.0, 2.0, 0.5, 1.0])
+    y = dg.tensor([0, 1, 2, 3, -100, 1, 2])
+
+    def loss_fn(out, target):
+        return F.cross_entropy(out, target, weight=weight, label_smoothing=0.1)
+    losses = []
+    for compiled in (False, True):
+        dg.manual_seed(0)
+        model = nn.Linear(6, 4)
+        step = make_step(model, dg.optim.SGD(model.parameters(), lr=0.1), loss_fn=loss_fn)
+        step = dg.compile(step) if compiled else step
+        x = dg.from_numpy(np.random.default_rng(4).standard_normal((7, 6)).astype(np.float32))
+        losses.append([step(x, y).item() for _ in range(3)])
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-6)
+    assert step.hits == 2
+    assert "runs on the interpreter" not in capsys.readouterr().err
+
+
 def test_scheduler_changes_lr_without_retracing():
     eager_model = mlp()
     comp_model = copy.deepcopy(eager_model)

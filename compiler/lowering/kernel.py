@@ -132,7 +132,10 @@ class _Describer:
 
     # -- where each value sits in the domain: one domain axis (or None: index 0) per own dim
     def aligned(self, shape):
-        """Right-aligned broadcasting to the domain; None when that does not fit."""
+        """Right-aligned broadcasting to the domain, else each dim on the next domain axis of
+        its size (a per-row value, shape (N,), of a kernel over (N, C): a cross-entropy's
+        sample weights); None when neither fits.  (Only values read from the kernel's inputs
+        are placed so: each is loaded where it is placed.)"""
         off = len(self.domain) - len(shape)
         if off < 0:
             return None
@@ -143,7 +146,21 @@ class _Describer:
             elif n == self.domain[off + k]:
                 m.append(off + k)
             else:
+                return self._in_order(shape)
+        return tuple(m)
+
+    def _in_order(self, shape):
+        m, a = [], 0
+        for n in shape:
+            if n == 1:
+                m.append(None)
+                continue
+            while a < len(self.domain) and self.domain[a] != n:
+                a += 1
+            if a == len(self.domain):
                 return None
+            m.append(a)
+            a += 1
         return tuple(m)
 
     def natural_map(self, v):
