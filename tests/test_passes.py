@@ -648,6 +648,7 @@ def test_reshapes_merging_dims_leave_every_fused_group_one_kernel():
     the value it reshapes.  Every fused group is then one kernel (before, such groups ran op by
     op: 9 of a char transformer's 53), and the values are the same."""
     from dynograph.compiler.lowering.kernel import describe
+    from dynograph.compiler.ops.creation import contiguous_strides
     from dynograph.compiler.passes.fusion import regroups_dims
     dg.manual_seed(0)
     block = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True,
@@ -671,8 +672,8 @@ def test_reshapes_merging_dims_leave_every_fused_group_one_kernel():
         layouts = []
         for v in node.args:
             shape = tuple(v.type.shape)
-            strides = np.cumprod((1,) + shape[:0:-1])[::-1]
-            layouts.append((tuple(0 if n == 1 else int(s) for n, s in zip(shape, strides)), 0))
+            strides = contiguous_strides(shape)
+            layouts.append((tuple(0 if n == 1 else s for n, s in zip(shape, strides)), 0))
         describe(node, layouts)             # raises Unsupported where a group is not one kernel
     assert_same_results(captured, graph, arrays)
 

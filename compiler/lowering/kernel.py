@@ -134,8 +134,9 @@ class _Describer:
     def aligned(self, shape):
         """Right-aligned broadcasting to the domain, else each dim on the next domain axis of
         its size (a per-row value, shape (N,), of a kernel over (N, C): a cross-entropy's
-        sample weights); None when neither fits.  (Only values read from the kernel's inputs
-        are placed so: each is loaded where it is placed.)"""
+        sample weights); None when neither fits.  Inputs are loaded wherever a value is
+        placed; a reduction's result read at another position than its own raises
+        Unsupported (emit_reduction), so a placement is never silently wrong."""
         off = len(self.domain) - len(shape)
         if off < 0:
             return None

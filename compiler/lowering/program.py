@@ -27,6 +27,7 @@ from dynograph.runtime.backend import kernel_function
 from ..interpreter import evaluate, last_uses, outputs_of
 from ..ir import TensorType, Value
 from ..ops import REGISTRY
+from ..ops.creation import contiguous_strides
 from ..passes.memory import plan_memory
 from ..symbolic import Sym, concrete
 from .kernel import describe, lowerable
@@ -355,10 +356,7 @@ def _from_copies(node, arrays, layouts, batch, backend):
 
 
 def _contiguous_layout(a):
-    """The (element strides, offset) of a row-major array of ``a``'s shape."""
-    strides, step = [], 1
-    for n in reversed(a.shape):
-        strides.append(0 if n == 1 else step)
-        step *= n
-    return tuple(reversed(strides)), 0
+    """The (element strides, offset) of a row-major array of ``a``'s shape, as ``_layout``
+    gives them."""
+    return tuple(0 if n == 1 else s for n, s in zip(a.shape, contiguous_strides(a.shape))), 0
 
