@@ -180,6 +180,10 @@ class Tracer(TraceHook):
         self.ran_backward = False   # a backward pass ran during the call (the engine says so)
         self.undo = None            # an undo.Undo when the call's changes are to be put back
         self.end_checks = []        # at_end: called when the traced call returned
+        # id(tensor) -> (tensor, 'read' | 'replaced'): the first thing the call did with the
+        # tensor's .grad (see grad_read); the tensor is held so that its id stays its own
+        self.grad_access = {}
+        self.grads_made = {}        # id(tensor) -> the .grad backward() made for it
 
     # ------------------------------------------------------------ sizes
 
@@ -388,6 +392,80 @@ class Tracer(TraceHook):
         # which tensors each group updates (add_param_group, a group's list edited)
         self.fact(f"{oname}.param_groups members", lambda: _group_members(opt))
 
+    def grad_read(self, t):
+        """The call reads ``t.grad`` (its tensor, or that it is None; backward() reads it to
+        add to it): the graph depends on the .grad the call found, unless the call replaced
+        it before."""
+        if id(t) not in self.grad_access:
+            self.grad_access[id(t)] = (t, "read")
+            self._adopt_leaf(t)
+
+    def grad_replaced(self, t):
+        """The call sets ``t.grad`` (to None or a tensor) without having read it."""
+        if id(t) not in self.grad_access:
+            self.grad_access[id(t)] = (t, "replaced")
+            self._adopt_leaf(t)
+
+    def _adopt_leaf(self, t):
+        """A tensor from outside the call whose .grad the call uses, met before any module
+        or optimizer named it (a tensor the function reads from a global, a parameter whose
+        .grad is read before its module runs): a parameter of the call from now on, so that
+        its .grad is state, guarded and written back like a module's parameter's.  (Before,
+        such a .grad was bound as the very tensor the trace saw: replays read a stale one and
+        never set a new one.)"""
+        if id(t) in self.params or t.grad_fn is not None or not t.requires_grad or \
+                any(t is a for a in self.arg_tensors.values()):
+            return
+        s = self._known_storage(t._data)
+        if s is not None and s.slot is None:
+            return                                  # made by the call itself
+        self.announce_param(t, f"leaf{len(self.params)}")
+
+    def grad_made(self, t):
+        """backward() gave ``t`` a new .grad, made by the graph."""
+        self.grads_made[id(t)] = t._grad
+
+    def _grad_free(self, p):
+        """Whether the graph does not depend on the .grad ``p`` had: the call replaced it before
+        any use and left None or the gradient backward() made (a replay assigns that; a .grad
+        that is a view of other memory, as DistributedDataParallel's bucket views, is not)."""
+        if self.grad_access.get(id(p), (None, None))[1] != "replaced":
+            return False
+        return p._grad is None or p._grad is self.grads_made.get(id(p))
+
+    def state_ahead(self, opt):
+        """Before one of dynograph's optimizers updates: the state its first step creates for
+        each parameter with a gradient (zeros, a step count) is made now, outside the graph,
+        and becomes an input of it, as it is on every later call.  The update then runs the
+        code of every later step, on the same values (``Optimizer._state_ahead`` says which
+        optimizers do this), and the graph fits the state the call leaves: a training step is
+        traced once instead of twice."""
+        self.announce_optimizer(opt)
+        created = []
+        saved, TRACE.tracer = TRACE.tracer, None        # (made outside the graph)
+        try:
+            with unwatched():
+                for group in opt.param_groups:
+                    for p in group["params"]:
+                        if p._grad is not None and not opt.state.get(p):
+                            if opt._state_ahead(p, group):
+                                created.append(p)
+        finally:
+            TRACE.tracer = saved
+        if not created:
+            return
+        oname = self.optimizer_name(opt)
+        before = self.opt_before[id(opt)]
+        for p in created:
+            pname = self.params[id(p)][1] if id(p) in self.params else "?"
+            for k, v in opt.state[p].items():
+                before[(id(p), k)] = v
+                if hasattr(v, "_data"):
+                    self.known[id(v)] = _state_slot(opt, p, k, f"{oname}.state[{pname}].{k}")
+        # the guard on the state's keys holds for the state as the graph reads it
+        name = f"{oname}.state keys"
+        self.facts = [(n, get, get() if n == name else want) for n, get, want in self.facts]
+
     def optimizer_name(self, opt):
         return self.opt_names.get(id(opt), "opt")
 
@@ -454,7 +532,10 @@ class Tracer(TraceHook):
     def run_step(self, opt, closure):
         """An optimizer's update: one of dynograph's optimizers with no closure runs only
         dynograph's own code, unless its hyper-parameters, parameters or state hold a user's
-        object (``watch.operands_inert``)."""
+        object (``watch.operands_inert``); the state its first step creates is made first
+        (``state_ahead``)."""
+        if closure is None and type(opt).__module__.startswith("dynograph.optim."):
+            self.state_ahead(opt)
         if self.watcher is None or closure is not None or \
                 not type(opt).__module__.startswith("dynograph.optim."):
             return opt._step(closure)
@@ -602,13 +683,15 @@ class Tracer(TraceHook):
         self.graph.outputs = [self.value_of(t) for t in out_tensors]
         effects, clears = [], []
         assigned = set()
+        self._unguard_replaced_grads()
         for p, name, before in list(self.params.values()):
             after = p._grad
-            if after is before:
+            free = self._grad_free(p)
+            if after is before and not free:
                 continue
             slot = self._grad_slot(p, name)
             if after is None:
-                clears.append(slot)
+                clears.append(slot)     # (even where it was None: a replay may find one)
             else:
                 self.graph.updates.append((slot.name, self.value_of(after)))
                 effects.append((slot, "assign"))
@@ -630,6 +713,19 @@ class Tracer(TraceHook):
             self.graph.updates.append((s.slot, s.value))
             effects.append((by_name[s.slot][1], "write"))
         return effects, clears
+
+    def _unguard_replaced_grads(self):
+        """A parameter whose .grad the call replaced before reading it (``zero_grad()``
+        before ``backward()``) does not depend on the .grad it found: its guard leaves the
+        .grad out, so that the state the first call leaves (every .grad set) fits the graph."""
+        facts = []
+        for name, get, want in self.facts:
+            if type(get) is ParamFact and get.grad and self._grad_free(get.p):
+                get = ParamFact(get.p, grad=False)
+                name = name.replace(", .grad,", ",") + " (its .grad is replaced before use)"
+                want = (want[0], get.UNREAD, want[2], want[3])
+            facts.append((name, get, want))
+        self.facts = facts
 
     def _optimizer_effects(self, opt, effects, assigned):
         before = self.opt_before[id(opt)]
@@ -662,28 +758,34 @@ class Tracer(TraceHook):
 
 
 class ParamFact:
-    """A parameter's layout, its .grad's layout (or None), requires_grad and whether it has
-    hooks.  Callable like any fact; ``code`` writes the same test out inline for the generated
-    guard function (guard_code.py), which saves a call per parameter on every replay."""
-    __slots__ = ("p",)
+    """A parameter's layout, its .grad's layout (or None; UNREAD with ``grad=False``: the call
+    replaces it before any use), requires_grad and whether it has hooks.  Callable like any
+    fact; ``code`` writes the same test out inline for the generated guard function
+    (guard_code.py), which saves a call per parameter on every replay."""
+    __slots__ = ("p", "grad")
+    UNREAD = "replaced before use"
 
-    def __init__(self, p):
+    def __init__(self, p, grad=True):
         self.p = p
+        self.grad = grad
 
     def __call__(self):
         p = self.p
-        return (_slot_key(p), _slot_key(p._grad), p.requires_grad, bool(p._hooks))
+        grad = _slot_key(p._grad) if self.grad else self.UNREAD
+        return (_slot_key(p), grad, p.requires_grad, bool(p._hooks))
 
     def code(self, want, bind):
         """An expression true when this fact still equals ``want``; None when it cannot be
         written out (a parameter that is a view of a larger buffer)."""
         layout, grad, requires_grad, hooks = want
         p = bind(self.p)
-        if len(layout) != 3 or (grad is not None and len(grad) != 3):
+        if len(layout) != 3 or (grad is not None and grad != self.UNREAD and len(grad) != 3):
             return None
-        parts = [_layout_code(f"{p}._data", layout, bind),
-                 f"{p}._grad is None" if grad is None else _layout_code(f"{p}._grad._data", grad, bind),
-                 f"{p}._rg is {requires_grad}", f"not {p}._hooks" if not hooks else f"bool({p}._hooks)"]
+        parts = [_layout_code(f"{p}._data", layout, bind)]
+        if grad != self.UNREAD:
+            parts.append(f"{p}._grad is None" if grad is None else
+                         _layout_code(f"{p}._grad._data", grad, bind))
+        parts += [f"{p}._rg is {requires_grad}", f"not {p}._hooks" if not hooks else f"bool({p}._hooks)"]
         return "(" + " and ".join(parts) + ")"
 
 

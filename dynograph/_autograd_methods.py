@@ -13,6 +13,8 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
 
 
 def _get_grad(self):
+    if TRACE.tracer is not None:
+        TRACE.tracer.grad_read(self)
     if self.grad_fn is not None and not self._retains_grad and self._grad is None:
         warnings.warn(
             "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
@@ -31,6 +33,8 @@ def _set_grad(self, value):
         if value.shape != self.shape:
             raise RuntimeError(
                 "assigned grad has data of a different size")
+    if TRACE.tracer is not None:
+        TRACE.tracer.grad_replaced(self)
     self._grad = value
 
 
@@ -139,7 +143,10 @@ Tensor.retains_grad = property(lambda self: bool(self._retains_grad))
 def zero_grads(tensors, set_to_none=True):
     """Reset the ``.grad`` of each tensor: to None, or to zeros in place (detached first), as
     Module.zero_grad and Optimizer.zero_grad both do."""
+    tracer = TRACE.tracer
     for p in tensors:
+        if set_to_none and tracer is not None:
+            tracer.grad_replaced(p)     # (what it held does not matter: it ends None)
         g = p.grad
         if g is None:
             continue

@@ -272,6 +272,8 @@ _SOLE = _calibrate()
 
 def accumulate_grad(leaf, g, create_graph):
     tracer = TRACE.tracer
+    if tracer is not None:
+        tracer.grad_read(leaf)      # created or added to: it depends on the .grad there
     if leaf._grad is None:
         # the incoming buffer may be shared with other gradients: the leaf gets its own
         if create_graph:
@@ -284,6 +286,7 @@ def accumulate_grad(leaf, g, create_graph):
             leaf._grad = Tensor._wrap(g._data.copy())
         if tracer is not None and not create_graph:
             tracer.alias(leaf._grad, g)
+            tracer.grad_made(leaf)
     elif create_graph:
         leaf._grad = leaf._grad + g
     elif tracer is not None:

@@ -20,3 +20,8 @@ class PerParameterOptimizer(Optimizer):
                         self._init_state(p, state, group)
                     self._update(p, grad, state, group)
         return loss
+
+    def _state_ahead(self, p, group):
+        # each of these starts its state from constants and runs _update from the first step
+        self._init_state(p, self.state[p], group)
+        return True

@@ -48,6 +48,10 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = zeros_like(p)
         return state
 
+    def _state_ahead(self, p, group):
+        self._init_state(p, group["amsgrad"])
+        return True
+
     def _update(self, p, group):
         lr, (beta1, beta2), eps = traced_lr(self, group), group["betas"], group["eps"]
         weight_decay = group["weight_decay"]

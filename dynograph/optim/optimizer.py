@@ -170,6 +170,14 @@ class Optimizer:
     def _step(self, closure):
         raise TypeError(f"{type(self).__name__} does not define an update rule")
 
+    def _state_ahead(self, p, group):
+        """Create the state of ``p`` (which has a gradient and no state yet) as the first step
+        would, where that step then runs the same update as every later one; return whether
+        it did.  A trace does it before the step (compiler/tracer.py ``state_ahead``), so the
+        graph reads the state as later calls do.  No, by default: SGD's first step starts its
+        momentum buffer from the gradient itself."""
+        return False
+
     def register_step_pre_hook(self, hook):
         """Register ``hook(optimizer, args, kwargs)`` called before each ``step``."""
         handle = _RemovableHandle(self._optimizer_step_pre_hooks)
