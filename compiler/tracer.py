@@ -327,6 +327,8 @@ class Tracer(TraceHook):
                 if before is not None:
                     self.known.pop(id(before), None)
                 self._register_param(p, name, before)
+                for opt in self.optimizers:         # its state is named after it too
+                    self._name_state(opt, p)
                 continue
             self.announce_param(p, name)
         for name, b in module.named_buffers():
@@ -375,15 +377,11 @@ class Tracer(TraceHook):
             for p in group["params"]:
                 if id(p) not in self.params:
                     self.announce_param(p, f"{oname}.param{len(self.params)}")
-        before = {}
-        for p, st in opt.state.items():
-            pname = self.params[id(p)][1] if id(p) in self.params else "?"
-            for k, v in st.items():
-                before[(id(p), k)] = v
-                if hasattr(v, "_data") and id(v) not in self.known:
-                    self.known[id(v)] = _state_slot(opt, p, k, f"{oname}.state[{pname}].{k}")
-        self.opt_before[id(opt)] = before
         self.opt_names[id(opt)] = oname
+        self.opt_before[id(opt)] = {(id(p), k): v for p, st in opt.state.items()
+                                    for k, v in st.items()}
+        for p in opt.state:
+            self._name_state(opt, p)
         for i, group in enumerate(opt.param_groups):
             keys = tuple(k for k in group if k not in ("params", "lr", "initial_lr"))
             self.fact(f"{oname}.param_groups[{i}] {', '.join(keys)}",
@@ -454,17 +452,23 @@ class Tracer(TraceHook):
             TRACE.tracer = saved
         if not created:
             return
-        oname = self.optimizer_name(opt)
         before = self.opt_before[id(opt)]
         for p in created:
-            pname = self.params[id(p)][1] if id(p) in self.params else "?"
-            for k, v in opt.state[p].items():
-                before[(id(p), k)] = v
-                if hasattr(v, "_data"):
-                    self.known[id(v)] = _state_slot(opt, p, k, f"{oname}.state[{pname}].{k}")
+            before.update(((id(p), k), v) for k, v in opt.state[p].items())
+            self._name_state(opt, p)
         # the guard on the state's keys holds for the state as the graph reads it
-        name = f"{oname}.state keys"
+        name = f"{self.optimizer_name(opt)}.state keys"
         self.facts = [(n, get, get() if n == name else want) for n, get, want in self.facts]
+
+    def _name_state(self, opt, p):
+        """Slots for the state tensors of ``p`` in ``opt``, named after ``p``'s name now (a
+        parameter an optimizer named first takes its module's name when the module runs;
+        the state it had not read yet follows, so every trace names them alike)."""
+        pname = self.params[id(p)][1] if id(p) in self.params else "?"
+        for k, v in opt.state.get(p, {}).items():
+            if hasattr(v, "_data") and (id(v) not in self.known or self._unread(v)):
+                self.known[id(v)] = _state_slot(opt, p, k,
+                                                f"{self.optimizer_name(opt)}.state[{pname}].{k}")
 
     def optimizer_name(self, opt):
         return self.opt_names.get(id(opt), "opt")

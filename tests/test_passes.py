@@ -627,8 +627,7 @@ def test_mlp_training_step_needs_one_kernel_per_parameter_update(capsys):
     written = {name: v for name, v in graph.updates}
     updating = {n for n in kernels for name in params if written[name] in n.outs}
     for name in params:                         # new parameter and momentum from one kernel
-        buf = next(s for s in written if s.startswith("opt.state") and
-                   s.endswith(f"param{params.index(name)}].momentum_buffer"))
+        buf = f"opt.state[{name}].momentum_buffer"
         assert any(written[name] in n.outs and written[buf] in n.outs for n in kernels), name
     assert len(updating) == len(params)
     assert len(kernels) <= len(params) + 6

@@ -174,8 +174,7 @@ class Optimizer:
         """Create the state of ``p`` (which has a gradient and no state yet) as the first step
         would, where that step then runs the same update as every later one; return whether
         it did.  A trace does it before the step (compiler/tracer.py ``state_ahead``), so the
-        graph reads the state as later calls do.  No, by default: SGD's first step starts its
-        momentum buffer from the gradient itself."""
+        graph reads the state as later calls do.  No, by default."""
         return False
 
     def register_step_pre_hook(self, hook):

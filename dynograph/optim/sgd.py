@@ -31,6 +31,19 @@ class SGD(Optimizer):
                 self._update_group(group)
         return loss
 
+    def _state_ahead(self, p, group):
+        """The first step sets the momentum buffer to the gradient; later steps compute
+        ``buf * momentum + grad * (1 - dampening)``.  From a buffer of -0.0 and without
+        dampening that is the gradient bit for bit (-0.0 * m is -0.0, and -0.0 + g is g for
+        every g, -0.0 and NaN included), so the later steps' update can run from the first.
+        Not for complex numbers (the imaginary part's zero would be +0.0)."""
+        g = p._grad
+        if group["momentum"] == 0 or group["dampening"] != 0 or g.is_complex() or \
+                not g.is_floating_point() or not g._data.flags.c_contiguous:
+            return False
+        self.state[p]["momentum_buffer"] = g.detach().clone().fill_(-0.0)
+        return True
+
     def _update_group(self, group):
         lr, momentum = traced_lr(self, group), group["momentum"]
         dampening, weight_decay = group["dampening"], group["weight_decay"]
