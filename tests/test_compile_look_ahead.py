@@ -253,6 +253,29 @@ def test_sgd_momentum_from_the_later_update_is_the_gradient_bit_for_bit(nesterov
         np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
 
 
+def test_gradient_accumulation_keeps_the_grads_it_adds_to():
+    # backward() adds to the .grad of the call before (no zero_grad between): those calls
+    # depend on it, and every other call replaces it; all as eagerly
+    runs = []
+    for compiled in (False, True):
+        model = net()
+        opt = dg.optim.Adam(model.parameters(), lr=1e-2)
+
+        def step(x, y, update):
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            if update:
+                opt.step()
+                opt.zero_grad()
+            return loss
+        f = dg.compile(step, backend="interpreter") if compiled else step
+        losses = [f(x, y, i % 2 == 1).item() for i, (x, y) in enumerate(batches(8))]
+        runs.append((losses, state_of(model, opt)))
+    (eager_losses, eager), (losses, got) = runs
+    np.testing.assert_allclose(losses, eager_losses, rtol=1e-5)
+    assert_same(got, eager, tol=1e-5)
+
+
 class _UsersAdam(dg.optim.Adam):
     """A user's optimizer: its first step may differ from the later ones."""
 
