@@ -160,6 +160,7 @@ class Tracer(TraceHook):
         self.keep = []              # strong references: ids must stay unique while tracing
         #                             (the tensors and arrays from outside the call)
         self.modules = []           # modules called (announced by Module.__call__)
+        self.announced = set()      # ids of those modules and of their submodules then
         self.optimizers = []        # optimizers used (announced by step/zero_grad)
         self.opt_before = {}        # id(optimizer) -> {(id(param), key): state value before}
         self.opt_names = {}         # id(optimizer) -> its name in the graph ('opt', 'opt1'...)
@@ -302,16 +303,17 @@ class Tracer(TraceHook):
 
     def announce_module(self, module):
         """A module is being called: name its parameters and buffers, note their grads."""
-        if any(m is module for m in self.modules):
+        if id(module) in self.announced:       # (every submodule call of a model asks)
             return
         with unwatched():             # the tracer's own walk over the module is not the program's
             self._announce_module(module)
 
     def _announce_module(self, module):
         prefix = "" if not self.modules else f"m{len(self.modules)}."
-        if any(module is sub for m in self.modules for sub in m.modules()):
-            return                                  # a submodule of one announced already
         self.modules.append(module)
+        subs = list(module.modules())
+        self.keep.extend(subs)                      # (their ids stay theirs)
+        self.announced.update(map(id, subs))
         for name, sub in module.named_modules(prefix=prefix.rstrip(".")):
             self.fact(f"{name or type(module).__name__}.training", lambda s=sub: s.training)
             if self.undo is not None:
