@@ -88,7 +88,7 @@ def is_inside(a, b):
 
 
 def _geometry(a, root):
-    off = address(a) - address(root)
+    off = 0 if a is root else address(a) - address(root)
     return (a.shape, a.strides, off)
 
 
@@ -514,7 +514,7 @@ class Tracer(TraceHook):
     # ------------------------------------------------------------ recording ops
 
     def emit(self, op, args, attrs, types, source=None):
-        outs = tuple(Value(t) for t in types)
+        outs = tuple(map(Value, types))
         self.graph.nodes.append(Node(op, tuple(args), dict(attrs), outs,
                                      source if source is not None else user_frame(3)[0]))
         return outs
@@ -551,9 +551,10 @@ class Tracer(TraceHook):
 
     def record(self, op, args, attrs, result, outs):
         """The dispatcher ran ``op`` eagerly, producing tensors ``outs``: append its node."""
+        lift = self._lift
         try:
-            vargs = tuple(self._lift(a) for a in args)
-            vattrs = {k: self._lift(v) for k, v in attrs.items()}
+            vargs = tuple([lift(a) for a in args])
+            vattrs = {k: lift(v) for k, v in attrs.items()} if attrs else {}
         except _Abandon:
             return
         arrays = result if type(result) is tuple else (result,)
@@ -562,13 +563,15 @@ class Tracer(TraceHook):
         for t, v in zip(outs, values):
             self._bind(t, v)
 
-    def _known_storage(self, a):
-        """The storage the trace knows for array ``a``: an argument's own array, a buffer, or,
-        for a view of an argument, the argument whose memory holds it."""
+    def _known_storage(self, a, root=None):
+        """The storage the trace knows for array ``a`` (whose storage_root is ``root``, where
+        the caller has it): an argument's own array, a buffer, or, for a view of an argument,
+        the argument whose memory holds it."""
         s = self.arg_storages.get(id(a))
         if s is not None:
             return s
-        root = storage_root(a)
+        if root is None:
+            root = storage_root(a)
         s = self.storages.get(id(root))
         if s is not None:
             return s
@@ -579,9 +582,9 @@ class Tracer(TraceHook):
 
     def _bind(self, t, v):
         a = t._data
-        s = self._known_storage(a)
+        root = storage_root(a)
+        s = self._known_storage(a, root)
         if s is None:
-            root = storage_root(a)
             geom = _geometry(a, root)
             if type(root) is np.ndarray or type(root) is DeviceArray:
                 s = _ResultStorage(root, v, geom, self.storages)

@@ -324,8 +324,18 @@ def value_key(v, tensors=True, depth=0):
 
 
 def _is_tensor(v):
-    from dynograph._tensor import Tensor
-    return isinstance(v, Tensor)
+    return isinstance(v, _tensor_class())
+
+
+def _tensor_class():
+    global _TENSOR
+    if _TENSOR is None:             # (imported on first use: the tensor module imports this one)
+        from dynograph._tensor import Tensor
+        _TENSOR = Tensor
+    return _TENSOR
+
+
+_TENSOR = None
 
 
 def object_state(o):
