@@ -179,12 +179,16 @@ class Recorder:
         self.memo = {}
 
     def _add(self, op, args, dtype, attr=None):
-        level = max((self.exprs[a.index].level for a in args), default=0)
-        key = (op, tuple(a.index for a in args), dtype.name, repr(attr))
-        if key not in self.memo:
-            self.exprs.append(Expr(op, tuple(a.index for a in args), dtype, attr, level))
-            self.memo[key] = Handle(len(self.exprs) - 1, dtype)
-        return self.memo[key]
+        index = tuple([a.index for a in args])
+        # (repr: a key tells 1 from 1.0 and True; most exprs have no attribute)
+        key = (op, index, dtype.name, None if attr is None else repr(attr))
+        handle = self.memo.get(key)
+        if handle is None:
+            exprs = self.exprs
+            level = max([exprs[i].level for i in index], default=0)
+            exprs.append(Expr(op, index, dtype, attr, level))
+            handle = self.memo[key] = Handle(len(exprs) - 1, dtype)
+        return handle
 
     def load(self, index, dtype, level):
         key = ("load", index)

@@ -36,6 +36,13 @@ def remap_graph(graph, nodes, env):
 def literal_key(x):
     """A hashable key of an argument; equal keys mean interchangeable arguments.
     Values are keyed by identity.  Raises TypeError for what cannot be keyed."""
+    kind = type(x)
+    if kind is Value:
+        return ("v", id(x))
+    if kind is tuple:                   # (the common cases first: a node's args, a shape)
+        return ("tuple",) + tuple([literal_key(a) for a in x])
+    if kind is int:
+        return ("int", repr(x))
     if isinstance(x, Value):
         return ("v", id(x))
     if x is None or x is Ellipsis:
