@@ -37,9 +37,9 @@ class SGD(Optimizer):
         dampening that is the gradient bit for bit (-0.0 * m is -0.0, and -0.0 + g is g for
         every g, -0.0 and NaN included), so the later steps' update can run from the first.
         Not for complex numbers (the imaginary part's zero would be +0.0)."""
-        g = p._grad
-        if group["momentum"] == 0 or group["dampening"] != 0 or g.is_complex() or \
-                not g.is_floating_point() or not g._data.flags.c_contiguous:
+        g, momentum = p._grad, group["momentum"]
+        if not 0 < momentum < float("inf") or group["dampening"] != 0 or g.is_complex() or \
+                not g.is_floating_point() or not g.is_contiguous():
             return False
         self.state[p]["momentum_buffer"] = g.detach().clone().fill_(-0.0)
         return True
