@@ -147,6 +147,31 @@ def test_batch_norm_statistics_update_in_their_reduction_kernel(capsys, monkeypa
     assert "runs on the interpreter" not in capsys.readouterr().err
 
 
+def test_group_norm_statistics_expanded_to_the_channels_leave_the_reduction_kernel(capsys,
+                                                                                     monkeypatch):
+    """Group norm expands its (N, G) statistics to (N, G, C/G, 1), more elements than the
+    reduction keeps and fewer than its domain (N, G, C/G * H * W): such a value has no place in
+    the reduction's kernel, and the group ran op by op.  Fusion keeps it out now; the compiled
+    step matches eager."""
+    monkeypatch.setenv("DYNOGRAPH_DEBUG", "1")
+
+    def make():
+        dg.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.GroupNorm(2, 8), nn.ReLU(),
+                              nn.Flatten(), nn.Linear(8 * 6 * 6, 3))
+        return model, dg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    (em, eo), (cm, co) = make(), make()
+    eager_step, compiled = make_step(em, eo), dg.compile(make_step(cm, co))
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        x = dg.from_numpy(rng.standard_normal((4, 3, 6, 6)).astype(np.float32))
+        y = dg.from_numpy(rng.integers(0, 3, (4,)))
+        np.testing.assert_allclose(eager_step(x, y).item(), compiled(x, y).item(), rtol=1e-5)
+    assert compiled.hits >= 2
+    assert_state_close(em, eo, cm, co, 1e-5)
+    assert "runs on the interpreter" not in capsys.readouterr().err
+
+
 def test_cross_entropy_with_class_weights_and_smoothing_is_kernels_only(capsys, monkeypatch):
     """Class weights, an ignored target and label smoothing make per-sample values of shape (N,)
     from the kernel's inputs alone in a kernel over (N, C); right-aligned broadcasting cannot
