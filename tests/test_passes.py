@@ -192,7 +192,7 @@ def test_simplify_identities_keep_types():
           input %1: i64[4,3] n
           input %2: f32[3] v
           %3: f32[4,3] = mul(%0, 1)
-          %4: f32[4,3] = add(%3, 0.0)
+          %4: f32[4,3] = add(%3, -0.0)
           %5: f32[4,3] = sub(%4, 0)
           %6: f32[4,3] = div(%5, 1.0)
           %7: f32[] = full(shape=(), fill_value=1.0, dtype=float32)
@@ -227,6 +227,28 @@ def test_simplify_identities_keep_types():
         }""")
     # kept: v * ones[4,3] broadcasts, n * 1.0 promotes, x - x may be nan, and the returned
     # to_copy fixes the layout of the user's tensor
+
+
+def test_simplify_drops_only_the_zero_that_changes_no_float():
+    """x + 0.0 turns -0.0 into 0.0 (eagerly too): on floats only adding -0.0 (or subtracting
+    0.0) is the identity; on integers any zero is."""
+    out = check_pass(with_dce(simplify), """
+        graph {
+          input %0: f32[4] x
+          input %1: i64[4] n
+          %2: f32[4] = add(%0, 0.0)
+          %3: f32[4] = add(%0, -0.0)
+          %4: f32[4] = sub(%0, 0.0)
+          %5: f32[4] = sub(%0, -0.0)
+          %6: f32[4] = add(%0, 0.0, alpha=-1)
+          %7: i64[4] = add(%1, 0)
+          return %2, %3, %4, %5, %6, %7
+        }""")
+    x, n = (inp.value for inp in out.inputs)
+    kept = [v not in (x, n) for v in out.outputs]
+    assert kept == [True, False, False, True, False, False]
+    signs = np.signbit(np.float32(-0.0) + np.float32(0.0)), np.signbit(np.float32(-0.0))
+    assert signs == (False, True)       # what the kept and the dropped nodes give for -0.0
 
 
 def test_simplify_composes_views_and_removes_reductions_of_expands():

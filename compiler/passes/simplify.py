@@ -27,6 +27,7 @@ Rules (x a value, c a literal or a ``full`` constant, possibly seen through view
     sum(expand(x)) over the expanded dims          -> x * count   (mean: x)
     clone(x), to_copy(x, dtype=x.dtype)            -> x
 """
+import math
 from collections import namedtuple
 
 from ..ir import Node, TensorType, Value
@@ -108,11 +109,39 @@ def mul_one(node, ctx):
 
 
 def add_zero(node, ctx):
-    return _identity_operand(node, ctx, 0, commutes=node.attrs.get("alpha", 1) == 1)
+    alpha = node.attrs.get("alpha", 1)
+    if not _signed_zeros(node):
+        return _identity_operand(node, ctx, 0, commutes=alpha == 1)
+    # x + 0.0 turns -0.0 into 0.0: only adding -0.0 leaves every x as it is
+    a, b = node.args[:2]
+    if isinstance(a, Value) and _is_negative_zero(ctx.fill(b), alpha):
+        return Rewrite(a)
+    if alpha == 1 and isinstance(b, Value) and _is_negative_zero(ctx.fill(a), 1):
+        return Rewrite(b)
+    return None
 
 
 def sub_zero(node, ctx):
-    return _identity_operand(node, ctx, 0, commutes=False)
+    if not _signed_zeros(node):
+        return _identity_operand(node, ctx, 0, commutes=False)
+    a, b = node.args[:2]                # x - alpha * b is x + -(alpha * b)
+    if isinstance(a, Value) and _is_negative_zero(ctx.fill(b), -node.attrs.get("alpha", 1)):
+        return Rewrite(a)
+    return None
+
+
+def _signed_zeros(node):
+    dt = node.outs[0].type.dtype
+    return dt.is_floating_point or dt.is_complex
+
+
+def _is_negative_zero(value, scale):
+    """Whether ``scale * value`` is the float -0.0 (the one number whose addition changes no
+    float, -0.0 included)."""
+    if type(value) not in (int, float) or type(scale) not in (int, float):
+        return False
+    v = float(scale) * float(value)
+    return v == 0 and math.copysign(1.0, v) < 0
 
 
 def div_one(node, ctx):
