@@ -37,14 +37,12 @@ def literal_key(x):
     """A hashable key of an argument; equal keys mean interchangeable arguments.
     Values are keyed by identity.  Raises TypeError for what cannot be keyed."""
     kind = type(x)
-    if kind is Value:
+    if kind is Value:                   # (Value has no subclasses)
         return ("v", id(x))
     if kind is tuple:                   # (the common cases first: a node's args, a shape)
         return ("tuple",) + tuple([literal_key(a) for a in x])
     if kind is int:
         return ("int", repr(x))
-    if isinstance(x, Value):
-        return ("v", id(x))
     if x is None or x is Ellipsis:
         return (repr(x),)
     if isinstance(x, (bool, int, float, complex, str)):

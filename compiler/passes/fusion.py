@@ -77,7 +77,7 @@ def role(node):
 
 class _Group:
     __slots__ = ("members", "mask", "anc", "preds", "succs", "reshapes", "reduction",
-                 "reduced_numel", "numel", "fusible")
+                 "reduced_numel", "numel", "fusible", "sizes")
 
     def __init__(self, index, node, kind, anc, preds):
         self.members = [index]
@@ -88,6 +88,7 @@ class _Group:
         self.reshapes = []              # (reshape regrouping dims, the node its source is from)
         self.fusible = kind is not None
         self.numel = node.outs[0].type.numel if self.fusible else 0
+        self.sizes = {self.numel}       # its members' element counts
         self.reduction = None           # (input shape, reduced dims) of its reductions
         self.reduced_numel = 0
         if kind == "reduce":
@@ -197,6 +198,8 @@ class _Planner:
         if not reduced:
             return True
         kept = full // reduced
+        if not any(kept < n < full for n in a.sizes | b.sizes):
+            return True                 # (most merges: no member of such a size to look at)
         level = set()                   # members computed from a reduction's result
         for m in sorted(a.members + b.members):
             if self.roles[m] == "reduce":
@@ -254,6 +257,7 @@ class _Planner:
         if a.reduction is not None:
             b.reduction, b.reduced_numel = a.reduction, a.reduced_numel
         b.numel = max(a.numel, b.numel)
+        b.sizes |= a.sizes
         del self.groups[a]
         for i in a.members:
             self.group_of[i] = b

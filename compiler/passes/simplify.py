@@ -95,53 +95,47 @@ class _Context:
 # ---------------------------------------------------------------- rules
 
 def _identity_operand(node, ctx, neutral, commutes):
-    """``x op neutral`` (and ``neutral op x`` when ``commutes``) -> x."""
+    """``x op c`` (and ``c op x`` when ``commutes``) -> x, where ``neutral(c)`` says that ``c``
+    (a literal or a ``full``'s fill value) changes no x."""
     a, b = node.args[:2]
-    if isinstance(a, Value) and ctx.fill(b) == neutral:
+    if isinstance(a, Value) and neutral(ctx.fill(b)):
         return Rewrite(a)
-    if commutes and isinstance(b, Value) and ctx.fill(a) == neutral:
+    if commutes and isinstance(b, Value) and neutral(ctx.fill(a)):
         return Rewrite(b)
     return None
+
+
+def _is_one(c):
+    return c == 1
 
 
 def mul_one(node, ctx):
-    return _identity_operand(node, ctx, 1, commutes=True)
+    return _identity_operand(node, ctx, _is_one, commutes=True)
 
 
 def add_zero(node, ctx):
-    alpha = node.attrs.get("alpha", 1)
-    if not _signed_zeros(node):
-        return _identity_operand(node, ctx, 0, commutes=alpha == 1)
-    # x + 0.0 turns -0.0 into 0.0: only adding -0.0 leaves every x as it is
-    a, b = node.args[:2]
-    if isinstance(a, Value) and _is_negative_zero(ctx.fill(b), alpha):
-        return Rewrite(a)
-    if alpha == 1 and isinstance(b, Value) and _is_negative_zero(ctx.fill(a), 1):
-        return Rewrite(b)
-    return None
+    alpha = node.attrs.get("alpha", 1)          # x + alpha * c (c + x only where alpha is 1)
+    return _identity_operand(node, ctx, _adds_nothing(node, alpha), commutes=alpha == 1)
 
 
 def sub_zero(node, ctx):
-    if not _signed_zeros(node):
-        return _identity_operand(node, ctx, 0, commutes=False)
-    a, b = node.args[:2]                # x - alpha * b is x + -(alpha * b)
-    if isinstance(a, Value) and _is_negative_zero(ctx.fill(b), -node.attrs.get("alpha", 1)):
-        return Rewrite(a)
-    return None
+    return _identity_operand(node, ctx, _adds_nothing(node, -node.attrs.get("alpha", 1)),
+                             commutes=False)
 
 
-def _signed_zeros(node):
+def _adds_nothing(node, scale):
+    """Whether adding ``scale * c`` changes no value of ``node``'s type: any zero on integers;
+    on floats only -0.0 (x + 0.0 turns -0.0 into 0.0, eagerly too)."""
     dt = node.outs[0].type.dtype
-    return dt.is_floating_point or dt.is_complex
+    if not (dt.is_floating_point or dt.is_complex):
+        return lambda c: c == 0
 
-
-def _is_negative_zero(value, scale):
-    """Whether ``scale * value`` is the float -0.0 (the one number whose addition changes no
-    float, -0.0 included)."""
-    if type(value) not in (int, float) or type(scale) not in (int, float):
-        return False
-    v = float(scale) * float(value)
-    return v == 0 and math.copysign(1.0, v) < 0
+    def neutral(c):
+        if type(c) not in (int, float) or type(scale) not in (int, float):
+            return False
+        v = float(scale) * float(c)
+        return v == 0 and math.copysign(1.0, v) < 0
+    return neutral
 
 
 def div_one(node, ctx):
@@ -149,7 +143,7 @@ def div_one(node, ctx):
     if node.attrs.get("rounding_mode") is not None and isinstance(a, Value) \
             and a.type.dtype.is_floating_point:
         return None                     # floor(x / 1) is not x
-    return _identity_operand(node, ctx, 1, commutes=False)
+    return _identity_operand(node, ctx, _is_one, commutes=False)
 
 
 def sub_self(node, ctx):
