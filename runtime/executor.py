@@ -29,12 +29,19 @@ from .cuda_memory import DeviceArray, contiguous_strides
 
 class Program:
     def __init__(self, n_slots, input_slots, steps, frees, output_slots, update_slots,
-                 buffers, inplace, allocate):
+                 buffers, inplace, allocate, constants=None):
         """``buffers``: {slot: (shape, numpy dtype, arena id, own)} planned values (``own``:
         False for a view, made by its own step from its base's array); ``inplace``:
         {update slot: the input slot of the state it may overwrite}; ``allocate(shape,
-        dtype)``: the backend's allocator."""
+        dtype)``: the backend's allocator; ``constants``: {slot: array} values computed
+        once, which no step makes."""
         self.n_slots = n_slots
+        self.initial = [None] * n_slots
+        for s, a in (constants or {}).items():
+            self.initial[s] = a
+        # a result that shares a constant's memory (a view of it) is copied before it leaves
+        self.constant_roots = {id(storage_root(a)) for a in (constants or {}).values()}
+        self.leaving = {*output_slots, *(s for _, s in update_slots)}
         self.input_slots = input_slots
         self.steps = steps
         self.frees = frees
@@ -47,13 +54,17 @@ class Program:
         self.busy = threading.Lock()
 
     def run(self, inputs):
-        env = [None] * self.n_slots
+        env = self.initial.copy()
         for s, x in zip(self.input_slots, inputs):
             env[s] = x
         for step, frees in zip(self.steps, self.frees):
             step(self, env)
             for s in frees:
                 env[s] = None
+        if self.constant_roots:
+            for s in self.leaving:
+                if id(storage_root(env[s])) in self.constant_roots:
+                    env[s] = env[s].copy()
         return [env[s] for s in self.output_slots], {k: env[s] for k, s in self.update_slots}
 
     def result_array(self, slot, shape, dtype):

@@ -465,6 +465,27 @@ def test_gather(torch, dim):
     _both(torch, lambda T, x, i: T.gather(x, dim, i), X, idx, dtypes=("int64", "int32"))
 
 
+@pytest.mark.parametrize("shape, dim", [((5, 7), 1), ((5, 7), 0), ((3, 4, 6), 1), ((3, 4, 6), -1),
+                                        ((6,), 0), ((4, 1), 1)])
+def test_gather_one_pick_per_line_gradient_is_torchs_bit_for_bit(torch, shape, dim):
+    """One index per line along ``dim`` (cross-entropy's pick): the gradient is a select, not a
+    scatter into zeros, and keeps the scatter's values: a -0.0 gradient lands as 0.0."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(shape).astype(np.float32)
+    ishape = list(shape)
+    ishape[dim] = 1
+    idx = rng.integers(0, shape[dim], size=ishape)
+    g = rng.standard_normal(ishape).astype(np.float32)
+    g.reshape(-1)[::2] = -0.0
+    g.reshape(-1)[1::3] = np.nan
+    grads = []
+    for T in (dg, torch):
+        t = T.tensor(x, requires_grad=True)
+        t.gather(dim, T.tensor(idx)).backward(T.tensor(g))
+        grads.append(t.grad.numpy())
+    assert grads[0].tobytes() == grads[1].tobytes()
+
+
 def test_gather_zero_dim(torch):
     _both(torch, lambda T, x, i: T.gather(x, 0, i), np.array(5.0), np.array([0, 0]), grad=(0,))
     _both(torch, lambda T, x, i: T.gather(x, 0, i), np.array(5.0), np.array(0), grad=(0,))

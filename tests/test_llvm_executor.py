@@ -458,6 +458,48 @@ def test_zero_dim_values_of_ops_run_by_numpy_stay_arrays():
         assert float(compiled(a)) == float(expected)
 
 
+def test_values_computed_from_constants_are_made_once_per_program():
+    """An ``arange`` and its views are computed when the program is built, not by a step at
+    each call; a result that is a view of one is copied, so changing it changes no later call."""
+    def f(x):
+        pos = dg.arange(6)
+        return x * pos.view(2, 3), pos.view(3, 2)
+    compiled = dg.compile(f, backend="llvm")
+    x = dg.ones(2, 3)
+    for _ in range(3):
+        got, pos_view = compiled(x)
+        assert np.array_equal(got.numpy(), np.arange(6.0).reshape(2, 3))
+        assert np.array_equal(pos_view.numpy(), np.arange(6).reshape(3, 2))
+        pos_view.add_(100)              # the caller's copy, not the program's constant
+    program = next(iter(compiled.entries[-1].graph._programs.values()))
+    # x * pos.view(2, 3) fused; pos.view(3, 2) leaves, so it is made at each call
+    assert sorted(s.node.op for s in program.steps) == ["fused", "view"]
+
+
+def test_cross_entropy_gradient_runs_no_scatter():
+    """Cross-entropy's pick gathers one logit per row: its gradient is a select that fuses with
+    the softmax's, where a scatter into zeros ran as steps of its own."""
+    model = dg.nn.Linear(8, 5)
+
+    def step(x, y):
+        model.zero_grad()
+        loss = dg.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+    compiled = dg.compile(step, backend="llvm")
+    rng = np.random.default_rng(0)
+    x, y = dg.from_numpy(rng.standard_normal((16, 8)).astype(np.float32)), dg.tensor(rng.integers(0, 5, 16))
+    for _ in range(3):
+        loss = compiled(x, y)
+        grad = model.weight.grad.clone()
+    expected = step(x, y)
+    assert abs(loss.item() - expected.item()) < 1e-6
+    np.testing.assert_allclose(grad.numpy(), model.weight.grad.numpy(), rtol=1e-5, atol=1e-7)
+    program = next(iter(compiled.entries[-1].graph._programs.values()))
+    ops = [s.node.op for s in program.steps]
+    assert "scatter_add" not in ops and "full" not in ops and "arange" not in ops, ops
+
+
 def test_array_addresses_are_numpys():
     """Launches read their buffers' addresses from the array objects (numpy's ``ctypes.data``
     is too slow for a tiny kernel's launch); they are numpy's own, for every kind of array."""

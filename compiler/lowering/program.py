@@ -28,6 +28,7 @@ from ..interpreter import evaluate, last_uses, outputs_of
 from ..ir import TensorType, Value
 from ..ops import REGISTRY
 from ..ops.creation import contiguous_strides
+from ..passes.fold import constant_results
 from ..passes.memory import plan_memory
 from ..symbolic import Sym, concrete
 from .kernel import describe, lowerable
@@ -102,8 +103,11 @@ def build(graph, batch, writable, backend):
     input_slots = [slot(inp.value) for inp in graph.inputs]
     memory = graph.memory_plan or plan_memory(graph)
     last = last_uses(graph)
+    constants = _constants(graph, backend)
     steps, frees = [], []
     for i, node in enumerate(graph.nodes):
+        if all(v in constants for v in node.outs):
+            continue
         extern = _ExternStep(node, slot, batch, backend)
         values = kernel_inputs(node)
         steps.append(extern if values is None else
@@ -118,7 +122,24 @@ def build(graph, batch, writable, backend):
     return executor.Program(len(slots), input_slots, steps, frees,
                             [slot(v) for v in graph.outputs],
                             [(name, slot(v)) for name, v in graph.updates],
-                            buffers, inplace, backend.allocate)
+                            buffers, inplace, backend.allocate,
+                            {slot(v): a for v, a in constants.items()})
+
+
+def _constants(graph, backend):
+    """{Value: array} of the small values computed from constants alone (an ``arange`` and
+    its views, as in gather's gradient): computed once per program instead of by a step at
+    every call.  Values that leave the graph are not among them (the caller gets a new array
+    each call).  Host backends only: a device backend's steps make its own arrays."""
+    if backend.extern is not None:
+        return {}
+    leaving = {*graph.outputs, *(v for _, v in graph.updates)}
+    known = {}
+    for node in graph.nodes:
+        results = constant_results(node, known)
+        if results is not None:
+            known.update(zip(node.outs, results))
+    return {v: a for v, a in known.items() if v not in leaving}
 
 
 class _KernelStep:

@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from dynograph.runtime import dtypes as D
+from . import creation as C
 from . import elementwise as E
 from . import movement as M
 from .core import TensorSpec, define, type_name, wrap_dim
@@ -420,7 +421,21 @@ def _gather(x, index, dim):
     return _run_nonneg(lambda: x[_along(index, d)], index, xs[d], d).reshape(shape)
 def _gather_vjp(ctx, g):
     x, idx = ctx.inputs
-    return (_call(scatter_add, g.new_zeros(tuple(x.shape)), idx, g, dim=ctx.attrs["dim"]), None)
+    xs, ixs = tuple(x.shape), tuple(idx.shape)
+    d = wrap_dim(ctx.attrs["dim"], len(xs)) if xs else 0
+    if xs and len(ixs) == len(xs) and ixs[d] == 1 and ixs[:d] == xs[:d] and \
+            ixs[d + 1:] == xs[d + 1:]:
+        # one pick per line (cross-entropy's): the gradient is g where the position along
+        # ``d`` is the picked one.  A comparison and a select fuse with g's producer, where a
+        # scatter into zeros runs on its own.  ``g + 0.0`` is the scatter's 0.0 + g: -0.0
+        # becomes 0.0 as there.  (The forward gather has checked the indices.)
+        n = xs[d]
+        where = _call(C.arange, start=0, end=n, step=1, dtype=idx.dtype)
+        where = where.reshape((1,) * d + (n,) + (1,) * (len(xs) - d - 1))
+        if where.device != idx.device:
+            where = where.to(idx.device)
+        return (_call(E.where, idx == where, g + 0.0, g.new_zeros(())), None)
+    return (_call(scatter_add, g.new_zeros(xs), idx, g, dim=ctx.attrs["dim"]), None)
 
 
 gather = define("gather", "index", _gather, meta=_gather_meta, vjp=_gather_vjp,

@@ -60,7 +60,7 @@ def fold(graph):
     sensitive = layout_sensitive_reads(graph)
     nodes, changed = [], False
     for node in graph.nodes:
-        results = _evaluate(node, known)
+        results = constant_results(node, known)
         if results is None:
             nodes.append(node)
             continue
@@ -80,7 +80,7 @@ def fold(graph):
     return graph.replace(nodes=nodes) if changed else graph
 
 
-def _evaluate(node, known):
+def constant_results(node, known):
     """The node's results as arrays when it is a small computation on constants, else None."""
     op = REGISTRY.get(node.op)
     if op is None or op.effect or (op.kind == "creation" and not op.constant):
