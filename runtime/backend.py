@@ -142,6 +142,12 @@ class Backend(abc.ABC):
         (the caller then uses numpy)."""
         return None
 
+    def matmul_pair(self, first, second):
+        """Two independent products at once, each ``(a, b, out, bias, alpha, beta)`` as
+        ``matmul`` takes them; False, having run neither, where the backend cannot (the caller
+        then runs them one after the other)."""
+        return False
+
 
 def kernel_function(backend, kernel):
     """The loaded function of ``kernel`` on ``backend``: from memory, from a compilation started

@@ -500,6 +500,81 @@ def test_cross_entropy_gradient_runs_no_scatter():
     assert "scatter_add" not in ops and "full" not in ops and "arange" not in ops, ops
 
 
+def _program_of(compiled):
+    return next(iter(compiled.entries[-1].graph._programs.values()))
+
+
+def test_a_layers_two_gradient_products_run_at_once_and_match_eager(two_threads):
+    """Each linear layer's backward computes two products from the same output gradient;
+    they run as one step, each on its own thread, and the step matches eager."""
+    from dynograph.compiler.lowering.products import ProductPair
+    model = dg.nn.Sequential(dg.nn.Linear(96, 160), dg.nn.ReLU(), dg.nn.Linear(160, 160),
+                             dg.nn.ReLU(), dg.nn.Linear(160, 10))
+    twin = dg.nn.Sequential(dg.nn.Linear(96, 160), dg.nn.ReLU(), dg.nn.Linear(160, 160),
+                            dg.nn.ReLU(), dg.nn.Linear(160, 10))
+    twin.load_state_dict(model.state_dict())
+    opts = [dg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, twin)]
+    compiled = dg.compile(classifier_step(model, opts[0]), backend="llvm")
+    eager = classifier_step(twin, opts[1])
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        x = dg.from_numpy(rng.standard_normal((128, 96)).astype(np.float32))
+        y = dg.from_numpy(rng.integers(0, 10, 128))
+        np.testing.assert_allclose(compiled(x, y).item(), eager(x, y).item(), rtol=1e-5)
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+    pairs = [s for s in _program_of(compiled).steps if isinstance(s, ProductPair)]
+    # layer 2's and layer 3's (layer 1 needs no input gradient)
+    assert [(s.first.node.op, s.second.node.op) for s in pairs] == [("mm", "mm")] * 2
+
+
+def test_products_that_depend_differ_or_share_memory_run_one_after_the_other(two_threads):
+    """No pair where the second reads the first's result, where one does far more work than
+    the other, or where the second's result takes the buffer of an operand of the first (the
+    memory plan frees it once the first has run); the results stay eager's."""
+    from dynograph.compiler.lowering.products import ProductPair
+    rng = np.random.default_rng(1)
+
+    def arr(*shape):
+        return dg.from_numpy(rng.standard_normal(shape).astype(np.float32))
+
+    def chain(a, b, c):
+        return (a @ b) @ c
+
+    def uneven(a, b, c, d):
+        return (a @ b).sum() + (c @ d).sum()
+
+    def reused(x, w, y, v):
+        h = x * 2                       # freed once h @ w has run: y @ v may take its buffer
+        return (h @ w).sum() + (y @ v).sum()
+    cases = [(chain, (arr(64, 64), arr(64, 64), arr(64, 64))),
+             (uneven, (arr(256, 256), arr(256, 256), arr(256, 32), arr(32, 256))),
+             # (large enough that the second's writes would meet the first's reads)
+             (reused, (arr(256, 512), arr(512, 512), arr(256, 512), arr(512, 512)))]
+    for fn, args in cases:
+        compiled = dg.compile(fn, backend="llvm")
+        for _ in range(3):
+            got = compiled(*args)
+        np.testing.assert_allclose(got.numpy(), fn(*args).numpy(), rtol=1e-5)
+        assert not any(isinstance(s, ProductPair) for s in _program_of(compiled).steps), fn
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_two_products_at_once_match_numpy(two_threads, dt):
+    from dynograph.compiler.llvm import blas, pool
+    if not blas.usable():
+        pytest.skip("numpy's BLAS is not OpenBLAS: products run on numpy")
+    rng = np.random.default_rng(2)
+    a, b, c, d = (rng.standard_normal(s).astype(dt) for s in ((40, 30), (50, 30), (40, 20), (40, 60)))
+    bias = rng.standard_normal(50).astype(dt)
+    out1, out2 = np.empty((40, 50), dt), np.empty((20, 60), dt)
+    with blas.single_threaded():
+        assert blas.gemm_pair(pool.pool(), (a, b.T, out1, bias, 1.0, 0.5),
+                              (c.T, d, out2, None, 1, 1))
+    np.testing.assert_allclose(out1, 0.5 * bias + a @ b.T, rtol=1e-6 if dt == np.float64 else 1e-5)
+    np.testing.assert_allclose(out2, c.T @ d, rtol=1e-6 if dt == np.float64 else 1e-5)
+
+
 def test_array_addresses_are_numpys():
     """Launches read their buffers' addresses from the array objects (numpy's ``ctypes.data``
     is too slow for a tiny kernel's launch); they are numpy's own, for every kind of array."""

@@ -74,6 +74,10 @@ class LLVMBackend(Backend):
             return None
         return blas.gemm(workers, a, b, out, bias, alpha, beta)
 
+    def matmul_pair(self, first, second):
+        workers = pool.pool()
+        return workers is not None and blas.gemm_pair(workers, first, second)
+
     def allocate(self, shape, dtype):
         return np.empty(shape, dtype)
 

@@ -159,6 +159,43 @@ def _task(mod, name, block):
     b.cbranch(b.icmp_signed("<", following, hi), loop, done)
     b.position_at_end(done)
     b.ret_void()
+    return fn
+
+
+def _pair_task(mod, name, task):
+    """pair(args, lo, hi): two products at once, their argument blocks one after the other;
+    pieces [0, P) are the first's blocks (P = its ROW_BLOCKS x COL_BLOCKS), the rest the
+    second's."""
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name)
+    fn.attributes.add("nounwind")
+    args, lo, hi = fn.args
+    entry, loop, first, second, following, done = (
+        fn.append_basic_block(n) for n in ("entry", "loop", "first", "second", "next", "done"))
+    b = ir.IRBuilder(entry)
+
+    def word(i):
+        return b.load(b.gep(args, [I64(i)], source_etype=I64), typ=I64)
+
+    pieces = b.mul(word(ROW_BLOCKS), word(COL_BLOCKS))
+    other = b.gep(args, [I64(WORDS)], source_etype=I64)
+    b.cbranch(b.icmp_signed("<", lo, hi), loop, done)
+    b.position_at_end(loop)
+    piece = b.phi(I64)
+    piece.add_incoming(lo, entry)
+    b.cbranch(b.icmp_signed("<", piece, pieces), first, second)
+    b.position_at_end(first)
+    b.call(task, [args, piece, b.add(piece, I64(1))])
+    b.branch(following)
+    b.position_at_end(second)
+    own = b.sub(piece, pieces)
+    b.call(task, [other, own, b.add(own, I64(1))])
+    b.branch(following)
+    b.position_at_end(following)
+    after = b.add(piece, I64(1))
+    piece.add_incoming(after, following)
+    b.cbranch(b.icmp_signed("<", after, hi), loop, done)
+    b.position_at_end(done)
+    b.ret_void()
 
 
 def _module():
@@ -166,7 +203,8 @@ def _module():
     mod.triple = jit.triple()
     for real, suffix in ((F32, "f32"), (F64, "f64")):
         gemm = ir.FunctionType(ir.VoidType(), [I64] * 6 + [real, PTR, I64, PTR, I64, real, PTR, I64])
-        _task(mod, f"dg_gemm_{suffix}", _block(mod, f"dg_gemm_block_{suffix}", real, gemm))
+        task = _task(mod, f"dg_gemm_{suffix}", _block(mod, f"dg_gemm_block_{suffix}", real, gemm))
+        _pair_task(mod, f"dg_gemm_pair_{suffix}", task)
     return str(mod)
 
 
@@ -179,21 +217,23 @@ class _Library:
         self.set_threads, self.get_threads = set_threads, get_threads
         self._tasks = None
 
-    def tasks(self):
+    def tasks(self, pair=False):
         """dtype -> (the address of the task computing its products, a ctypes callable of it
-        for this thread)."""
+        for this thread); ``pair``: the tasks computing two products at once."""
         if self._tasks is None:
             with _lock, unwatched():
                 self._load()
-        return self._tasks
+        return self._tasks[pair]
 
     def _load(self):
         if self._tasks is None:
             obj = jit.runtime_object("dg_gemm", [__file__, pool.__file__], _module)
-            tasks = jit.load_all(obj, ["dg_gemm_f32", "dg_gemm_f64"])
-            self._tasks = {np.dtype(real): (tasks[name], pool.TASK(tasks[name]))
-                           for real, name in ((np.float32, "dg_gemm_f32"),
-                                              (np.float64, "dg_gemm_f64"))}
+            names = [f"dg_gemm{kind}_{suffix}" for kind in ("", "_pair") for suffix in ("f32", "f64")]
+            tasks = jit.load_all(obj, names)
+            self._tasks = {pair: {np.dtype(real): (tasks[name], pool.TASK(tasks[name]))
+                                  for real, name in ((np.float32, f"dg_gemm{kind}_f32"),
+                                                     (np.float64, f"dg_gemm{kind}_f64"))}
+                           for pair, kind in ((False, ""), (True, "_pair"))}
 
 
 _found = []
@@ -299,14 +339,73 @@ def gemm(workers, a, b, out, bias=None, alpha=1.0, beta=1.0):
     matmul makes one BLAS call per matrix, at the BLAS's thread count: on a short batch of
     large matrices, as fast; on a long batch of small ones, each call runs on one thread)."""
     library = _blas()
+    if library is None or (out.ndim == 3 and (workers is None or out.shape[0] <
+                                              workers.threads * BATCH_PIECES_PER_THREAD)):
+        return None
     dtype = out.dtype
-    if library is None or dtype not in library.functions or not out.flags.c_contiguous or \
-            a.dtype != dtype or b.dtype != dtype:
+    block = _kept_arguments(library, a, b, out, bias, alpha, beta,
+                            1 if workers is None else workers.threads)
+    if block is None:
         return None
-    if out.ndim == 3 and (workers is None or
-                          out.shape[0] < workers.threads * BATCH_PIECES_PER_THREAD):
+    task, call = library.tasks()[dtype]
+    pieces = int(block[ROW_BLOCKS] * block[COL_BLOCKS]) * (out.shape[0] if out.ndim == 3 else 1)
+    if workers is None:
+        call(address(block), 0, pieces)
+        return out
+    parts = pieces if out.ndim == 2 else min(pieces, workers.threads * BATCH_PIECES_PER_THREAD)
+    _run_on_pool(library, workers, task, call, address(block), pieces, parts)
+    return out
+
+
+def _run_on_pool(library, workers, task, call, block, pieces, parts):
+    """The product task ``task`` over its ``pieces`` on the pool, BLAS on one thread in each."""
+    workers.lib.add(task, call)         # (run calls it here when the pool is busy)
+    before = library.get_threads()
+    if before != 1:         # (inside a program it is 1 already: Backend.running)
+        library.set_threads(1)
+    try:
+        workers.run(task, block, pieces, parts)
+    finally:
+        if before != 1:
+            library.set_threads(before)
+
+
+def gemm_pair(workers, first, second):
+    """Two independent products ``first`` and ``second`` (each the arguments of ``gemm``:
+    ``(a, b, out, bias, alpha, beta)``, 2-D) at once, each on half the pool's threads: a
+    product alone on one core runs faster than its half on each of two (every block packs its
+    operands).  Returns False, having run nothing, where either cannot run this way."""
+    library = _blas()
+    if library is None or workers is None or workers.threads < 2 or \
+            first[2].dtype != second[2].dtype or first[2].ndim != 2 or second[2].ndim != 2:
+        return False
+    share = workers.threads // 2
+    blocks = [_kept_arguments(library, *first, share),
+              _kept_arguments(library, *second, workers.threads - share)]
+    if blocks[0] is None or blocks[1] is None:
+        return False
+    key = (id(blocks[0]), id(blocks[1]))
+    block = _pairs.get(key)
+    if block is None or block[1] is not blocks[0] or block[2] is not blocks[1]:
+        if len(_pairs) >= BLOCKS_KEPT:
+            _pairs.clear()
+        block = _pairs[key] = (np.concatenate(blocks), *blocks)
+    pieces = sum(int(x[ROW_BLOCKS] * x[COL_BLOCKS]) for x in blocks)
+    task, call = library.tasks(pair=True)[first[2].dtype]
+    _run_on_pool(library, workers, task, call, address(block[0]), pieces, pieces)
+    return True
+
+
+_pairs = {}             # (id of the first's block, of the second's) -> (pair's block, both)
+
+
+def _kept_arguments(library, a, b, out, bias, alpha, beta, threads):
+    """The argument block of ``gemm``'s task for these operands on ``threads`` threads, kept
+    between calls by everything it is made of; None where BLAS cannot run the product."""
+    dtype = out.dtype
+    if dtype not in library.functions or not out.flags.c_contiguous or a.dtype != dtype or \
+            b.dtype != dtype:
         return None
-    threads = 1 if workers is None else workers.threads
     key = (dtype, threads, address(a), a.shape, a.strides, address(b), b.shape, b.strides,
            address(out), out.shape, alpha, beta) + \
         (() if bias is None else (bias.dtype, address(bias), bias.shape, bias.strides))
@@ -318,22 +417,7 @@ def gemm(workers, a, b, out, bias=None, alpha=1.0, beta=1.0):
         if len(_blocks) >= BLOCKS_KEPT:
             _blocks.clear()
         _blocks[key] = block
-    task, call = library.tasks()[dtype]
-    pieces = int(block[ROW_BLOCKS] * block[COL_BLOCKS]) * (out.shape[0] if out.ndim == 3 else 1)
-    if workers is None:
-        call(address(block), 0, pieces)
-        return out
-    parts = pieces if out.ndim == 2 else min(pieces, workers.threads * BATCH_PIECES_PER_THREAD)
-    workers.lib.add(task, call)         # (run calls it here when the pool is busy)
-    before = library.get_threads()
-    if before != 1:         # (inside a program it is 1 already: Backend.running)
-        library.set_threads(1)
-    try:
-        workers.run(task, address(block), pieces, parts)
-    finally:
-        if before != 1:
-            library.set_threads(before)
-    return out
+    return block
 
 
 def _arguments(library, a, b, out, bias, alpha, beta, threads):

@@ -32,6 +32,7 @@ from ..passes.fold import constant_results
 from ..passes.memory import plan_memory
 from ..symbolic import Sym, concrete
 from .kernel import describe, lowerable
+from .products import pair_products
 from .scalar import Unsupported
 
 # node -> {(backend, input layouts, shapes, batch): Plan or None (no kernel for those)}
@@ -113,6 +114,7 @@ def build(graph, batch, writable, backend):
         steps.append(extern if values is None else
                      _KernelStep(node, values, [slot(v) for v in values], extern, batch, backend))
         frees.append([slot(v) for v in last.get(i, ())])
+    steps, frees = pair_products(steps, frees, memory, batch, _ExternStep)
     buffers = {slot(v): (tuple(concrete(v.type.shape, batch)), v.type.dtype.np, b,
                          v in memory.lifetimes)
                for v, b in memory.buffers.items()}
@@ -207,14 +209,15 @@ class _ExternStep:
                 not any(_has_slot(v) for v in self.attrs.values()):
             self.plain = [a.index for a in self.args]
 
+    def arguments(self, env):
+        """The node's arguments and attributes in this call."""
+        if self.plain is not None:
+            return [env[i] for i in self.plain], self.attrs
+        return fill(self.args, env), {k: fill(v, env) for k, v in self.attrs.items()}
+
     def __call__(self, program, env):
         op = self.op
-        if self.plain is not None:
-            args = [env[i] for i in self.plain]
-            attrs = self.attrs
-        else:
-            args = fill(self.args, env)
-            attrs = {k: fill(v, env) for k, v in self.attrs.items()}
+        args, attrs = self.arguments(env)
         if op is None:                      # a fused node: its subgraph, node by node
             sub = attrs.pop("graph")
             result = run(sub, args, self.batch, backend=self.backend)[0]
