@@ -575,6 +575,25 @@ def test_two_products_at_once_match_numpy(two_threads, dt):
     np.testing.assert_allclose(out2, c.T @ d, rtol=1e-6 if dt == np.float64 else 1e-5)
 
 
+def test_a_view_step_keeps_its_view_of_the_same_array_only():
+    """A view step keeps the view it made of the same array as at its last call (a transpose
+    of a parameter): new values in that array show through it, another array gets its own."""
+    def f(a, w):
+        return (a.reshape(2, 6) @ w.t()).sum()    # (the strided reshape copies: not a view step)
+    compiled = dg.compile(f, backend="llvm")
+    base = dg.arange(12.0).reshape(3, 4)
+    a = base.t()
+    w = dg.ones(2, 6)
+    for _ in range(4):
+        assert compiled(a, w).item() == f(a, w).item()
+        base.add_(1)                    # the same arrays, new values
+        w.mul_(2)
+    for other in (dg.full((2, 6), 3.0), dg.full((2, 6), 5.0)):
+        assert compiled(a, other).item() == f(a, other).item()
+    steps = _program_of(compiled).steps
+    assert [s.node.op for s in steps if getattr(s, "last_view", None) is not None] == ["t"]
+
+
 def test_array_addresses_are_numpys():
     """Launches read their buffers' addresses from the array objects (numpy's ``ctypes.data``
     is too slow for a tiny kernel's launch); they are numpy's own, for every kind of array."""

@@ -105,11 +105,12 @@ def build(graph, batch, writable, backend):
     memory = graph.memory_plan or plan_memory(graph)
     last = last_uses(graph)
     constants = _constants(graph, backend)
+    leaving = {*graph.outputs, *(v for _, v in graph.updates)}
     steps, frees = [], []
     for i, node in enumerate(graph.nodes):
         if all(v in constants for v in node.outs):
             continue
-        extern = _ExternStep(node, slot, batch, backend)
+        extern = _ExternStep(node, slot, batch, backend, leaving)
         values = kernel_inputs(node)
         steps.append(extern if values is None else
                      _KernelStep(node, values, [slot(v) for v in values], extern, batch, backend))
@@ -195,7 +196,7 @@ class _KernelStep:
 class _ExternStep:
     """A node run by its direct kernel or its numpy implementation (a fused node: its subgraph)."""
 
-    def __init__(self, node, slot, batch, backend):
+    def __init__(self, node, slot, batch, backend, leaving=frozenset()):
         self.node, self.batch, self.backend = node, batch, backend
         self.op = REGISTRY.get(node.op)
         self.host = Host(backend)
@@ -208,6 +209,12 @@ class _ExternStep:
         if self.op is not None and all(type(a) is _Slot for a in self.args) and \
                 not any(_has_slot(v) for v in self.attrs.values()):
             self.plain = [a.index for a in self.args]
+        # a view of the same array as at the last call is the same view: a parameter's
+        # transpose, a view of a planned buffer (it is the array's shape and strides, not its
+        # values).  Not for results that leave (each call hands out its own).
+        self.remembers = self.plain is not None and len(self.plain) == 1 and self.op.view and \
+            len(node.outs) == 1 and node.outs[0] not in leaving
+        self.last_view = None       # (the array viewed, its view)
 
     def arguments(self, env):
         """The node's arguments and attributes in this call."""
@@ -216,6 +223,10 @@ class _ExternStep:
         return fill(self.args, env), {k: fill(v, env) for k, v in self.attrs.items()}
 
     def __call__(self, program, env):
+        last = self.last_view
+        if last is not None and env[self.plain[0]] is last[0]:
+            env[self.outs[0]] = last[1]
+            return
         op = self.op
         args, attrs = self.arguments(env)
         if op is None:                      # a fused node: its subgraph, node by node
@@ -235,6 +246,9 @@ class _ExternStep:
                               program.in_arena(r) else r for r in result]
             elif not isinstance(result, list):
                 result = [result]
+        if self.remembers and type(args[0]) is np.ndarray and type(result[0]) is np.ndarray and \
+                executor.storage_root(result[0]) is executor.storage_root(args[0]):
+            self.last_view = (args[0], result[0])     # (a reshape that copied is not kept)
         for s, r in zip(self.outs, result):
             env[s] = r
 
