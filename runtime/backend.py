@@ -30,6 +30,7 @@ result when its kernel is first run, or compiles it itself where no thread has s
 """
 import abc
 import contextlib
+import functools
 import hashlib
 import os
 import sys
@@ -116,6 +117,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def launch(self, fn, kernel, addresses):
         """Run ``fn`` (from ``load``) over the whole of ``kernel``'s domain."""
+
+    def bind(self, fn, kernel, addresses):
+        """A callable of no arguments that does ``launch(fn, kernel, addresses)``: a program
+        step that sees the same buffers at every call launches through it."""
+        return functools.partial(self.launch, fn, kernel, addresses)
 
     @abc.abstractmethod
     def allocate(self, shape, dtype):

@@ -594,6 +594,24 @@ def test_a_view_step_keeps_its_view_of_the_same_array_only():
     assert [s.node.op for s in steps if getattr(s, "last_view", None) is not None] == ["t"]
 
 
+def test_a_kernel_step_on_the_same_arrays_relaunches_and_on_others_binds_again():
+    """A kernel step that sees the arrays of its last call launches on the addresses it bound
+    then; new values in those arrays are read, other arrays are bound anew."""
+    def f(a, b):
+        h = (a * 2 + b).exp()           # a fused kernel into a planned buffer
+        return h @ b.t()
+    compiled = dg.compile(f, backend="llvm")
+    rng = np.random.default_rng(3)
+    a, b = (dg.from_numpy(rng.standard_normal((8, 8)).astype(np.float32)) for _ in range(2))
+    for k in range(6):
+        if k == 3:
+            a = dg.from_numpy(rng.standard_normal((8, 8)).astype(np.float32))   # another array
+        np.testing.assert_allclose(compiled(a, b).numpy(), f(a, b).numpy(), rtol=1e-5)
+        a.mul_(0.5)                     # the same array, new values
+    kernels = [s for s in _program_of(compiled).steps if getattr(s, "same", None) is not None]
+    assert kernels and all(s.same[0][0] is a._data for s in kernels)
+
+
 def test_array_addresses_are_numpys():
     """Launches read their buffers' addresses from the array objects (numpy's ``ctypes.data``
     is too slow for a tiny kernel's launch); they are numpy's own, for every kind of array."""

@@ -8,6 +8,7 @@ functions take the range ``[begin, end)`` and run without the GIL.
 """
 import contextlib
 import ctypes
+import functools
 import math
 
 import numpy as np
@@ -53,16 +54,12 @@ class LLVMBackend(Backend):
         return fn
 
     def launch(self, fn, kernel, addresses):
-        extent = schedule(kernel).extent
-        block = fn.block(*addresses)
-        workers = pool.pool()
-        if workers is not None:
-            pieces = min(extent, workers.threads * PIECES_PER_THREAD,
-                         math.prod(kernel.domain) // PIECE_MIN)
-            if pieces > 1:
-                workers.run_kernel(fn, block, extent, pieces)
-                return
-        fn(block, 0, extent)
+        _launch(fn, fn.block(*addresses), schedule(kernel).extent, math.prod(kernel.domain))
+
+    def bind(self, fn, kernel, addresses):
+        # the argument block and the sizes made once
+        return functools.partial(_launch, fn, fn.block(*addresses), schedule(kernel).extent,
+                                 math.prod(kernel.domain))
 
     def running(self):
         # with a pool of several threads, numpy's BLAS runs on one: products split over the pool
@@ -90,6 +87,18 @@ class LLVMBackend(Backend):
 
 
 LLVM = LLVMBackend()
+
+
+def _launch(fn, block, extent, elements):
+    """The kernel ``fn`` on its argument block over ``[0, extent)`` of its lead axes (a domain
+    of ``elements`` elements): in pieces on the pool where it has enough work, else here."""
+    workers = pool.pool()
+    if workers is not None:
+        pieces = min(extent, workers.threads * PIECES_PER_THREAD, elements // PIECE_MIN)
+        if pieces > 1:
+            workers.run_kernel(fn, block, extent, pieces)
+            return
+    fn(block, 0, extent)
 
 
 # fused kernels of fewer domain elements compile without LLVM's vectorizers: scalar code
