@@ -137,13 +137,16 @@ def _forgetting(t, cache):
 
 class Slot:
     """A place in the user's program that holds a tensor: how to read and replace it."""
-    __slots__ = ("name", "kind", "get", "set")
+    __slots__ = ("name", "kind", "get", "set", "code")
 
-    def __init__(self, name, kind, get, set=None):
+    def __init__(self, name, kind, get, set=None, code=None):
         self.name = name
         self.kind = kind
         self.get = get            # () -> Tensor or None
         self.set = set            # (Tensor or None) -> None
+        # (bind) -> a Python expression of ``get()`` for the generated guard function
+        # (guard_code.py; ``bind`` names an object there), or None
+        self.code = code
 
 
 class Tracer(TraceHook):
@@ -261,7 +264,7 @@ class Tracer(TraceHook):
             return self.storages[id(root)]
         v = self.add_input(kind, name, TensorType(root.shape, D.from_numpy_dtype(root.dtype)), binding)
         if hasattr(binding, "get") and name not in self.param_slots:   # (else its parameter's fact)
-            self.fact(name, lambda: _slot_key(binding.get()))
+            self.fact(name, LayoutFact(binding))
         s = _Storage(root, v, (root.shape, root.strides, 0), slot=name)
         self.storages[id(root)] = s
         self.keep.append(root)
@@ -280,7 +283,7 @@ class Tracer(TraceHook):
             name = f"{kind}{self.n_const}"
             self.n_const += 1
             ref = tensor
-            slot = Slot(name, kind, lambda: ref)
+            slot = Slot(name, kind, lambda: ref, code=lambda bind: bind(ref))
             self.known[id(tensor)] = slot
         self.keep.append(tensor)
         return self._external(tensor, slot, slot.kind if slot.kind != "grad" else "state", slot.name)
@@ -315,7 +318,7 @@ class Tracer(TraceHook):
         self.keep.extend(subs)                      # (their ids stay theirs)
         self.announced.update(map(id, subs))
         for name, sub in module.named_modules(prefix=prefix.rstrip(".")):
-            self.fact(f"{name or type(module).__name__}.training", lambda s=sub: s.training)
+            self.fact(f"{name or type(module).__name__}.training", AttributeFact(sub, "training"))
             if self.undo is not None:
                 self.undo.module(sub)
         for name, p in module.named_parameters(prefix=prefix.rstrip("."), remove_duplicate=True):
@@ -799,9 +802,44 @@ class ParamFact:
 
 
 def _layout_code(a, key, bind):
+    """An expression true when the array of expression ``a`` (evaluated once) has the layout
+    ``key`` of ``_slot_key``: a numpy array of its own with that shape, dtype and strides."""
     shape, dtype, strides = key
-    return (f"({a}.base is None and {a}.shape == {shape!r} and {a}.dtype == {bind(dtype)} "
-            f"and {a}.strides == {strides!r})")
+    return (f"((_a := {a}).__class__ is {bind(np.ndarray)} and _a.base is None and "
+            f"_a.shape == {shape!r} and _a.dtype == {bind(dtype)} and _a.strides == {strides!r})")
+
+
+class AttributeFact:
+    """``obj.<name>`` (a module's ``training`` flag): callable like any fact; ``code`` writes
+    the test out inline for the generated guard function."""
+    __slots__ = ("obj", "name")
+
+    def __init__(self, obj, name):
+        self.obj, self.name = obj, name
+
+    def __call__(self):
+        return getattr(self.obj, self.name)
+
+    def code(self, want, bind):
+        return f"{bind(self.obj)}.{self.name} is {want}" if type(want) is bool else None
+
+
+class LayoutFact:
+    """The layout of the tensor a slot holds (``_slot_key``): inline where the slot says how
+    its tensor is read (``Slot.code``: a constant, an optimizer's state)."""
+    __slots__ = ("slot",)
+
+    def __init__(self, slot):
+        self.slot = slot
+
+    def __call__(self):
+        return _slot_key(self.slot.get())
+
+    def code(self, want, bind):
+        if self.slot.code is None or (want is not None and len(want) != 3):
+            return None
+        t = self.slot.code(bind)
+        return f"{t} is None" if want is None else _layout_code(f"{t}._data", want, bind)
 
 
 def _slot_key(t):
@@ -862,4 +900,5 @@ def _state_slot(opt, p, key, name):
 
     def set(t):
         opt.state[p][key] = t
-    return Slot(name, "state", get, set)
+    return Slot(name, "state", get, set,
+                code=lambda bind: f"{bind(opt)}.state[{bind(p)}].get({bind(key)})")

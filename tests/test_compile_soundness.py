@@ -228,6 +228,50 @@ def state():
     return {"mean": model[1].running_mean, "var": model[1].running_var}
 """)
 
+case("a model switched between train() and eval()", calls=5)("""
+model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2))
+def step(x):
+    return model(x)
+def make_args(i):
+    return (torch.arange(12.).reshape(4, 3) * (i + 1),)
+def between(i):
+    model[1].train(i % 2 == 1)
+def state():
+    return {"mean": model[1].running_mean, "var": model[1].running_var}
+""")
+
+case("momentum buffers replaced by strided tensors between calls", calls=5)("""
+model = nn.Linear(3, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+def step(x):
+    opt.zero_grad()
+    loss = model(x).pow(2).sum()
+    loss.backward()
+    opt.step()
+    return loss
+def make_args(i):
+    return (torch.arange(12.).reshape(4, 3) / (i + 1),)
+def between(i):
+    if i == 1:      # the same values, laid out transposed
+        buf = opt.state[model.weight]["momentum_buffer"]
+        opt.state[model.weight]["momentum_buffer"] = buf.t().contiguous().t()
+    if i == 2:
+        opt.state[model.bias]["momentum_buffer"] = torch.ones(4)[::2] * 0.5
+def state():
+    return {"w": model.weight, "b": model.bias, "bufs": [opt.state[p]["momentum_buffer"] for p in model.parameters()]}
+""")
+
+case("a global tensor's data replaced by a strided view", calls=5)("""
+W = torch.arange(6.).reshape(2, 3)
+def step(x):
+    return x @ W.t() + W.sum(0)
+def make_args(i):
+    return (torch.ones(4, 3) * (i + 1),)
+def between(i):
+    if i == 1:
+        W.data = torch.arange(6.).reshape(3, 2).t() * 2
+""")
+
 case("float guard tells -0.0 from 0.0")("""
 Z = 0.0
 def step(x):
