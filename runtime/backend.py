@@ -148,11 +148,13 @@ class Backend(abc.ABC):
         (the caller then uses numpy)."""
         return None
 
-    def matmul_pair(self, first, second):
-        """Two independent products at once, each ``(a, b, out, bias, alpha, beta)`` as
-        ``matmul`` takes them; False, having run neither, where the backend cannot (the caller
-        then runs them one after the other)."""
-        return False
+    def bind_matmul(self, products):
+        """A launcher (a callable of no arguments) of one product, or of two independent ones
+        at once, each ``(a, b, out, bias, alpha, beta)`` as ``matmul`` takes them, on these
+        buffers; it returns False, having run nothing, where it no longer applies (the caller
+        then binds again).  None where the backend has none (the caller runs each product as
+        its own step)."""
+        return None
 
 
 def kernel_function(backend, kernel):

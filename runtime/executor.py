@@ -19,8 +19,10 @@ knows nothing of graphs or ops:
 program runs (another thread) gets a program of its own, since the buffers are in use.
 """
 import ctypes
+import operator
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -81,6 +83,36 @@ class Program:
         """Whether ``array`` lives in one of this program's planned buffers (a result there
         must be copied before it is handed out: a later step would overwrite it)."""
         return id(storage_root(array)) in self.arenas
+
+
+class Bound:
+    """A step's launch bound to the arrays of one call, made again by a later call that sees
+    the same arrays (``again``): what it read (held weakly: a result the caller lets go must
+    stay recyclable) and the results it wrote (held weakly too: a planned buffer or an input
+    updated in place is the same array at every call; a result handed out, ``handed`` {index:
+    (slot, array)}, is the same when ``result_array`` gives that memory again)."""
+    __slots__ = ("reads", "launch", "results", "handed")
+
+    def __init__(self, reads, launch, results, handed):
+        self.reads = [weakref.ref(a) for a in reads]
+        self.launch = launch
+        self.results = [None if j in handed else weakref.ref(r) for j, r in enumerate(results)]
+        self.handed = [(j, slot, r.shape, r.dtype, address(r)) for j, (slot, r) in handed.items()]
+
+    def again(self, program, reads):
+        """The results when ``reads`` are the arrays read at the bound call and the results go
+        to the same memory (then the caller launches); else None."""
+        if len(reads) != len(self.reads) or \
+                not all(map(operator.is_, reads, [r() for r in self.reads])):
+            return None
+        results = [None if r is None else r() for r in self.results]
+        if self.handed:
+            for j, slot, shape, dtype, at in self.handed:
+                r = program.result_array(slot, shape, dtype)
+                if address(r) != at:
+                    return None
+                results[j] = r
+        return None if any(r is None for r in results) else results
 
 
 def overwritable(a, dtype, shape):

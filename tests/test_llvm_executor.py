@@ -507,7 +507,7 @@ def _program_of(compiled):
 def test_a_layers_two_gradient_products_run_at_once_and_match_eager(two_threads):
     """Each linear layer's backward computes two products from the same output gradient;
     they run as one step, each on its own thread, and the step matches eager."""
-    from dynograph.compiler.lowering.products import ProductPair
+    from dynograph.compiler.lowering.products import Products
     model = dg.nn.Sequential(dg.nn.Linear(96, 160), dg.nn.ReLU(), dg.nn.Linear(160, 160),
                              dg.nn.ReLU(), dg.nn.Linear(160, 10))
     twin = dg.nn.Sequential(dg.nn.Linear(96, 160), dg.nn.ReLU(), dg.nn.Linear(160, 160),
@@ -523,16 +523,17 @@ def test_a_layers_two_gradient_products_run_at_once_and_match_eager(two_threads)
         np.testing.assert_allclose(compiled(x, y).item(), eager(x, y).item(), rtol=1e-5)
     for p, q in zip(model.parameters(), twin.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
-    pairs = [s for s in _program_of(compiled).steps if isinstance(s, ProductPair)]
+    pairs = [s for s in _program_of(compiled).steps if isinstance(s, Products) and len(s.steps) == 2]
     # layer 2's and layer 3's (layer 1 needs no input gradient)
-    assert [(s.first.node.op, s.second.node.op) for s in pairs] == [("mm", "mm")] * 2
+    assert [[step.node.op for step in s.steps] for s in pairs] == [["mm", "mm"]] * 2
+    assert all(s.same is not None for s in pairs)       # bound once, relaunched since
 
 
 def test_products_that_depend_differ_or_share_memory_run_one_after_the_other(two_threads):
     """No pair where the second reads the first's result, where one does far more work than
     the other, or where the second's result takes the buffer of an operand of the first (the
     memory plan frees it once the first has run); the results stay eager's."""
-    from dynograph.compiler.lowering.products import ProductPair
+    from dynograph.compiler.lowering.products import Products
     rng = np.random.default_rng(1)
 
     def arr(*shape):
@@ -556,23 +557,34 @@ def test_products_that_depend_differ_or_share_memory_run_one_after_the_other(two
         for _ in range(3):
             got = compiled(*args)
         np.testing.assert_allclose(got.numpy(), fn(*args).numpy(), rtol=1e-5)
-        assert not any(isinstance(s, ProductPair) for s in _program_of(compiled).steps), fn
+        assert not any(isinstance(s, Products) and len(s.steps) == 2
+                       for s in _program_of(compiled).steps), fn
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
-def test_two_products_at_once_match_numpy(two_threads, dt):
+def test_bound_products_alone_or_two_at_once_match_numpy(two_threads, dt):
     from dynograph.compiler.llvm import blas, pool
+    from dynograph.runtime import threads
     if not blas.usable():
         pytest.skip("numpy's BLAS is not OpenBLAS: products run on numpy")
     rng = np.random.default_rng(2)
-    a, b, c, d = (rng.standard_normal(s).astype(dt) for s in ((40, 30), (50, 30), (40, 20), (40, 60)))
-    bias = rng.standard_normal(50).astype(dt)
-    out1, out2 = np.empty((40, 50), dt), np.empty((20, 60), dt)
+    a, b, c, d = (rng.standard_normal(s).astype(dt) for s in ((40, 300), (500, 300), (40, 20), (40, 60)))
+    bias = rng.standard_normal(500).astype(dt)
+    out1, out2 = np.empty((40, 500), dt), np.empty((20, 60), dt)
+    tol = 1e-6 if dt == np.float64 else 1e-5
     with blas.single_threaded():
-        assert blas.gemm_pair(pool.pool(), (a, b.T, out1, bias, 1.0, 0.5),
-                              (c.T, d, out2, None, 1, 1))
-    np.testing.assert_allclose(out1, 0.5 * bias + a @ b.T, rtol=1e-6 if dt == np.float64 else 1e-5)
-    np.testing.assert_allclose(out2, c.T @ d, rtol=1e-6 if dt == np.float64 else 1e-5)
+        for products in ([(a, b.T, out1, bias, 1.0, 0.5), (c.T, d, out2, None, 1, 1)],
+                         [(a, b.T, out1, bias, 1.0, 0.5)], [(c.T, d, out2, None, 1, 1)]):
+            out1[...] = out2[...] = np.nan
+            launch = blas.bind(pool.pool(), products)
+            for _ in range(2):          # bound once, launched again on the same blocks
+                assert launch()
+            if len(products) != 1 or products[0][2] is out1:
+                np.testing.assert_allclose(out1, 0.5 * bias + a @ b.T, rtol=tol)
+            if len(products) != 1 or products[0][2] is out2:
+                np.testing.assert_allclose(out2, c.T @ d, rtol=tol)
+        threads.set_threads(3)          # another pool: the launcher declines
+        assert launch() is False
 
 
 def test_a_view_step_keeps_its_view_of_the_same_array_only():
@@ -608,8 +620,8 @@ def test_a_kernel_step_on_the_same_arrays_relaunches_and_on_others_binds_again()
             a = dg.from_numpy(rng.standard_normal((8, 8)).astype(np.float32))   # another array
         np.testing.assert_allclose(compiled(a, b).numpy(), f(a, b).numpy(), rtol=1e-5)
         a.mul_(0.5)                     # the same array, new values
-    kernels = [s for s in _program_of(compiled).steps if getattr(s, "same", None) is not None]
-    assert kernels and all(s.same[0][0] is a._data for s in kernels)
+    kernel = _program_of(compiled).steps[0]
+    assert kernel.node.op == "fused" and kernel.same.reads[0]() is a._data
 
 
 def test_array_addresses_are_numpys():

@@ -71,9 +71,9 @@ class LLVMBackend(Backend):
             return None
         return blas.gemm(workers, a, b, out, bias, alpha, beta)
 
-    def matmul_pair(self, first, second):
+    def bind_matmul(self, products):
         workers = pool.pool()
-        return workers is not None and blas.gemm_pair(workers, first, second)
+        return None if workers is None else blas.bind(workers, products)
 
     def allocate(self, shape, dtype):
         return np.empty(shape, dtype)

@@ -353,50 +353,50 @@ def gemm(workers, a, b, out, bias=None, alpha=1.0, beta=1.0):
         call(address(block), 0, pieces)
         return out
     parts = pieces if out.ndim == 2 else min(pieces, workers.threads * BATCH_PIECES_PER_THREAD)
-    _run_on_pool(library, workers, task, call, address(block), pieces, parts)
-    return out
-
-
-def _run_on_pool(library, workers, task, call, block, pieces, parts):
-    """The product task ``task`` over its ``pieces`` on the pool, BLAS on one thread in each."""
     workers.lib.add(task, call)         # (run calls it here when the pool is busy)
     before = library.get_threads()
     if before != 1:         # (inside a program it is 1 already: Backend.running)
         library.set_threads(1)
     try:
-        workers.run(task, block, pieces, parts)
+        workers.run(task, address(block), pieces, parts)
     finally:
         if before != 1:
             library.set_threads(before)
+    return out
 
 
-def gemm_pair(workers, first, second):
-    """Two independent products ``first`` and ``second`` (each the arguments of ``gemm``:
-    ``(a, b, out, bias, alpha, beta)``, 2-D) at once, each on half the pool's threads: a
-    product alone on one core runs faster than its half on each of two (every block packs its
-    operands).  Returns False, having run nothing, where either cannot run this way."""
+def bind(workers, products):
+    """A launcher of one product, or of two independent ones at once, each on its share of the
+    pool's threads (a product alone on one core runs faster than its halves on two: every
+    block packs its operands); each product is ``gemm``'s arguments ``(a, b, out, bias, alpha,
+    beta)``, 2-D.  None where BLAS cannot run them.  The launcher runs them on the argument
+    blocks made now (a program's step sees the same buffers at every call) and returns True;
+    False, having run nothing, once the process' pool is another.  For programs, which run with
+    numpy's BLAS on one thread (``single_threaded``)."""
     library = _blas()
-    if library is None or workers is None or workers.threads < 2 or \
-            first[2].dtype != second[2].dtype or first[2].ndim != 2 or second[2].ndim != 2:
-        return False
-    share = workers.threads // 2
-    blocks = [_kept_arguments(library, *first, share),
-              _kept_arguments(library, *second, workers.threads - share)]
-    if blocks[0] is None or blocks[1] is None:
-        return False
-    key = (id(blocks[0]), id(blocks[1]))
-    block = _pairs.get(key)
-    if block is None or block[1] is not blocks[0] or block[2] is not blocks[1]:
-        if len(_pairs) >= BLOCKS_KEPT:
-            _pairs.clear()
-        block = _pairs[key] = (np.concatenate(blocks), *blocks)
+    if library is None or workers is None or len(products) > workers.threads:
+        return None
+    dtype = products[0][2].dtype
+    if any(p[2].dtype != dtype or p[2].ndim != 2 for p in products):
+        return None
+    share = workers.threads // len(products)
+    blocks = [_kept_arguments(library, *p, share if i else workers.threads - share * (len(products) - 1))
+              for i, p in enumerate(products)]
+    if any(x is None for x in blocks):
+        return None
+    block = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+    task, call = library.tasks(pair=len(blocks) == 2)[dtype]
+    workers.lib.add(task, call)         # (run calls it here when the pool is busy)
     pieces = sum(int(x[ROW_BLOCKS] * x[COL_BLOCKS]) for x in blocks)
-    task, call = library.tasks(pair=True)[first[2].dtype]
-    _run_on_pool(library, workers, task, call, address(block[0]), pieces, pieces)
-    return True
+    at = address(block)
 
-
-_pairs = {}             # (id of the first's block, of the second's) -> (pair's block, both)
+    def launch():
+        if pool.pool() is not workers:
+            return False
+        workers.run(task, at, pieces, pieces)
+        return True
+    launch.block = block                # (its memory is what the tasks read)
+    return launch
 
 
 def _kept_arguments(library, a, b, out, bias, alpha, beta, threads):

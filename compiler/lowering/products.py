@@ -7,16 +7,17 @@ pack their operands again and run thinner tiles; side by side, each on its share
 threads, both run nearer the speed of one thread alone (the MLP step's 128 x 512 x 512 pair on
 two cores: 0.70 ms for a product alone on one core against 0.38 ms for each split over both).
 
-``pair_products`` finds a product followed by another with only views between them (a
+``product_steps`` finds a product followed by another with only views between them (a
 transpose of the second's operand, typically), where neither the second nor the views read
 the first's result, and the second's result does not take the memory of one of the first's
 operands (the memory plan lets a value reuse a buffer once its last reader has run: the two
-run at once now).  The pair runs at the second's place, through ``Backend.matmul_pair``, where
+run at once now).  The pair runs at the second's place, through ``Backend.bind_matmul``, where
 both products are about the same size (one of twice the other's work would run alone on half
 the threads while the other waits), or both are too small to be split at all.
 """
 import numpy as np
 
+from dynograph.runtime import executor
 from ..ops import REGISTRY
 from ..symbolic import concrete
 
@@ -28,23 +29,45 @@ BALANCE = 0.8           # the smaller of a pair does at least this part of the l
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-class ProductPair:
-    """A program step: the products of extern steps ``first`` and ``second`` at once, where the
-    backend can; else one after the other."""
+class Products:
+    """A program step running the products of one extern step, or of two at once (each on its
+    share of the threads), through the backend's bound launcher (``Backend.bind_matmul``);
+    each extern step on its own where the backend has none.  A call that reads the arrays of
+    the last call and writes the same ones (planned buffers, results the caller let go)
+    relaunches on the argument blocks bound then (a product's Python, run between cache-cold
+    kernels, is tens of microseconds)."""
 
-    def __init__(self, first, second):
-        self.first, self.second = first, second
-        self.node = second.node             # (what a step is labelled by)
-        self.outs = first.outs + second.outs
+    def __init__(self, *steps):
+        self.steps = steps
+        self.node = steps[-1].node          # (what a step is labelled by)
+        self.outs = [s for step in steps for s in step.outs]
+        plain = [step.plain for step in steps]
+        self.reads = None if None in plain else [s for slots in plain for s in slots]
+        self.same = None                    # the launch of the last call (executor.Bound)
 
     def __call__(self, program, env):
-        operands = (_operands(self.first, program, env), _operands(self.second, program, env))
-        if None not in operands and self.first.backend.matmul_pair(*operands):
-            env[self.first.outs[0]] = operands[0][2]
-            env[self.second.outs[0]] = operands[1][2]
+        same = self.same
+        if same is not None:
+            results = same.again(program, [env[s] for s in self.reads])
+            if results is not None and same.launch():
+                for s, o in zip(self.outs, results):
+                    env[s] = o
+                return
+        self.same = None
+        operands = [_operands(step, program, env) for step in self.steps]
+        launch = None if None in operands else \
+            self.steps[0].backend.bind_matmul(operands)
+        if launch is None or not launch():
+            for step in self.steps:
+                step(program, env)
             return
-        self.first(program, env)
-        self.second(program, env)
+        results = [o[2] for o in operands]
+        for s, o in zip(self.outs, results):
+            env[s] = o
+        if self.reads is not None:
+            self.same = executor.Bound([env[s] for s in self.reads], launch, results,
+                                       {j: (s, o) for j, (s, o) in enumerate(zip(self.outs, results))
+                                        if s not in program.planned})
 
 
 def _operands(step, program, env):
@@ -68,20 +91,22 @@ def _operands(step, program, env):
     return a, b, out, bias, alpha, beta
 
 
-def pair_products(steps, frees, memory, batch, extern):
-    """``steps`` and ``frees`` (a program's, one entry per step) with pairs of independent
-    products made one step at the second's place;
+def product_steps(steps, frees, memory, batch, extern):
+    """``steps`` and ``frees`` (a program's, one entry per step) with each product's extern
+    step made a ``Products`` step, pairs of independent products one at the second's place;
     ``extern``: the class of the steps that run a node by its direct kernel or numpy."""
     steps, frees = list(steps), list(frees)
     i = 0
     while i < len(steps):
         j = _partner(steps, i, memory, batch, extern)
         if j is None:
+            if _is_product(steps[i], extern):
+                steps[i] = Products(steps[i])
             i += 1
             continue
         # the values freed after the first or the views (a view may be the last reader of
         # one of the first's operands) are freed after the pair
-        steps[j] = ProductPair(steps[i], steps[j])
+        steps[j] = Products(steps[i], steps[j])
         frees[j] = [s for k in range(i, j + 1) for s in frees[k]]
         for k in range(i + 1, j):
             frees[k] = []

@@ -16,7 +16,6 @@ Each node becomes a step:
 
 The results agree with the interpreter's (compiler/interpreter.py); the tests check it.
 """
-import operator
 import sys
 import weakref
 
@@ -33,7 +32,7 @@ from ..passes.fold import constant_results
 from ..passes.memory import plan_memory
 from ..symbolic import Sym, concrete
 from .kernel import describe, lowerable
-from .products import pair_products
+from .products import product_steps
 from .scalar import Unsupported
 
 # node -> {(backend, input layouts, shapes, batch): Plan or None (no kernel for those)}
@@ -121,7 +120,7 @@ def build(graph, batch, writable, backend):
         steps.append(extern if values is None else
                      _KernelStep(node, values, [slot(v) for v in values], extern, batch, backend))
         frees.append([slot(v) for v in last.get(i, ())])
-    steps, frees = pair_products(steps, frees, memory, batch, _ExternStep)
+    steps, frees = product_steps(steps, frees, memory, batch, _ExternStep)
     buffers = {slot(v): (tuple(concrete(v.type.shape, batch)), v.type.dtype.np, b,
                          v in memory.lifetimes)
                for v, b in memory.buffers.items()}
@@ -160,20 +159,22 @@ class _KernelStep:
         self.shapes = [tuple(concrete(v.type.shape, batch)) for v in node.outs]
         self.fallback, self.batch, self.backend = fallback, batch, backend
         self.last = None        # (the inputs' layouts at the last call, its plan)
-        # (the inputs, the launch, the outputs written in place, all outputs) of the last call
-        # when every output was a planned buffer or an input updated in place: a call on the
-        # same arrays launches the same kernel on the same addresses
+        # the launch of the last call (executor.Bound): a call that reads the same arrays and
+        # writes the same ones launches the same kernel on the same addresses
         self.same = None
+        self.into = []          # the outputs written into inputs at that call
 
     def __call__(self, program, env):
         arrays = [env[s] for s in self.ins]
         same = self.same
-        if same is not None and all(map(operator.is_, arrays, same[0])) and \
-                all(a.flags.writeable for a in same[2]):
-            same[1]()
-            for s, o in zip(self.outs, same[3]):
-                env[s] = o
-            return
+        if same is not None:
+            outs = same.again(program, arrays)
+            # (an input updated in place must still be writable)
+            if outs is not None and all(outs[j].flags.writeable for j in self.into):
+                same.launch()
+                for s, o in zip(self.outs, outs):
+                    env[s] = o
+                return
         # a program's inputs keep their layouts from call to call: the last plan is checked
         # by a tuple comparison, not looked up again (a tiny kernel's whole launch is µs)
         try:
@@ -191,7 +192,7 @@ class _KernelStep:
         if plan.copies:     # (never an input updated in place: those are row-major already)
             arrays = [np.ascontiguousarray(a) if i in plan.copies else a
                       for i, a in enumerate(arrays)]
-        outs, into, fixed = [], [], not plan.copies
+        outs, into, handed = [], [], {}
         for j, (s, shape, dt) in enumerate(zip(self.outs, self.shapes, plan.outputs)):
             out = program.planned.get(s)
             if out is None:
@@ -200,20 +201,21 @@ class _KernelStep:
                     out = env[old]
                     into.append((j, self.ins.index(old)))
                 else:       # outputs are contiguous, as the description's store strides assume
-                    out = program.result_array(s, shape, dt)
-                    fixed = False   # (a new array where the caller still holds the last)
+                    out = handed[j] = program.result_array(s, shape, dt)
             outs.append(out)
         if into:
             plan = plan.writing_into(tuple(into))
         address = self.backend.address
         addresses = [address(a) for a in arrays] + [address(o) for o in outs]
-        launch = plan.bound(addresses) if fixed else None
+        launch = None if plan.copies else plan.bound(addresses)
         if launch is None:
             plan(addresses)
             self.same = None
         else:
             launch()
-            self.same = (arrays, launch, [outs[j] for j, _ in into], outs)
+            self.into = [j for j, _ in into]
+            self.same = executor.Bound(arrays, launch, outs,
+                                       {j: (self.outs[j], o) for j, o in handed.items()})
         for s, o in zip(self.outs, outs):
             env[s] = o
 
