@@ -476,6 +476,32 @@ def test_values_computed_from_constants_are_made_once_per_program():
     assert sorted(s.node.op for s in program.steps) == ["fused", "view"]
 
 
+def test_constants_whose_size_is_the_symbolic_batch_size_are_made_at_each_call():
+    """A training step over a symbolic batch size whose graph holds constants of the batch's
+    size (the zeros an argument's gradient starts from) builds its programs: such constants
+    are not made once."""
+    model = dg.nn.Sequential(dg.nn.Linear(4, 5), dg.nn.Tanh(), dg.nn.Linear(5, 1))
+    twin = dg.nn.Sequential(dg.nn.Linear(4, 5), dg.nn.Tanh(), dg.nn.Linear(5, 1))
+    twin.load_state_dict(model.state_dict())
+    steps = []
+    for m in (model, twin):
+        opt = dg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+        def step(a, m=m, opt=opt):
+            opt.zero_grad()
+            loss = dg.nn.functional.mse_loss(m(a), a[:, :1])
+            loss.backward()
+            opt.step()
+            return loss
+        steps.append(step)
+    compiled = dg.compile(steps[0], backend="llvm")
+    for n in (2, 5, 4, 3):
+        data = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        a, b = (dg.tensor(data, requires_grad=True) for _ in range(2))
+        np.testing.assert_allclose(compiled(a).item(), steps[1](b).item(), rtol=1e-5)
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
 def test_cross_entropy_gradient_runs_no_scatter():
     """Cross-entropy's pick gathers one logit per row: its gradient is a select that fuses with
     the softmax's, where a scatter into zeros ran as steps of its own."""

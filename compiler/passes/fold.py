@@ -34,7 +34,9 @@ def layout_sensitive_reads(graph):
 
 
 def _small(v):
-    return isinstance(v.type, TensorType) and v.type.numel <= MAX_ELEMENTS
+    # (a size that depends on a symbolic batch size is not known to be small)
+    return isinstance(v.type, TensorType) and all(type(n) is int for n in v.type.shape) and \
+        v.type.numel <= MAX_ELEMENTS
 
 
 def _uniform(a):
