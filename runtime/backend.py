@@ -148,6 +148,11 @@ class Backend(abc.ABC):
         (the caller then uses numpy)."""
         return None
 
+    def binds_matmul(self):
+        """Whether ``bind_matmul`` may give launchers now (asked before a product's operands
+        are gathered for it)."""
+        return False
+
     def bind_matmul(self, products):
         """A launcher (a callable of no arguments) of one product, or of two independent ones
         at once, each ``(a, b, out, bias, alpha, beta)`` as ``matmul`` takes them, on these

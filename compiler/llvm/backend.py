@@ -71,6 +71,9 @@ class LLVMBackend(Backend):
             return None
         return blas.gemm(workers, a, b, out, bias, alpha, beta)
 
+    def binds_matmul(self):
+        return pool.pool() is not None and blas.usable()
+
     def bind_matmul(self, products):
         workers = pool.pool()
         return None if workers is None else blas.bind(workers, products)

@@ -54,9 +54,10 @@ class Products:
                     env[s] = o
                 return
         self.same = None
-        operands = [_operands(step, program, env) for step in self.steps]
-        launch = None if None in operands else \
-            self.steps[0].backend.bind_matmul(operands)
+        backend = self.steps[0].backend
+        operands = [_operands(step, program, env) for step in self.steps] \
+            if backend.binds_matmul() else [None]
+        launch = None if None in operands else backend.bind_matmul(operands)
         if launch is None or not launch():
             for step in self.steps:
                 step(program, env)
