@@ -645,6 +645,24 @@ def test_a_view_step_keeps_its_view_of_the_same_array_only():
     assert [s.node.op for s in steps if getattr(s, "last_view", None) is not None] == ["t"]
 
 
+def test_a_view_of_a_result_keeps_the_result_recyclable():
+    """A view step does not keep its view of a result the program hands out: the caller's
+    dropped result is written again by the next call, not a new array."""
+    def f(a):
+        r = a * 2 + 1
+        return r, (r.t() @ a).sum()
+    compiled = dg.compile(f, backend="llvm")
+    a = dg.from_numpy(np.random.default_rng(4).standard_normal((64, 64)).astype(np.float32))
+    for _ in range(3):
+        compiled(a)
+    r, _ = compiled(a)
+    first = r.data_ptr()
+    del r
+    r, total = compiled(a)
+    assert r.data_ptr() == first
+    np.testing.assert_allclose(total.item(), f(a)[1].item(), rtol=1e-4)
+
+
 def test_a_kernel_step_on_the_same_arrays_relaunches_and_on_others_binds_again():
     """A kernel step that sees the arrays of its last call launches on the addresses it bound
     then; new values in those arrays are read, other arrays are bound anew."""

@@ -1,4 +1,9 @@
-"""Independent matrix products of a program run at once.
+"""A program's matrix products: launches bound to their buffers, and independent products at
+once.
+
+Each 2-D product of a program runs as a ``Products`` step: the backend binds its launch to the
+operands' and result's memory (``Backend.bind_matmul``), and a later call on the same arrays
+relaunches it without finding its BLAS arguments again.
 
 A training step's backward pass computes, for each linear layer, the gradient of its input
 (``g @ W``) and of its weight (``x.t() @ g``) from the same ``g``: two products neither of which

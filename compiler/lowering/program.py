@@ -109,8 +109,8 @@ def build(graph, batch, writable, backend):
     input_slots = [slot(inp.value) for inp in graph.inputs]
     memory = graph.memory_plan or plan_memory(graph)
     last = last_uses(graph)
-    constants = _constants(graph, backend)
     leaving = {*graph.outputs, *(v for _, v in graph.updates)}
+    constants = _constants(graph, backend, leaving)
     steps, frees = [], []
     for i, node in enumerate(graph.nodes):
         if all(v in constants for v in node.outs):
@@ -134,14 +134,13 @@ def build(graph, batch, writable, backend):
                             {slot(v): a for v, a in constants.items()})
 
 
-def _constants(graph, backend):
+def _constants(graph, backend, leaving):
     """{Value: array} of the small values computed from constants alone (an ``arange`` and
     its views, as in gather's gradient): computed once per program instead of by a step at
-    every call.  Values that leave the graph are not among them (the caller gets a new array
-    each call).  Host backends only: a device backend's steps make its own arrays."""
+    every call.  Values that leave the graph (``leaving``) are not among them (the caller gets
+    a new array each call).  Host backends only: a device backend's steps make its own arrays."""
     if backend.extern is not None:
         return {}
-    leaving = {*graph.outputs, *(v for _, v in graph.updates)}
     known = {}
     for node in graph.nodes:
         results = constant_results(node, known)
@@ -273,9 +272,13 @@ class _ExternStep:
                               program.in_arena(r) else r for r in result]
             elif not isinstance(result, list):
                 result = [result]
-        if self.remembers and type(args[0]) is np.ndarray and type(result[0]) is np.ndarray and \
-                executor.storage_root(result[0]) is executor.storage_root(args[0]):
-            self.last_view = (args[0], result[0])     # (a reshape that copied is not kept)
+        if self.remembers and type(args[0]) is np.ndarray and type(result[0]) is np.ndarray:
+            root = executor.storage_root(args[0])
+            # not a reshape that copied; not a view of a result the program hands out (kept
+            # here, it could never be recycled)
+            if executor.storage_root(result[0]) is root and \
+                    not any(root is r for r in program.results.values()):
+                self.last_view = (args[0], result[0])
         for s, r in zip(self.outs, result):
             env[s] = r
 
