@@ -568,6 +568,32 @@ def _two_gradient_products(Products, n_threads):
     assert all((s.same is not None) == (n_threads > 1) for s in pairs)
 
 
+def test_bound_launches_follow_a_change_of_the_thread_count():
+    """Launches bound at 2 threads run on the pool of that time; after set_num_threads the
+    steps bind again (a product's launcher declines another pool), and the step stays eager's."""
+    from dynograph.runtime import threads
+    model = dg.nn.Sequential(dg.nn.Linear(96, 160), dg.nn.ReLU(), dg.nn.Linear(160, 160),
+                             dg.nn.ReLU(), dg.nn.Linear(160, 10))
+    twin = dg.nn.Sequential(dg.nn.Linear(96, 160), dg.nn.ReLU(), dg.nn.Linear(160, 160),
+                            dg.nn.ReLU(), dg.nn.Linear(160, 10))
+    twin.load_state_dict(model.state_dict())
+    opts = [dg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, twin)]
+    compiled = dg.compile(classifier_step(model, opts[0]), backend="llvm")
+    eager = classifier_step(twin, opts[1])
+    rng = np.random.default_rng(5)
+    x = dg.from_numpy(rng.standard_normal((128, 96)).astype(np.float32))
+    y = dg.from_numpy(rng.integers(0, 10, 128))
+    before = threads.count()
+    try:
+        for n in (2, 2, 2, 1, 1, 3, 3, 2):
+            threads.set_threads(n)
+            np.testing.assert_allclose(compiled(x, y).item(), eager(x, y).item(), rtol=1e-5)
+    finally:
+        threads.set_threads(before)
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_products_that_depend_differ_or_share_memory_run_one_after_the_other(two_threads):
     """No pair where the second reads the first's result, where one does far more work than
     the other, or where the second's result takes the buffer of an operand of the first (the
