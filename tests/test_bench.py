@@ -200,3 +200,16 @@ def test_one_thread_mode_sets_every_system_and_default_restores(monkeypatch):
         assert runner.thread_counts()["dynograph"] == (os.cpu_count() or 1)
     finally:
         dynograph.set_num_threads(before)
+
+
+def test_processes_alternate_trees_and_take_medians_of_ratios(capsys):
+    """tools.bench.processes runs the runner in fresh processes (here one per tree, this tree
+    against itself) and prints the median ratio per workload and system."""
+    from tools.bench import processes
+    assert processes.main(["--filter", "^eager_overhead$", "--systems", "dynograph",
+                           "--baseline", "dynograph", "--threads", "one", "--processes", "1",
+                           "--repeats", "1", "--target-ms", "1", "--against", ROOT]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# one thread: ratio to dynograph")
+    row = next(line for line in out.splitlines() if line.startswith("eager_overhead"))
+    assert row.count("1.000x [1.00-1.00]") == 2          # both trees, one process each
