@@ -545,22 +545,35 @@ def test_a_layers_two_gradient_products_run_at_once_and_match_eager(n_threads):
         threads.set_threads(before)
 
 
-def _two_gradient_products(Products, n_threads):
-    model = dg.nn.Sequential(dg.nn.Linear(96, 160), dg.nn.ReLU(), dg.nn.Linear(160, 160),
-                             dg.nn.ReLU(), dg.nn.Linear(160, 10))
-    twin = dg.nn.Sequential(dg.nn.Linear(96, 160), dg.nn.ReLU(), dg.nn.Linear(160, 160),
-                            dg.nn.ReLU(), dg.nn.Linear(160, 10))
+def _mlp_steps():
+    """(compiled step, eager step, check): an MLP's SGD step compiled and eager from the same
+    weights; ``check()`` compares their parameters."""
+    def mlp():
+        return dg.nn.Sequential(dg.nn.Linear(96, 160), dg.nn.ReLU(), dg.nn.Linear(160, 160),
+                                dg.nn.ReLU(), dg.nn.Linear(160, 10))
+    model, twin = mlp(), mlp()
     twin.load_state_dict(model.state_dict())
     opts = [dg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, twin)]
-    compiled = dg.compile(classifier_step(model, opts[0]), backend="llvm")
-    eager = classifier_step(twin, opts[1])
+
+    def check():
+        for p, q in zip(model.parameters(), twin.parameters()):
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+    return (dg.compile(classifier_step(model, opts[0]), backend="llvm"),
+            classifier_step(twin, opts[1]), check)
+
+
+def _batch(rng):
+    return (dg.from_numpy(rng.standard_normal((128, 96)).astype(np.float32)),
+            dg.from_numpy(rng.integers(0, 10, 128)))
+
+
+def _two_gradient_products(Products, n_threads):
+    compiled, eager, check = _mlp_steps()
     rng = np.random.default_rng(0)
     for _ in range(4):
-        x = dg.from_numpy(rng.standard_normal((128, 96)).astype(np.float32))
-        y = dg.from_numpy(rng.integers(0, 10, 128))
+        x, y = _batch(rng)
         np.testing.assert_allclose(compiled(x, y).item(), eager(x, y).item(), rtol=1e-5)
-    for p, q in zip(model.parameters(), twin.parameters()):
-        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+    check()
     pairs = [s for s in _program_of(compiled).steps if isinstance(s, Products) and len(s.steps) == 2]
     # layer 2's and layer 3's (layer 1 needs no input gradient)
     assert [[step.node.op for step in s.steps] for s in pairs] == [["mm", "mm"]] * 2
@@ -572,17 +585,8 @@ def test_bound_launches_follow_a_change_of_the_thread_count():
     """Launches bound at 2 threads run on the pool of that time; after set_num_threads the
     steps bind again (a product's launcher declines another pool), and the step stays eager's."""
     from dynograph.runtime import threads
-    model = dg.nn.Sequential(dg.nn.Linear(96, 160), dg.nn.ReLU(), dg.nn.Linear(160, 160),
-                             dg.nn.ReLU(), dg.nn.Linear(160, 10))
-    twin = dg.nn.Sequential(dg.nn.Linear(96, 160), dg.nn.ReLU(), dg.nn.Linear(160, 160),
-                            dg.nn.ReLU(), dg.nn.Linear(160, 10))
-    twin.load_state_dict(model.state_dict())
-    opts = [dg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, twin)]
-    compiled = dg.compile(classifier_step(model, opts[0]), backend="llvm")
-    eager = classifier_step(twin, opts[1])
-    rng = np.random.default_rng(5)
-    x = dg.from_numpy(rng.standard_normal((128, 96)).astype(np.float32))
-    y = dg.from_numpy(rng.integers(0, 10, 128))
+    compiled, eager, check = _mlp_steps()
+    x, y = _batch(np.random.default_rng(5))
     before = threads.count()
     try:
         for n in (2, 2, 2, 1, 1, 3, 3, 2):
@@ -590,8 +594,7 @@ def test_bound_launches_follow_a_change_of_the_thread_count():
             np.testing.assert_allclose(compiled(x, y).item(), eager(x, y).item(), rtol=1e-5)
     finally:
         threads.set_threads(before)
-    for p, q in zip(model.parameters(), twin.parameters()):
-        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+    check()
 
 
 def test_products_that_depend_differ_or_share_memory_run_one_after_the_other(two_threads):
