@@ -19,7 +19,6 @@ knows nothing of graphs or ops:
 program runs (another thread) gets a program of its own, since the buffers are in use.
 """
 import ctypes
-import operator
 import sys
 import threading
 import weakref
@@ -102,9 +101,9 @@ class Bound:
     def again(self, program, reads):
         """The results when ``reads`` are the arrays read at the bound call and the results go
         to the same memory (then the caller launches); else None."""
-        if len(reads) != len(self.reads) or \
-                not all(map(operator.is_, reads, [r() for r in self.reads])):
-            return None
+        for a, r in zip(reads, self.reads):
+            if a is not r():
+                return None
         results = [None if r is None else r() for r in self.results]
         if self.handed:
             for j, slot, shape, dtype, at in self.handed:

@@ -379,9 +379,10 @@ def bind(workers, products):
     dtype = products[0][2].dtype
     if any(p[2].dtype != dtype or p[2].ndim != 2 for p in products):
         return None
-    share = workers.threads // len(products)
-    blocks = [_kept_arguments(library, *p, share if i else workers.threads - share * (len(products) - 1))
-              for i, p in enumerate(products)]
+    # the threads shared out, the first product taking what does not divide evenly
+    shares = [workers.threads // len(products)] * len(products)
+    shares[0] += workers.threads - sum(shares)
+    blocks = [_kept_arguments(library, *p, share) for p, share in zip(products, shares)]
     if any(x is None for x in blocks):
         return None
     block = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)

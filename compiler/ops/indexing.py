@@ -430,11 +430,11 @@ def _gather_vjp(ctx, g):
         # scatter into zeros runs on its own.  ``g + 0.0`` is the scatter's 0.0 + g: -0.0
         # becomes 0.0 as there.  (The forward gather has checked the indices.)
         n = xs[d]
-        where = _call(C.arange, start=0, end=n, step=1, dtype=idx.dtype)
-        where = where.reshape((1,) * d + (n,) + (1,) * (len(xs) - d - 1))
-        if where.device != idx.device:
-            where = where.to(idx.device)
-        return (_call(E.where, idx == where, g + 0.0, g.new_zeros(())), None)
+        positions = _call(C.arange, start=0, end=n, step=1, dtype=idx.dtype)
+        positions = positions.reshape((1,) * d + (n,) + (1,) * (len(xs) - d - 1))
+        if positions.device != idx.device:
+            positions = positions.to(idx.device)
+        return (_call(E.where, idx == positions, g + 0.0, g.new_zeros(())), None)
     return (_call(scatter_add, g.new_zeros(xs), idx, g, dim=ctx.attrs["dim"]), None)
 
 
