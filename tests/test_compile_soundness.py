@@ -126,6 +126,29 @@ def make_args(i):
     return (torch.ones(2),)
 """)
 
+case("closure read by a method of a local class")("""
+def make():
+    k = [3.0]
+    class Scale(nn.Module):
+        def forward(self, x):
+            return x * k[0]
+        @staticmethod
+        def shift(x):
+            return x + k[0]
+        @classmethod
+        def twice(cls, x):
+            return cls.shift(x) * k[0]
+    m = Scale()
+    def step(x):
+        return Scale.twice(m(x))
+    def between(i):
+        k[0] = -k[0] + 1
+    return step, between
+step, between = make()
+def make_args(i):
+    return (torch.ones(2),)
+""")
+
 case("global read in a comprehension")("""
 W = 1.0
 def step(x):

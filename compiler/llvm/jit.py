@@ -112,11 +112,15 @@ def _initialize():
         llvm.set_option("dynograph", option)
     target = llvm.Target.from_default_triple()
     cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    # Static relocation (under a JIT's large code model, absolute addresses): every object is
+    # loaded into one engine (load_all), where position-independent code, which reaches its
+    # constants and the C library through a GOT, ran a later object on another's table
+    # (wrong results, crashes: tests/test_jit_loading.py)
     def machine():
-        return target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic",
+        return target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="static",
                                             codemodel="jitdefault")
     _state.update(machine=machine, triple=llvm.get_process_triple(),
-                  fingerprint=f"{cpu};{features}", objects=[])
+                  fingerprint=f"{cpu};{features}", engines=[])
 
 
 def triple():
@@ -262,18 +266,34 @@ def load_all(obj, names):
     process."""
     with _lock:
         state = _init()
-        # one engine per object (it owns the machine it is given); kept for the process' life.
-        # Its empty module leaves before the object is finalized: MCJIT would generate code for
-        # it there, two thirds of the load's time (1.2 -> 0.4 ms an object)
-        module = llvm.parse_assembly("")
-        engine = llvm.create_mcjit_compiler(module, state["machine"]())
-        engine.remove_module(module)
+        if "engine" not in state:
+            state["engine"], state["seen"] = _engine(), set()
         objfile = llvm.ObjectFileRef.from_data(obj)
-        engine.add_object_file(objfile)
-        state["objects"].append((engine, obj, objfile))
-        engine.finalize_object()
-        addresses = {name: engine.get_function_address(name) for name in names}
+        state["engine"].add_object_file(objfile)
+        state["engine"].finalize_object()
+        addresses = {name: state["engine"].get_function_address(name) for name in names}
+        # Every kernel's function has one name (llvm/backend.py); the engine's symbol table
+        # keeps a name's newest definition, so the address is this object's.  Should that ever
+        # not hold, an address handed out before shows it: the object gets an engine alone.
+        if any(address in state["seen"] for address in addresses.values()):
+            engine = _engine()
+            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            engine.finalize_object()
+            state["engines"].append(engine)
+            addresses = {name: engine.get_function_address(name) for name in names}
+        state["seen"].update(addresses.values())
     missing = [name for name, address in addresses.items() if not address]
     if missing:
         raise RuntimeError(f"dynograph: {', '.join(missing)} missing from its object code")
     return addresses
+
+
+def _engine():
+    """An engine to load object code into, kept for the process' life.  One engine takes every
+    object (making an engine and its machine took 0.3 of the 0.4 ms of loading a kernel).  Its
+    empty module leaves before an object is finalized: MCJIT would generate code for it there
+    (1.2 -> 0.4 ms an object)."""
+    module = llvm.parse_assembly("")
+    engine = llvm.create_mcjit_compiler(module, _init()["machine"]())
+    engine.remove_module(module)
+    return engine

@@ -33,14 +33,15 @@ def remap_graph(graph, nodes, env):
 
 # ---------------------------------------------------------------- keys
 
-def literal_key(x):
+def literal_key(x, position=None):
     """A hashable key of an argument; equal keys mean interchangeable arguments.
-    Values are keyed by identity.  Raises TypeError for what cannot be keyed."""
+    Values are keyed by identity, or by ``position[value]`` where a mapping is given (the same
+    structure in two graphs).  Raises TypeError for what cannot be keyed."""
     kind = type(x)
     if kind is Value:                   # (Value has no subclasses)
-        return ("v", id(x))
+        return ("v", id(x) if position is None else position[x])
     if kind is tuple:                   # (the common cases first: a node's args, a shape)
-        return ("tuple",) + tuple([literal_key(a) for a in x])
+        return ("tuple",) + tuple([literal_key(a, position) for a in x])
     if kind is int:
         return ("int", repr(x))
     if x is None or x is Ellipsis:
@@ -50,9 +51,9 @@ def literal_key(x):
     if isinstance(x, D.dtype):
         return ("dtype", x.name)
     if isinstance(x, (tuple, list)):
-        return (type(x).__name__,) + tuple(literal_key(a) for a in x)
+        return (type(x).__name__,) + tuple(literal_key(a, position) for a in x)
     if isinstance(x, slice):
-        return ("slice", literal_key(x.start), literal_key(x.stop), literal_key(x.step))
+        return ("slice",) + tuple(literal_key(a, position) for a in (x.start, x.stop, x.step))
     raise TypeError(f"no key for {type(x).__name__}")
 
 
