@@ -262,15 +262,15 @@ class _Planner:
         for i in a.members:
             self.group_of[i] = b
         # every planned group depending on the merged one now depends on what it depends on:
-        # they are found through the readers, not by asking every group
+        # they are found through the readers, not by asking every group.  A group that
+        # already depends on all of it needs no visit, nor do the groups after it (each
+        # group's ``anc`` holds its producers' ``anc`` and members)
         grown = b.anc | mask
-        seen = {b}
         stack = [b]
         while stack:
             for s in stack.pop().succs:
                 g = self.group_of[s]
-                if g not in seen:
-                    seen.add(g)
+                if g.anc & grown != grown:
                     g.anc |= grown
                     stack.append(g)
         return b
