@@ -36,8 +36,8 @@ class LLVMBackend(Backend):
         return render(kernel, name, jit.triple())
 
     def symbol(self, kernel):
-        # one name for every kernel: each object is loaded into an engine of its own, and
-        # kernels that render alike then compile once (runtime/backend.py)
+        # one name for every kernel: kernels that render alike then compile once
+        # (runtime/backend.py); jit.load_all takes each object's own definition of it
         return "dg_kernel"
 
     def compile(self, source, name, kernel):

@@ -96,7 +96,7 @@ _codegen = {}
 
 
 def _init():
-    """The target machine and the JIT engine, created once per process."""
+    """The host's description and the maker of its TargetMachines, once per process."""
     if not _state:
         with _lock:
             if not _state:
