@@ -854,6 +854,25 @@ def test_fusion_planner_finds_cycles_as_a_search_of_the_group_graph_does(seed):
     assert any(len(members) > 1 for members in planned)
 
 
+def test_the_transpose_of_a_product_of_a_transpose_needs_one_walk():
+    """t(x.t() @ w) is w.t() @ x: the operand's own transpose cancels in the same walk, as a
+    linear layer's backward has it (no t(t(x)) left for a second walk)."""
+    one_walk = with_dce(lambda g: simplify(g, max_iterations=1))
+    out = check_pass(one_walk, """
+        graph {
+          input %0: f32[3,5] x
+          input %1: f32[3,4] w
+          %2: f32[5,3] = t(%0)
+          %3: f32[5,4] = mm(%2, %1)
+          %4: f32[4,5] = t(%3)
+          return %4
+        }""")
+    assert [n.op for n in out.nodes] == ["t", "mm"]
+    producer = {v: n for n in out.nodes for v in n.outs}
+    product = producer[out.outputs[0]]
+    assert product.args[1] is out.inputs[0].value and producer[product.args[0]].op == "t"
+
+
 def test_simplify_turns_the_transpose_of_a_product_into_a_product_of_transposes():
     out = check_pass(with_dce(simplify), """
         graph {

@@ -205,9 +205,19 @@ def transpose_mm(node, ctx):
     if mm is None or _perm(node) != (1, 0) or ctx.readers.get(mm.outs[0]) != 1:
         return None
     a, b = mm.args
-    bt, at = ctx.make("t", (b,)), ctx.make("t", (a,))
-    product = ctx.make("mm", (bt.outs[0], at.outs[0]))
-    return Rewrite(product.outs[0], (bt, at, product))
+    (bt, made_b), (at, made_a) = _transposed(b, ctx), _transposed(a, ctx)
+    product = ctx.make("mm", (bt, at))
+    return Rewrite(product.outs[0], made_b + made_a + (product,))
+
+
+def _transposed(x, ctx):
+    """(the transpose of matrix ``x``, the nodes made for it): the source of a transpose
+    itself (``t(t(y))`` is ``y``, which a later walk would find anyway), else a new ``t``."""
+    inner = ctx.source(x, PERMUTE)
+    if inner is not None and _perm(inner) == (1, 0):
+        return inner.args[0], ()
+    node = ctx.make("t", (x,))
+    return node.outs[0], (node,)
 
 
 def view_view(node, ctx):
