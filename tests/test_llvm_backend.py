@@ -276,6 +276,44 @@ def test_kernel_description_prints_loads_reductions_and_stores():
     assert "store out0 strides (1, 0)" in text
 
 
+def _fused_node(text, name):
+    """A fused node holding the graph ``text`` (a kernel of the shape fusion makes)."""
+    from dynograph.compiler.text import parse_graph
+    sub = parse_graph(textwrap.dedent(text))
+    args = tuple(Value(inp.value.type) for inp in sub.inputs)
+    outs = tuple(Value(v.type) for v in sub.outputs)
+    return Node("fused", args, {"graph": sub, "name": name}, outs)
+
+
+_SCALE = """
+    graph {{
+      input %0: f32[4,6] x
+      %1: f32[4,6] = mul(%0, {factor})
+      %2: f32[4,6] = exp(%1)
+      return %2
+    }}"""
+
+
+def test_kernels_of_one_structure_are_described_once_each_under_its_own_name():
+    """describe() reuses the description of a node of the same structure, layouts and batch
+    size (a kernel per layer, per parameter): the same key, the node's own name; a different
+    literal (the sign of a zero included), layout or dtype is another kernel."""
+    layouts = [((6, 1), 0)]
+    first = describe(_fused_node(_SCALE.format(factor="1.5"), "k1"), layouts)
+    again = describe(_fused_node(_SCALE.format(factor="1.5"), "k7"), layouts)
+    assert (first.name, again.name) == ("k1", "k7") and first.key == again.key
+    assert str(first).split("\n", 1)[1] == str(again).split("\n", 1)[1]
+    others = [describe(_fused_node(_SCALE.format(factor=f), "k2"), layouts)
+              for f in ("0.0", "-0.0", "2", "2.0")]
+    others.append(describe(_fused_node(_SCALE.format(factor="1.5"), "k3"), [((1, 4), 0)]))
+    others.append(describe(_fused_node(_SCALE.format(factor="1.5").replace("f32", "f64"),
+                                       "k4"), layouts))
+    zero, negative_zero, two, two_float, transposed, double = [k.key for k in others]
+    assert two == two_float                     # (x * 2 multiplies by the float 2.0 too)
+    keys = [first.key, zero, negative_zero, two, transposed, double]
+    assert len(set(keys)) == len(keys)
+
+
 def test_fused_softmax_kernel_matches_interpreter():
     x = dg.tensor(RNG.normal(size=(6, 33)).astype(np.float32))
     f = lambda t: dg.nn.functional.softmax(t * 2.0, dim=-1)
