@@ -13,9 +13,9 @@ the process's peak memory.
     python -m tools.bench.first_calls mlp cifar        # some of them
 
 ``cold``: an empty ``DYNOGRAPH_CACHE_DIR``; ``warm``: the folder the cold process filled.
-``--repeat N`` measures each N times and prints medians.  The trees measured are byte-compiled
-first, as an installed package is.  ``--compare`` also measures, in
-alternation, the compiler as it was before issue 14's first-call work (no look-ahead trace,
+``--repeat N`` measures each N times and prints medians (the compile time with its range).  The
+trees measured are byte-compiled first, as an installed package is.  ``--compare`` also
+measures, in alternation, the compiler as it was before issue 14's first-call work (no look-ahead trace,
 LLVM at O3 with loop interleaving), so that both run under the same load.  ``--against DIR``
 measures, in alternation too, another checkout (``git worktree add DIR COMMIT``; where
 dynograph is installed in development mode, link ``DIR/dynograph/compiler`` and
@@ -252,8 +252,10 @@ def _line(kind, runs):
     spent = {k: statistics.median(r["spent"].get(k, 0.0) for r in runs)
              for k in ("trace_only", "passes", "llvm_optimize", "llvm_codegen", "load")}
     r = runs[0]
-    return (f"  {kind:4s} compile {med('compile_s'):6.3f} s (CPU {med('compile_cpu_s'):6.3f} s)"
-            f"  first replay: call "
+    spread = "" if len(runs) < 2 else \
+        f" [{min(r['compile_s'] for r in runs):.3f}-{max(r['compile_s'] for r in runs):.3f}]"
+    return (f"  {kind:4s} compile {med('compile_s'):6.3f} s{spread} (CPU "
+            f"{med('compile_cpu_s'):6.3f} s)  first replay: call "
             f"{r['first_replay']}  steady {med('steady_s') * 1e3:6.1f} ms  calls "
             + " ".join(f"{t:.3f}" for t in r["calls_s"])
             + "\n        " + "  ".join(f"{k} {v:.3f}" for k, v in spent.items())
