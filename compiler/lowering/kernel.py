@@ -59,7 +59,8 @@ def describe(node, layouts, batch=None):
         try:
             found = _Describer(graph, name, layouts, batch).run()
         except Unsupported as e:
-            found = e
+            # its message only: the exception raised holds the describer's frames
+            found = Unsupported(str(e))
         if key is not None:
             if len(_DESCRIBED) >= _DESCRIBED_MAX:
                 _DESCRIBED.clear()

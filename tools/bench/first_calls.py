@@ -15,8 +15,8 @@ the process's peak memory.
 ``cold``: an empty ``DYNOGRAPH_CACHE_DIR``; ``warm``: the folder the cold process filled.
 ``--repeat N`` measures each N times and prints medians (the compile time with its range).  The
 trees measured are byte-compiled first, as an installed package is.  ``--compare`` also
-measures, in alternation, the compiler as it was before issue 14's first-call work (no look-ahead trace,
-LLVM at O3 with loop interleaving), so that both run under the same load.  ``--against DIR``
+measures, in alternation, the compiler as it was before issue 14's first-call work (no
+look-ahead trace, LLVM at O3 with loop interleaving), so that both run under the same load.  ``--against DIR``
 measures, in alternation too, another checkout (``git worktree add DIR COMMIT``; where
 dynograph is installed in development mode, link ``DIR/dynograph/compiler`` and
 ``DIR/dynograph/runtime`` to ``../compiler`` and ``../runtime`` so that it imports from DIR).
