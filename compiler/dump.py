@@ -27,7 +27,6 @@ import re
 import warnings
 
 from dynograph.runtime import config
-from dynograph.viz.render import EXTENSIONS  # graph format -> file extension
 
 STAGES = ("captured", "optimized", "fused", "kernels", "llvm", "cuda")
 GRAPH_STAGES = ("captured", "optimized", "fused")
@@ -276,6 +275,8 @@ def code_text(code):
 
 def dump_entry(folder, name, index, entry, stages=None, formats=None):
     """Write the stages of one specialization; returns the paths written."""
+    # (the renderers load only where something is dumped: every first call imports this module)
+    from dynograph.viz.render import EXTENSIONS     # graph format -> file extension
     stages = stages or _setting("DUMP_STAGES", STAGES, STAGES)
     formats = formats or _setting("DUMP_FORMATS", DEFAULT_FORMATS, tuple(EXTENSIONS))
     os.makedirs(folder, exist_ok=True)

@@ -231,3 +231,22 @@ def test_a_child_forked_while_the_blas_lock_is_held_gets_a_free_one():
             os._exit(0 if ok else 1)
     _, status = os.waitpid(child, 0)
     assert os.WEXITSTATUS(status) == 0
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads Linux's memory map")
+def test_the_blas_found_in_the_memory_map_is_numpys_as_threadpoolctl_finds_it(monkeypatch, tmp_path):
+    """blas._find reads the OpenBLAS libraries from the process's memory map (threadpoolctl
+    took 3-4 ms of a first call for this): the library it uses is the one threadpoolctl
+    reports for numpy, and a process without that map still finds it through threadpoolctl."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    reported = [lib.filepath for lib in threadpoolctl.ThreadpoolController()
+                .select(user_api="blas").lib_controllers if lib.internal_api == "openblas"]
+    if not reported:
+        pytest.skip("numpy's BLAS is not OpenBLAS here")
+    found = blas._openblas_paths()
+    assert {os.path.realpath(p) for p in reported} <= {os.path.realpath(p) for p in found}
+    monkeypatch.setattr(blas, "_MAPS", os.path.join(str(tmp_path), "no-such-map"))
+    fallback = blas._openblas_paths()
+    assert fallback == reported
+    library = blas._find()
+    assert library is not None and library.get_threads() >= 1

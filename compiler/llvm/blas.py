@@ -12,9 +12,10 @@ Measured on the MLP step's products, OpenBLAS's own threads (with the pool aslee
 than this split for every one of them (docs/llvm.md).  ``gemm(None, ...)`` runs the task as one
 block on the calling thread at the library's own thread count.
 
-The BLAS functions are those numpy itself uses, found through threadpoolctl (the library's
-path) and by name (``cblas_sgemm``, ``openblas_set_num_threads``..., possibly with numpy's
-``scipy_`` prefix and ``64_`` suffix), called directly.  Integer arguments are passed as
+The BLAS functions are those numpy itself uses, found by the library's file (in the process's
+memory map on Linux, else through threadpoolctl) and by name (``cblas_sgemm``,
+``openblas_set_num_threads``..., possibly with numpy's ``scipy_`` prefix and ``64_``
+suffix), called directly.  Integer arguments are passed as
 64-bit values, which both the 32- and the 64-bit integer interfaces read correctly on the
 little-endian 64-bit targets this is used on.  Where no OpenBLAS is found (another numpy
 build), ``gemm`` returns None and the caller uses numpy.
@@ -259,19 +260,42 @@ def _blas():
     return _found[0]
 
 
-def _find():
-    if struct.calcsize("P") != 8 or np.little_endian is False:
-        return None
+_MAPS = "/proc/self/maps"      # Linux's map of the process's memory, with each file mapped
+
+
+def _openblas_paths():
+    """The files of the OpenBLAS libraries loaded in this process: from Linux's map of the
+    process's memory (a fraction of a millisecond), else as threadpoolctl finds them (3-4 ms,
+    which a compiled function's first product waited for)."""
+    paths = set()
+    try:
+        with open(_MAPS) as f:
+            for line in f:          # address, permissions, offset, device, inode, file
+                fields = line.split(None, 5)
+                if len(fields) == 6 and "openblas" in os.path.basename(fields[5].rstrip("\n")):
+                    paths.add(fields[5].rstrip("\n"))
+    except OSError:
+        pass
+    if paths:
+        return sorted(paths)
     try:
         from threadpoolctl import ThreadpoolController
         controllers = ThreadpoolController().select(user_api="blas").lib_controllers
     except Exception:       # noqa: BLE001  (no threadpoolctl, or it cannot inspect this process)
+        return []
+    # only OpenBLAS is known to take a thread count per call this way
+    return [lib.filepath for lib in controllers if lib.internal_api == "openblas"]
+
+
+def _find():
+    if struct.calcsize("P") != 8 or np.little_endian is False:
         return None
     # numpy's own first (scipy may bring another OpenBLAS; its products are not ours)
-    for lib in sorted(controllers, key=lambda lib: "numpy" not in lib.filepath):
-        if lib.internal_api != "openblas":
-            continue        # only OpenBLAS is known to take a thread count per call this way
-        library = ctypes.CDLL(lib.filepath)
+    for path in sorted(_openblas_paths(), key=lambda path: "numpy" not in path):
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
         gemms = [_symbol(library, "cblas_sgemm"), _symbol(library, "cblas_dgemm")]
         get, set_ = _symbol(library, "openblas_get_num_threads"), \
             _symbol(library, "openblas_set_num_threads")

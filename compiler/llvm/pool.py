@@ -329,13 +329,20 @@ TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
 def _calibrate(spin):
-    """Pauses per microsecond on this machine (a pause lasts 1-150 cycles by CPU)."""
-    n, elapsed = 1000, 0.0
-    while elapsed < 2e-3 and n < 1 << 30:
-        n *= 4
+    """Pauses per microsecond on this machine (a pause lasts 1-150 cycles by CPU): the fastest
+    of three spins of at least 0.1 ms (a spin the thread was preempted in counts less).  A
+    compiled function's first product waits for this: spins of 2-8 ms took 8-9 ms of its first
+    call."""
+    n, elapsed = 256, 0.0
+    while elapsed < 1e-4 and n < 1 << 30:
+        n *= 2
         start = time.perf_counter()
         spin(n)
         elapsed = time.perf_counter() - start
+    for _ in range(2):
+        start = time.perf_counter()
+        spin(n)
+        elapsed = min(elapsed, time.perf_counter() - start)
     return max(1.0, n / (elapsed * 1e6))
 
 
