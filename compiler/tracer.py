@@ -18,6 +18,7 @@ state, or captured constants.  Python numbers are specialized (the caller guards
 learning rates, which optimizers hand over as ``scalar`` inputs so that a scheduler does not
 force a retrace.
 """
+import functools
 import os
 import sys
 import weakref
@@ -115,8 +116,7 @@ class _ResultStorage(_Storage):
     __slots__ = ("_ref",)
 
     def __init__(self, root, value, geom, storages):
-        key = id(root)
-        self._ref = weakref.ref(root, lambda _: storages.pop(key, None))
+        self._ref = weakref.ref(root, _popping(storages, id(root)))
         self.value = value
         self.input_value = value
         self.version = 0
@@ -131,8 +131,14 @@ class _ResultStorage(_Storage):
 def _forgetting(t, cache):
     """A weak reference to tensor ``t`` that drops its entry of ``cache`` when ``t`` dies (an
     entry for another tensor can only take its id after that)."""
-    key = id(t)
-    return weakref.ref(t, lambda _: cache.pop(key, None))
+    return weakref.ref(t, _popping(cache, id(t)))
+
+
+def _popping(table, key):
+    """A weak reference's callback removing ``key`` from ``table``: ``table.pop(key, ref)``, the
+    dying reference being the default.  No Python frame runs, so the watcher's trace hook
+    (compiler/watch.py) is not called for it: lambdas were 630 of a transformer trace's frames."""
+    return functools.partial(table.pop, key)
 
 
 class Slot:

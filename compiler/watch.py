@@ -74,6 +74,7 @@ class _Files:
         # code -> (the globals it ran with, whether a frame of it is watched): the trace hook
         # asks for every frame that starts (ops, autograd, optimizers), so one lookup answers
         self.starts = {}
+        self.users = {}                 # code -> (its globals, whether it is the user's)
 
     def watched(self, frame):
         return self.kind(frame) == WATCHED
@@ -115,6 +116,17 @@ class _Files:
 
     def inside_package(self, filename):
         return os.path.abspath(filename).startswith(self.package)
+
+    def user_code(self, frame):
+        """Whether ``frame`` runs the user's code (watched, and not dynograph's own).  Asked at
+        every ``Tensor.shape`` of a trace: answered per code object, as ``classify``."""
+        code = frame.f_code
+        hit = self.users.get(code)
+        if hit is not None and hit[0] is frame.f_globals:
+            return hit[1]
+        mine = self.watched(frame) and not self.inside_package(code.co_filename)
+        self.users[code] = (frame.f_globals, mine)
+        return mine
 
 
 OTHER, WATCHED, OWN = 0, 1, 2     # what classify says of a frame's code
@@ -499,7 +511,7 @@ class Watcher:
 
     def user_code(self, frame):
         """Whether ``frame`` runs the user's code (watched, and not dynograph's own)."""
-        return self.files.watched(frame) and not self.files.inside_package(frame.f_code.co_filename)
+        return self.files.user_code(frame)
 
     def __enter__(self):
         self.tracer.watcher = self
