@@ -605,6 +605,7 @@ class CompiledFunction:
             raise err.with_traceback(None) from None
         finally:
             TRACE.tracer = None
+            tracer.forget()
         if tracer.breaks:
             if undo is not None:
                 self._event("look-ahead", f"tracing ahead met a graph break: {tracer.breaks[0][0]}")

@@ -143,14 +143,19 @@ def compile_checks(facts, guarded):
             lines.append(f"        {d} = {v}.__dict__")
         return d
 
-    def value_of(s):
-        name = var.get(id(s))
-        if name is None:
+    def value_of(source):
+        # the sources from the first one without a variable down to ``source``, each computed
+        # from its parent's (a loop: a recursive closure is a reference cycle)
+        chain, s = [], source
+        while s is not None and id(s) not in var:
+            chain.append(s)
+            s = s.parent
+        for s in reversed(chain):
             code = _root_code(s.root, bind) if s.parent is None else \
-                _step_code(value_of(s.parent), s, bind, instance_dict)
+                _step_code(var[id(s.parent)], s, bind, instance_dict)
             name = var[id(s)] = f"v{len(var)}"
             lines.append(f"        {name} = {code}")
-        return name
+        return var[id(source)]
 
     for s, mode in guarded:
         v = value_of(s)

@@ -691,6 +691,13 @@ class Tracer(TraceHook):
 
     # ------------------------------------------------------------ the end of a trace
 
+    def forget(self):
+        """Drop the tables of tensors and arrays, once the trace has ended: each entry's weak
+        reference calls back into its own table, a cycle that otherwise lived on until the
+        garbage collector's next pass."""
+        self.cache.clear()
+        self.storages.clear()
+
     def finish(self, out_tensors):
         """Close the graph: outputs, state updates and slot assignments.
 

@@ -351,18 +351,15 @@ class _Builder:
         """The ``fused`` node computing ``members``; None when nothing outside reads them."""
         planner, nodes = self.planner, self.planner.nodes
         group = member_of.get(members[0])
+        # the copied values the members read, and the copied values those read (a loop, not a
+        # recursive closure: that was a reference cycle holding the planner until a collection)
         copied = set()
-
-        def copy_in(v):
-            p = planner.producer.get(v)
+        wanted = [v for i in members for v in nodes[i].input_values()]
+        while wanted:
+            p = planner.producer.get(wanted.pop())
             if p is not None and p in planner.duplicable and p not in copied and p not in members:
                 copied.add(p)
-                for u in nodes[p].input_values():
-                    copy_in(u)
-
-        for i in members:
-            for v in nodes[i].input_values():
-                copy_in(v)
+                wanted.extend(nodes[p].input_values())
         # a copied value that escapes is the output of one kernel only: the one that claimed it
         outs = [v for i in members if i not in self.claimed for v in nodes[i].outs
                 if v in self.escaping or group is None
