@@ -64,8 +64,8 @@ def node_key(node):
         return None
     try:
         return (node.op, literal_key(node.args),
-                tuple((k, literal_key(v)) for k, v in sorted(node.attrs.items())),
-                tuple(v.type for v in node.outs))
+                tuple([(k, literal_key(v)) for k, v in sorted(node.attrs.items())]),
+                tuple([v.type for v in node.outs]))
     except TypeError:
         return None
 

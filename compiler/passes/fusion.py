@@ -300,10 +300,11 @@ class _Builder:
 
     def build(self):
         planner, nodes = self.planner, self.graph.nodes
+        fused = {g for g in self.groups if self._fused(g)}     # (asked once per group)
         needed = set()
         for i, node in enumerate(nodes):         # copied values read by unfused nodes
             g = self.member_of.get(i)
-            if g is not None and not self._fused(g):
+            if g is not None and g not in fused:
                 self._need_inputs(node, needed)
         # a copied value that is also returned or written back becomes one more output of
         # the first kernel that computes it, else a node of its own
@@ -312,12 +313,12 @@ class _Builder:
         self.claimed = set()
         emitted = []
         for g in self.groups:
-            if self._fused(g):
+            if g in fused:
                 node = self._kernel(g.members, self.member_of)
                 if node is not None:
                     emitted.append((g.members[0], node))
         for g in self.groups:           # after the kernels: a value a kernel claimed is theirs
-            if not self._fused(g):
+            if g not in fused:
                 emitted.extend((i, nodes[i]) for i in g.members if i not in self.claimed)
         for i in sorted(self.claimable - self.claimed):
             self._need(i, needed)

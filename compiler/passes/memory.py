@@ -72,9 +72,11 @@ def plan_memory(graph):
             last[base.get(v, v)] = i
         for v in node.outs:
             defined[v] = i
-        if _is_view(node) and node.args[0] in base.keys() | defined.keys() | inputs:
-            for v in node.outs:
-                base[v] = base.get(node.args[0], node.args[0])
+        if _is_view(node):
+            a = node.args[0]
+            if a in base or a in defined or a in inputs:
+                for v in node.outs:
+                    base[v] = base.get(a, a)
     escaping = {base.get(v, v) for v in (*graph.outputs, *(v for _, v in graph.updates))}
     plan = MemoryPlan()
     frees = {}                              # node index -> values whose buffer frees after it
@@ -137,7 +139,7 @@ def _elementwise_in(node, old, v):
     sub = node.attrs["graph"]
     tainted = {inp.value for a, inp in zip(node.args, sub.inputs) if a is old}
     for n in sub.nodes:
-        if not any(u in tainted for u in n.input_values()):
+        if tainted.isdisjoint(n.input_values()):
             continue
         op = REGISTRY.get(n.op)
         if op is None or op.kind != "elementwise" or n.outs[0].type.shape != old.type.shape:

@@ -28,7 +28,8 @@ Rules (x a value, c a literal or a ``full`` constant, possibly seen through view
     clone(x), to_copy(x, dtype=x.dtype)            -> x
 """
 import math
-from collections import namedtuple
+from collections import Counter, namedtuple
+from itertools import chain
 
 from ..ir import Node, TensorType, Value
 from ..ops import REGISTRY
@@ -53,12 +54,9 @@ class _Context:
         self.written = {v for _, v in graph.updates}
         self.escaping = set(graph.outputs) | self.written
         self.inputs = {inp.value for inp in graph.inputs}
-        self.readers = {}                       # value -> how many nodes (and outputs) read it
-        for node in graph.nodes:
-            for v in node.input_values():
-                self.readers[v] = self.readers.get(v, 0) + 1
-        for v in self.escaping:
-            self.readers[v] = self.readers.get(v, 0) + 1
+        # value -> how many nodes (and outputs) read it (a Counter counts in C)
+        self.readers = Counter(chain.from_iterable(node.input_values() for node in graph.nodes))
+        self.readers.update(self.escaping)
 
     def is_view(self, v):
         node = self.producer.get(v)
@@ -313,6 +311,7 @@ def simplify(graph, max_iterations=MAX_ITERATIONS):
 
 def _walk(graph):
     ctx = _Context(graph)
+    producer = ctx.producer
     sensitive = layout_sensitive_reads(graph)
     env, nodes = {}, []
     for node in graph.nodes:
@@ -320,12 +319,14 @@ def _walk(graph):
         rewrite = _first_rewrite(node, ctx)
         if rewrite is None or not _acceptable(node, rewrite, ctx, sensitive):
             nodes.append(node)
-            ctx.producer.update((v, node) for v in node.outs)
+            for v in node.outs:
+                producer[v] = node
             continue
         for new in rewrite.nodes:
             new.source = node.source
             nodes.append(new)
-            ctx.producer.update((v, new) for v in new.outs)
+            for v in new.outs:
+                producer[v] = new
         env[node.outs[0]] = rewrite.value
     if not env:
         return graph, False
