@@ -383,10 +383,19 @@ class CompiledFunction:
         """A call no entry covers: trace it, trace ahead where it changed the state its graph
         is specialized on, and start compiling what the next call will run."""
         n = len(self.entries)
+        blas_threads = contextlib.nullcontext()
         if self.backend == "llvm":
+            from dynograph.runtime import threads
+            from .llvm.blas import single_threaded
             from .llvm.pool import warm_up
             warm_up()       # the kernels' thread pool builds while this call traces
-        result = self._trace(args, kwargs, flat, spec)
+            if threads.count() > 1:
+                # numpy's products in the trace run on one thread, as in a program: the large
+                # ones go to the pool once it is built, and before that (llvm/pool.building)
+                # OpenBLAS's threads would spin on against the pool's
+                blas_threads = single_threaded()
+        with blas_threads:
+            result = self._trace(args, kwargs, flat, spec)
         if self.dynamic is not False and len(self.entries) > 1 and self.eager_reason is None:
             self._try_dynamic()
         if len(self.entries) > n and self.eager_reason is None:

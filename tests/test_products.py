@@ -250,3 +250,47 @@ def test_the_blas_found_in_the_memory_map_is_numpys_as_threadpoolctl_finds_it(mo
     assert fallback == reported
     library = blas._find()
     assert library is not None and library.get_threads() >= 1
+
+
+@needs_blas
+def test_eager_products_do_not_wait_for_the_pool_being_built(monkeypatch):
+    """While warm_up's thread builds the pool and the product tasks (a cold start compiles
+    them), a compiled function's first call traces on: its products are numpy's meanwhile
+    (waiting cost a cold first call 80-140 ms), on one BLAS thread as in a program."""
+    from dynograph.compiler.llvm.backend import LLVM
+    monkeypatch.setattr(pool, "_warming", [True])
+    monkeypatch.setattr(pool, "_built", [])
+    assert pool.building()
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((300, 200)), rng.standard_normal((200, 100))
+    assert LLVM.matmul(a, b, np.empty((300, 100))) is None
+    np.testing.assert_allclose(dg.mm(dg.tensor(a), dg.tensor(b)).numpy(), a @ b, rtol=1e-12)
+    # a child forked during the build has no warm-up thread: it builds when it needs to
+    monkeypatch.setattr(pool, "_lock", pool._lock)
+    monkeypatch.setattr(pool, "_current", [])
+    pool._forget()
+    assert not pool.building()
+
+
+@needs_blas
+def test_a_first_call_traces_with_numpys_blas_on_one_thread(monkeypatch):
+    """numpy's products in a trace (here all of them: the pool is being built) run on one BLAS
+    thread, as in a program, and the thread count is put back after."""
+    monkeypatch.setattr(threads, "count", lambda: 2)
+    seen = []
+    real = np.dot
+
+    def dot(*args, **kwargs):
+        seen.append(blas._blas().get_threads())
+        return real(*args, **kwargs)
+    monkeypatch.setattr(pool, "_warming", [True])
+    monkeypatch.setattr(pool, "_built", [])
+    monkeypatch.setattr("dynograph.compiler.ops.linalg.np.dot", dot)
+    before = blas._blas().get_threads()
+
+    @dg.compile
+    def f(x, w):
+        return (x @ w).sum()
+    f(dg.randn(300, 200), dg.randn(200, 100))
+    assert seen and set(seen) == {1}
+    assert blas._blas().get_threads() == before

@@ -66,6 +66,8 @@ class LLVMBackend(Backend):
         return blas.single_threaded() if pool.pool() is not None else contextlib.nullcontext()
 
     def matmul(self, a, b, out, bias=None, alpha=1, beta=1):
+        if pool.building():         # (numpy's meanwhile: see pool.building)
+            return None
         workers = pool.pool()
         if workers is None:         # one thread: numpy's BLAS at its own thread count
             return None

@@ -397,13 +397,16 @@ _current = []          # [Pool] of this process
 _retired = []
 _library = []
 _warming = []         # warm_up() started its thread
+_built = []           # and it has finished
 
 
 def _forget():
-    """In a forked child: the parent's workers do not exist here."""
+    """In a forked child: the parent's workers do not exist here (nor its warm-up thread)."""
     global _lock
     _lock = threading.Lock()
     _current.clear()
+    if not _built:
+        _warming.clear()
 
 
 os.register_at_fork(after_in_child=_forget)
@@ -440,6 +443,12 @@ def warm_up():
     threading.Thread(target=_build_runtime, name="dynograph-pool-build", daemon=True).start()
 
 
+def building():
+    """Whether warm_up's thread is still building the runtime: eager products do not wait for
+    it (LLVMBackend.matmul), which cost a cold first call 80-140 ms of its trace."""
+    return bool(_warming) and not _built
+
+
 def _build_runtime():
     from . import blas
     try:
@@ -449,6 +458,8 @@ def _build_runtime():
         blas.build()
     except Exception:       # noqa: BLE001  (the first use builds them again and meets it there)
         pass
+    finally:
+        _built.append(True)
 
 
 def _shutdown():
