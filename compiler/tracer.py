@@ -137,7 +137,8 @@ def _forgetting(t, cache):
 def _popping(table, key):
     """A weak reference's callback removing ``key`` from ``table``: ``table.pop(key, ref)``, the
     dying reference being the default.  No Python frame runs, so the watcher's trace hook
-    (compiler/watch.py) is not called for it: lambdas were 630 of a transformer trace's frames."""
+    (compiler/watch.py) is not called for it: lambdas started 570 of the 8700 hooked frames of a
+    transformer step's first call."""
     return functools.partial(table.pop, key)
 
 
