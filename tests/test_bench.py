@@ -213,3 +213,18 @@ def test_processes_alternate_trees_and_take_medians_of_ratios(capsys):
     assert out.startswith("# one thread: ratio to dynograph")
     row = next(line for line in out.splitlines() if line.startswith("eager_overhead"))
     assert row.count("1.000x [1.00-1.00]") == 2          # both trees, one process each
+
+
+def test_first_calls_pairs_the_rounds_of_two_trees():
+    """first_calls --against: this tree's compile time less the other's, round by round."""
+    from tools.bench import first_calls
+    mine, other = ("", False, "here"), (" (/before)", False, "/before")
+
+    def run(cold, warm):
+        return {"compile_s": cold}, {"compile_s": warm}
+    runs = {mine: [run(0.5, 0.10), run(0.7, 0.30), run(0.6, 0.12)],
+            other: [run(0.6, 0.11), run(0.9, 0.20), run(0.8, 0.13)]}
+    line = first_calls._paired("mlp", mine, other, runs)
+    assert "against (/before)" in line
+    assert "cold -200.0 ms, faster in 3 of 3" in line
+    assert "warm -10.0 ms, faster in 2 of 3" in line

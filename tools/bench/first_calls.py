@@ -13,7 +13,8 @@ the process's peak memory.
     python -m tools.bench.first_calls mlp cifar        # some of them
 
 ``cold``: an empty ``DYNOGRAPH_CACHE_DIR``; ``warm``: the folder the cold process filled.
-``--repeat N`` measures each N times and prints medians (the compile time with its range).  The
+``--repeat N`` measures each N times and prints medians (the compile time with its range), and
+with another variant the paired differences of the rounds (its own line).  The
 trees measured are byte-compiled first, as an installed package is.  ``--compare`` also
 measures, in alternation, the compiler as it was before issue 14's first-call work (no
 look-ahead trace, LLVM at O3 with loop interleaving), so that both run under the same load.  ``--against DIR``
@@ -299,6 +300,23 @@ def main(argv=None):
             print(which + v[0])
             print(_line("cold", [c for c, _ in runs[v]]))
             print(_line("warm", [w for _, w in runs[v]]))
+        if args.repeat > 1:
+            for v in variants[:-1]:
+                print(_paired(which, variants[-1], v, runs))
+
+
+def _paired(which, mine, other, runs):
+    """This tree's compile time less the other variant's, round by round (the machine's speed
+    drifts between rounds more than most changes move it): the median difference and in how
+    many rounds this tree was faster."""
+    parts = []
+    for kind, k in (("cold", 0), ("warm", 1)):
+        diffs = [m[k]["compile_s"] - o[k]["compile_s"] for m, o in zip(runs[mine], runs[other])]
+        faster = sum(d < 0 for d in diffs)
+        parts.append(f"{kind} {statistics.median(diffs) * 1e3:+.1f} ms, faster in {faster} of "
+                     f"{len(diffs)}")
+    return f"  {which}: this tree against{other[0] or ' this tree'}, paired by round: " + \
+        "; ".join(parts)
 
 
 if __name__ == "__main__":
