@@ -383,23 +383,16 @@ class CompiledFunction:
         """A call no entry covers: trace it, trace ahead where it changed the state its graph
         is specialized on, and start compiling what the next call will run."""
         n = len(self.entries)
-        blas_threads = contextlib.nullcontext()
         if self.backend == "llvm":
-            from dynograph.runtime import threads
-            from .llvm.blas import single_threaded
             from .llvm.pool import warm_up
             warm_up()       # the kernels' thread pool builds while this call traces
-            if threads.count() > 1:
-                # numpy's products in the trace run on one thread, as in a program: the large
-                # ones go to the pool once it is built, and before that (llvm/pool.building)
-                # OpenBLAS's threads would spin on against the pool's
-                blas_threads = single_threaded()
-        with blas_threads:
+        with self._tracing_blas():
             result = self._trace(args, kwargs, flat, spec)
         if self.dynamic is not False and len(self.entries) > 1 and self.eager_reason is None:
             self._try_dynamic()
         if len(self.entries) > n and self.eager_reason is None:
-            self._look_ahead(args, kwargs, flat, spec)
+            with self._tracing_blas():
+                self._look_ahead(args, kwargs, flat, spec)
             # the graph the next call will most likely run is optimized now (a pass that fails
             # fails this call), and its kernels start compiling; one the trace ahead replaced
             # waits until some call needs it
@@ -408,6 +401,16 @@ class CompiledFunction:
         if len(self.entries) > n:
             self.last_hit = self.entries[-1]    # what the next call most likely replays
         return result
+
+    def _tracing_blas(self):
+        """numpy's BLAS while a call traces: on one thread, as in a program, where the kernels
+        have a pool of several (its products go to the pool once it is built, and before that,
+        llvm/pool.building, OpenBLAS's own threads would spin on against the pool's)."""
+        from dynograph.runtime import threads
+        if self.backend != "llvm" or threads.count() <= 1:
+            return contextlib.nullcontext()
+        from .llvm.blas import single_threaded
+        return single_threaded()
 
     def _compile_ahead(self, entry, flat):
         """Start compiling the kernels of the graph the next call will run, on a few threads

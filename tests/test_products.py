@@ -294,3 +294,19 @@ def test_a_first_call_traces_with_numpys_blas_on_one_thread(monkeypatch):
     f(dg.randn(300, 200), dg.randn(200, 100))
     assert seen and set(seen) == {1}
     assert blas._blas().get_threads() == before
+    # a step that traces ahead (SGD's dampened momentum) does so on one thread too
+    w = dg.randn(200, 100, requires_grad=True)
+    opt = dg.optim.SGD([w], lr=0.1, momentum=0.9, dampening=0.5)
+
+    @dg.compile
+    def step(x):
+        opt.zero_grad()
+        loss = (x @ w).square().sum()
+        loss.backward()
+        opt.step()
+        return loss
+    del seen[:]
+    step(dg.randn(300, 200))
+    assert "look-ahead" in {kind for kind, _ in step.events}
+    assert len(seen) >= 4 and set(seen) == {1}
+    assert blas._blas().get_threads() == before
