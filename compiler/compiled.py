@@ -403,14 +403,14 @@ class CompiledFunction:
         return result
 
     def _tracing_blas(self):
-        """numpy's BLAS while a call traces: on one thread, as in a program, where the kernels
-        have a pool of several (its products go to the pool once it is built, and before that,
-        llvm/pool.building, OpenBLAS's own threads would spin on against the pool's)."""
-        from dynograph.runtime import threads
-        if self.backend != "llvm" or threads.count() <= 1:
+        """numpy's BLAS while a call traces: as while a program runs (the LLVM backend's
+        ``running``: one thread where the kernels have a pool of several), for its products go
+        to the pool once it is built, and before that (llvm/pool.building) OpenBLAS's own
+        threads would spin on against the pool's."""
+        if self.backend != "llvm":
             return contextlib.nullcontext()
-        from .llvm.blas import single_threaded
-        return single_threaded()
+        from .llvm.backend import LLVM
+        return LLVM.running()
 
     def _compile_ahead(self, entry, flat):
         """Start compiling the kernels of the graph the next call will run, on a few threads

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from dynograph.runtime import executor
+from dynograph.runtime import executor, threads
 from dynograph.runtime.backend import Backend
 from ..lowering.ahead import compile_ahead
 from ..lowering.program import run as run_program
@@ -63,7 +63,9 @@ class LLVMBackend(Backend):
 
     def running(self):
         # with a pool of several threads, numpy's BLAS runs on one: products split over the pool
-        return blas.single_threaded() if pool.pool() is not None else contextlib.nullcontext()
+        # (asked without building the pool: a first call's trace runs in this too, while
+        # warm_up's thread may still be building it)
+        return blas.single_threaded() if threads.count() > 1 else contextlib.nullcontext()
 
     def matmul(self, a, b, out, bias=None, alpha=1, beta=1):
         if pool.building():         # (numpy's meanwhile: see pool.building)

@@ -14,11 +14,11 @@ block on the calling thread at the library's own thread count.
 
 The BLAS functions are those numpy itself uses, found by the library's file (in the process's
 memory map on Linux, else through threadpoolctl) and by name (``cblas_sgemm``,
-``openblas_set_num_threads``..., possibly with numpy's ``scipy_`` prefix and ``64_``
-suffix), called directly.  Integer arguments are passed as
-64-bit values, which both the 32- and the 64-bit integer interfaces read correctly on the
-little-endian 64-bit targets this is used on.  Where no OpenBLAS is found (another numpy
-build), ``gemm`` returns None and the caller uses numpy.
+``openblas_set_num_threads``..., possibly with numpy's ``scipy_`` prefix and ``64_`` suffix),
+called directly.  Integer arguments are passed as 64-bit values, which both the 32- and the
+64-bit integer interfaces read correctly on the little-endian 64-bit targets this is used on.
+Where no OpenBLAS is found (another numpy build), ``gemm`` returns None and the caller uses
+numpy.
 
 ``addmm``'s ``beta * input + alpha * (a @ b)`` is finished by the task, row by row, in the
 order numpy computes it eagerly (the product scaled by alpha, then ``input`` or ``input *
@@ -271,9 +271,9 @@ def _openblas_paths():
     try:
         with open(_MAPS) as f:
             for line in f:          # address, permissions, offset, device, inode, file
-                fields = line.split(None, 5)
-                if len(fields) == 6 and "openblas" in os.path.basename(fields[5].rstrip("\n")):
-                    paths.add(fields[5].rstrip("\n"))
+                fields = line.rstrip("\n").split(None, 5)
+                if len(fields) == 6 and "openblas" in os.path.basename(fields[5]):
+                    paths.add(fields[5])
     except OSError:
         pass
     if paths:
