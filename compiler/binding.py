@@ -5,6 +5,8 @@ A binding is ``("arg", i)`` (argument i), ``("arg_grad", i)`` (its ``.grad``), `
 buffer, optimizer state: ``get()``/``set(t)``).  The tracer makes them; the compiled function
 reads inputs through them and the backends write the graph's state updates back through them.
 """
+import weakref
+
 import numpy as np
 
 from .tracer import address, storage_root
@@ -36,12 +38,30 @@ def read_binding(b, flat_args):
         if kind == "arg_grad":
             return storage_root(flat_args[what]._grad._data)
         if kind == "scalar":
-            return np.array(what(), dtype=np.float64)
+            return scalar_array(what)
         if kind == "rng":
             return what._np
         raise AssertionError(kind)
     t = b.get()
     return storage_root(t._data)
+
+
+_scalars = weakref.WeakKeyDictionary()     # a scalar binding's getter -> (number, 0-d array)
+
+
+def scalar_array(get):
+    """The number ``get()`` reads, as a 0-d float64 array: the same array while ``get()`` gives
+    the same float object (so the same value), so that the kernels reading a learning rate stay
+    bound to it (a new array each call made every such kernel of a step bind anew).  Read-only:
+    nothing may change a value another call may be given."""
+    value = get()
+    last = _scalars.get(get)
+    if last is not None and last[0] is value:
+        return last[1]
+    array = np.array(value, dtype=np.float64)
+    array.flags.writeable = False
+    _scalars[get] = (value, array)
+    return array
 
 
 def write_binding(b, flat_args, array):

@@ -12,8 +12,8 @@ knows nothing of graphs or ops:
 * in-place state updates: an update whose old state it may overwrite (``inplace``) is written
   by its kernel straight into the state's buffer (``overwritable`` checks the array at run
   time);
-* recycled results: a value handed out by the last call is reused once nothing else holds it
-  (no page faults on fresh memory).
+* recycled results: a value handed out by one of the last two calls is reused once nothing
+  else holds it (no page faults on fresh memory; see ``result_array``).
 
 ``run_cached(cache, key, build, inputs)`` keeps one program per key; a call arriving while that
 program runs (another thread) gets a program of its own, since the buffers are in use.
@@ -26,6 +26,9 @@ import weakref
 import numpy as np
 
 from .cuda_memory import DeviceArray, contiguous_strides
+
+
+RESULTS_KEPT = 2        # arrays kept per value the program hands out (Program.result_array)
 
 
 class Program:
@@ -51,7 +54,7 @@ class Program:
         self.inplace = inplace
         self.allocate = allocate
         self.planned, self.arenas = _arenas(buffers, allocate)
-        self.results = {}       # slot -> the array the last call returned for it
+        self.results = {}       # slot -> [the arrays the last calls returned for it, newest first]
         self.busy = threading.Lock()
 
     def run(self, inputs):
@@ -69,13 +72,23 @@ class Program:
         return [env[s] for s in self.output_slots], {k: env[s] for k, s in self.update_slots}
 
     def result_array(self, slot, shape, dtype):
-        """A new array for a value the program hands out (not a planned one), or the one handed
-        out for it by the last call once nothing holds that one any more."""
-        last = self.results.get(slot)
-        # three references: self.results, ``last`` and getrefcount's argument
-        if last is not None and sys.getrefcount(last) == 3:
-            return last
-        self.results[slot] = out = self.allocate(shape, dtype)
+        """A new array for a value the program hands out (not a planned one), or one handed out
+        by the last two calls once nothing holds it any more.  Two, because a training step's
+        ``.grad`` (and the loss a loop keeps until the next one comes) is let go only when the
+        next call's replaces it: with one, each call got new memory for every gradient and every
+        launch writing one was bound anew; with two, calls alternate between two arrays, each
+        with its bound launches (``Bound``).  Always the first free one in the same order, so
+        that asking twice in one call gives the same array."""
+        kept = self.results.get(slot)
+        if kept is None:
+            kept = self.results[slot] = []
+        for a in kept:
+            # three references: the list, ``a`` and getrefcount's argument
+            if sys.getrefcount(a) == 3:
+                return a
+        out = self.allocate(shape, dtype)
+        kept.insert(0, out)
+        del kept[RESULTS_KEPT:]
         return out
 
     def in_arena(self, array):
@@ -86,10 +99,12 @@ class Program:
 
 class Bound:
     """A step's launch bound to the arrays of one call, made again by a later call that sees
-    the same arrays (``again``): what it read (held weakly: a result the caller lets go must
-    stay recyclable) and the results it wrote (held weakly too: a planned buffer or an input
-    updated in place is the same array at every call; a result handed out, ``handed`` {index:
-    (slot, array)}, is the same when ``result_array`` gives that memory again)."""
+    the same arrays (``again``).  A step keeps its ``BOUNDS_KEPT`` last: results handed out
+    alternate between two arrays, and so do the inputs of the steps reading them.  It holds
+    what it read (weakly: a result the caller lets go must stay recyclable) and the results it
+    wrote (weakly too: a planned buffer or an input updated in place is the same array at every
+    call; a result handed out, ``handed`` {index: (slot, array)}, is the same when
+    ``result_array`` gives that memory again)."""
     __slots__ = ("reads", "launch", "results", "handed")
 
     def __init__(self, reads, launch, results, handed):
@@ -112,6 +127,14 @@ class Bound:
                     return None
                 results[j] = r
         return None if any(r is None for r in results) else results
+
+
+BOUNDS_KEPT = RESULTS_KEPT
+
+
+def kept(bounds, bound):
+    """A step's list of bound launches, newest first, with ``bound`` added."""
+    return [bound] + bounds[:BOUNDS_KEPT - 1]
 
 
 def overwritable(a, dtype, shape):

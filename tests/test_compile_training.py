@@ -213,6 +213,31 @@ def test_scheduler_changes_lr_without_retracing():
     assert len(c.entries) == 1 and c.hits == 9
 
 
+def test_a_learning_rate_reads_as_one_array_while_it_is_the_same():
+    """The 0-d array a compiled step reads its learning rate from is kept while the rate is
+    the same float (so kernels stay bound to it), made anew when it changes, and read-only."""
+    from dynograph.compiler.binding import scalar_array
+    group = {"lr": 0.25}
+    get = lambda: group["lr"]       # noqa: E731  (a binding's getter)
+    first = scalar_array(get)
+    assert scalar_array(get) is first and first == 0.25 and not first.flags.writeable
+    group["lr"] = 0.125
+    second = scalar_array(get)
+    assert second is not first and second == 0.125 and first == 0.25
+    # on the LLVM backend, a rate changed and set back is read at every call
+    eager_model = mlp()
+    comp_model = copy.deepcopy(eager_model)
+    o1 = dg.optim.SGD(eager_model.parameters(), lr=0.1, momentum=0.9)
+    o2 = dg.optim.SGD(comp_model.parameters(), lr=0.1, momentum=0.9)
+    e, c = make_step(eager_model, o1), dg.compile(make_step(comp_model, o2), backend="llvm")
+    for k, (x, y) in enumerate(batches(8)):
+        np.testing.assert_allclose(e(x, y).item(), c(x, y).item(), rtol=1e-5)
+        for o in (o1, o2):
+            o.param_groups[0]["lr"] = float(str((0.1, 0.05)[k % 3 == 1]))   # new objects
+    assert_state_close(eager_model, o1, comp_model, o2)
+    assert len(c.entries) == 1
+
+
 def test_batch_size_change_retraces_and_stays_exact():
     eager_model = mlp()
     comp_model = copy.deepcopy(eager_model)

@@ -578,7 +578,7 @@ def _two_gradient_products(Products, n_threads):
     # layer 2's and layer 3's (layer 1 needs no input gradient)
     assert [[step.node.op for step in s.steps] for s in pairs] == [["mm", "mm"]] * 2
     # bound once and relaunched since; on one thread nothing is bound
-    assert all((s.same is not None) == (n_threads > 1) for s in pairs)
+    assert all(bool(s.same) == (n_threads > 1) for s in pairs)
 
 
 def test_bound_launches_follow_a_change_of_the_thread_count():
@@ -707,7 +707,38 @@ def test_a_kernel_step_on_the_same_arrays_relaunches_and_on_others_binds_again()
         np.testing.assert_allclose(compiled(a, b).numpy(), f(a, b).numpy(), rtol=1e-5)
         a.mul_(0.5)                     # the same array, new values
     kernel = _program_of(compiled).steps[0]
-    assert kernel.node.op == "fused" and kernel.same.reads[0]() is a._data
+    assert kernel.node.op == "fused" and kernel.same[0][0].reads[0]() is a._data
+
+
+def test_results_kept_until_the_next_call_alternate_between_two_bound_arrays():
+    """A result the caller lets go only when the next call's replaces it (a step's ``.grad``,
+    a loss kept until the next) is recycled one call later: calls alternate between two
+    arrays, each with its own bound launches, and never write into the ones the caller holds."""
+    def f(a):
+        r = a * 2 + 1                   # a kernel into a result handed out
+        p = a.t() @ (a - 1)             # a product into a result
+        return r, p, (p * 3).sum()      # a kernel reading it, into a result
+    compiled = dg.compile(f, backend="llvm")
+    rng = np.random.default_rng(6)
+    a = dg.from_numpy(rng.standard_normal((64, 64)).astype(np.float32))
+    held, seen, bounds = None, [], []
+    for k in range(8):
+        expected = [t.numpy().copy() for t in f(a)]
+        results = compiled(a)
+        if held is not None:        # the last call's results, unchanged by this one
+            for t, e in zip(*held):
+                np.testing.assert_allclose(t.numpy(), e, rtol=1e-5)
+        for t, e in zip(results, expected):
+            np.testing.assert_allclose(t.numpy(), e, rtol=1e-5)
+        held = (results, expected)
+        seen.append(tuple(t.data_ptr() for t in results))
+        if k >= 2:          # (the first call traces; the program runs from the second)
+            bounds.append({id(b) for step in _program_of(compiled).steps
+                           for b in getattr(step, "same", ())})
+        a.mul_(0.5)
+    assert len(set(seen[2:])) == 2 and seen[2] == seen[4] == seen[6] and seen[3] == seen[5]
+    # bound once for each array: two launches of each step, one of `a - 1` (a planned buffer)
+    assert bounds[1] == bounds[5] and len(bounds[1]) == 7
 
 
 def test_array_addresses_are_numpys():

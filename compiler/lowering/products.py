@@ -48,17 +48,21 @@ class Products:
         self.outs = [s for step in steps for s in step.outs]
         plain = [step.plain for step in steps]
         self.reads = None if None in plain else [s for slots in plain for s in slots]
-        self.same = None                    # the launch of the last call (executor.Bound)
+        self.same = []                      # the launches of the last calls (executor.Bound)
 
     def __call__(self, program, env):
-        same = self.same
-        if same is not None:
-            results = same.again(program, [env[s] for s in self.reads])
-            if results is not None and same.launch():
-                for s, o in zip(self.outs, results):
-                    env[s] = o
-                return
-        self.same = None
+        if self.same:
+            reads = [env[s] for s in self.reads]
+            for same in self.same:
+                results = same.again(program, reads)
+                if results is None:
+                    continue
+                if same.launch():
+                    for s, o in zip(self.outs, results):
+                        env[s] = o
+                    return
+                self.same = []          # the pool is another now: every launch kept is stale
+                break
         backend = self.steps[0].backend
         operands = [_operands(step, program, env) for step in self.steps] \
             if backend.binds_matmul() else [None]
@@ -71,9 +75,10 @@ class Products:
         for s, o in zip(self.outs, results):
             env[s] = o
         if self.reads is not None:
-            self.same = executor.Bound([env[s] for s in self.reads], launch, results,
-                                       {j: (s, o) for j, (s, o) in enumerate(zip(self.outs, results))
-                                        if s not in program.planned})
+            bound = executor.Bound([env[s] for s in self.reads], launch, results,
+                                   {j: (s, o) for j, (s, o) in enumerate(zip(self.outs, results))
+                                    if s not in program.planned})
+            self.same = executor.kept(self.same, bound)
 
 
 def _operands(step, program, env):

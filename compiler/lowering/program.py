@@ -158,18 +158,17 @@ class _KernelStep:
         self.shapes = [tuple(concrete(v.type.shape, batch)) for v in node.outs]
         self.fallback, self.batch, self.backend = fallback, batch, backend
         self.last = None        # (the inputs' layouts at the last call, its plan)
-        # the launch of the last call (executor.Bound): a call that reads the same arrays and
-        # writes the same ones launches the same kernel on the same addresses
-        self.same = None
-        self.into = []          # the outputs written into inputs at that call
+        # the launches of the last calls (executor.Bound, newest first) with the outputs each
+        # writes into inputs: a call that reads the same arrays and writes the same ones
+        # launches the same kernel on the same addresses
+        self.same = []
 
     def __call__(self, program, env):
         arrays = [env[s] for s in self.ins]
-        same = self.same
-        if same is not None:
+        for same, into in self.same:
             outs = same.again(program, arrays)
             # (an input updated in place must still be writable)
-            if outs is not None and all(outs[j].flags.writeable for j in self.into):
+            if outs is not None and all(outs[j].flags.writeable for j in into):
                 same.launch()
                 for s, o in zip(self.outs, outs):
                     env[s] = o
@@ -209,12 +208,12 @@ class _KernelStep:
         launch = None if plan.copies else plan.bound(addresses)
         if launch is None:
             plan(addresses)
-            self.same = None
+            self.same = []
         else:
             launch()
-            self.into = [j for j, _ in into]
-            self.same = executor.Bound(arrays, launch, outs,
-                                       {j: (self.outs[j], o) for j, o in handed.items()})
+            bound = executor.Bound(arrays, launch, outs,
+                                   {j: (self.outs[j], o) for j, o in handed.items()})
+            self.same = executor.kept(self.same, (bound, [j for j, _ in into]))
         for s, o in zip(self.outs, outs):
             env[s] = o
 
@@ -277,7 +276,7 @@ class _ExternStep:
             # not a reshape that copied; not a view of a result the program hands out (kept
             # here, it could never be recycled)
             if executor.storage_root(result[0]) is root and \
-                    not any(root is r for r in program.results.values()):
+                    not any(root is r for kept in program.results.values() for r in kept):
                 self.last_view = (args[0], result[0])
         for s, r in zip(self.outs, result):
             env[s] = r
