@@ -741,6 +741,49 @@ def test_results_kept_until_the_next_call_alternate_between_two_bound_arrays():
     assert bounds[1] == bounds[5] and len(bounds[1]) == 7
 
 
+def test_a_gather_of_one_pick_per_line_runs_into_its_planned_buffer(monkeypatch):
+    """A program's gather of one pick per line (cross-entropy's, along any dim) writes into its
+    planned buffer by its direct rule, equal to eager's; other gathers take the impl."""
+    from dynograph.compiler.ops import REGISTRY
+    from dynograph.compiler.ops.indexing import _gather, _gather_into
+    op = REGISTRY["gather"]
+    results = []
+
+    def spy(*args):
+        results.append(_gather_into(*args))
+        return results[-1]
+    monkeypatch.setattr(op, "kernel", spy)
+
+    def f(x, i, j):
+        picked = x.log_softmax(1).gather(1, i.unsqueeze(1))        # (8, 1)
+        across = x.exp().gather(0, j)                               # (1, 10): dim 0
+        return (picked * 2).sum() + (across * 3).sum()
+    compiled = dg.compile(f, backend="llvm")
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        x = dg.from_numpy(rng.standard_normal((8, 10)).astype(np.float32))
+        i = dg.from_numpy(rng.integers(0, 10, 8))
+        j = dg.from_numpy(rng.integers(0, 8, (1, 10)))
+        np.testing.assert_allclose(compiled(x, i, j).item(), f(x, i, j).item(), rtol=1e-6)
+    assert len(results) >= 4 and all(r is not None for r in results)
+    # the rule against the impl, bit for bit, on more shapes; a bad index raises eager's error
+    for shape, d in [((5, 7, 3), 1), ((4, 6), 0), ((2, 3, 4, 5), 3), ((3,), 0)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        index = rng.integers(0, shape[d], shape[:d] + (1,) + shape[d + 1:])
+        out = np.empty(index.shape, np.float32)
+        assert _gather_into(None, [x, index], {"dim": d - len(shape)}, out, None) is out
+        np.testing.assert_array_equal(out, _gather(x, index, d))
+        for bad in (shape[d], -1):
+            index.flat[-1] = bad
+            with pytest.raises(RuntimeError, match=f"index {bad} is out of bounds for "
+                                                   f"dimension {d} with size {shape[d]}"):
+                _gather_into(None, [x, index], {"dim": d}, out, None)
+    # two picks per line: the impl's
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    assert _gather_into(None, [x, np.zeros((4, 2), np.int64)], {"dim": 1},
+                        np.empty((4, 2), np.float32), None) is None
+
+
 def test_array_addresses_are_numpys():
     """Launches read their buffers' addresses from the array objects (numpy's ``ctypes.data``
     is too slow for a tiny kernel's launch); they are numpy's own, for every kind of array."""
