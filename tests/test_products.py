@@ -38,8 +38,9 @@ def _tolerance(dtype, k):
 @pytest.mark.parametrize("m, n, k, threads, expect", [
     (128, 512, 784, 2, (1, 2)),         # few rows: column blocks (the MLP's forward product)
     (512, 128, 784, 2, (2, 1)),
-    (512, 512, 128, 2, (2, 1)),         # a tie: row blocks, contiguous in the result
-    (128, 512, 784, 16, (2, 8)),        # 64 x 64 blocks, not 16 thin column blocks
+    (512, 512, 128, 2, (2, 1)),         # rows of a count double
+    (512, 784, 128, 2, (2, 1)),         # the MLP's grad-weight product
+    (128, 512, 784, 16, (4, 4)),        # a tie with 2 x 8: row blocks; not 16 thin column blocks
     (512, 784, 128, 16, (4, 4)),
     (128, 512, 784, 1, (1, 1)),
     (64, 64, 64, 8, (1, 1)),            # too small to split at all

@@ -337,17 +337,25 @@ def grid(m, n, k, threads):
     """(row blocks, column blocks) of an m x k by k x n product on ``threads`` threads: one
     block per thread, of at least MIN_FLOPS multiply-adds.  Each block's BLAS call packs its
     rows of ``a`` and its columns of ``b`` (m/R + n/C of them per k), so the grid that packs
-    the least wins: columns for few rows, 2-D once the threads outnumber what one side can
-    take (a 128 x 512 product on 16 threads: 2 x 8 blocks of 64 x 64, where 16 column blocks
-    of 128 x 32 would each pack all of ``a``); ties go to row blocks, contiguous in ``out``."""
+    the least wins, a row of ``a`` counting as two columns of ``b`` (``ROW_COST``): columns for
+    few rows, 2-D once the threads outnumber what one side can take (a 128 x 512 product on 16
+    threads: 4 x 4 blocks of 32 x 128, where 16 column blocks of 128 x 32 would each pack all
+    of ``a``); ties go to row blocks, contiguous in the result."""
     pieces = min(threads, m * n * k // MIN_FLOPS)
     while pieces > 1:
         shapes = [(rows, pieces // rows) for rows in range(pieces, 0, -1)
                   if pieces % rows == 0 and rows <= m and pieces // rows <= n]
         if shapes:
-            return min(shapes, key=lambda rc: m / rc[0] + n / rc[1])
+            return min(shapes, key=lambda rc: ROW_COST * m / rc[0] + n / rc[1])
         pieces -= 1
     return 1, 1
+
+
+# Measured on two cores (docs/llvm.md): the MLP step's 512 x 784 grad-weight product (k = 128)
+# took 616-630 us in two row blocks against 698-867 us in two column blocks, and the whole
+# step 3-6% less; its 128-row forward products stay in column blocks (in row blocks they
+# were faster alone but made the step 5% slower).
+ROW_COST = 2
 
 
 _blocks = {}            # argument blocks by everything they are made of (a step's products
