@@ -35,20 +35,22 @@ def _tolerance(dtype, k):
 
 # ---------------------------------------------------------------- the grid
 
-@pytest.mark.parametrize("m, n, k, threads, expect", [
-    (128, 512, 784, 2, (1, 2)),         # few rows: column blocks (the MLP's forward product)
-    (512, 128, 784, 2, (2, 1)),
-    (512, 512, 128, 2, (2, 1)),         # rows of a count double
-    (512, 784, 128, 2, (2, 1)),         # the MLP's grad-weight product
-    (128, 512, 784, 16, (4, 4)),        # a tie with 2 x 8: row blocks; not 16 thin column blocks
-    (512, 784, 128, 16, (4, 4)),
-    (128, 512, 784, 1, (1, 1)),
-    (64, 64, 64, 8, (1, 1)),            # too small to split at all
-    (1, 1, 1 << 24, 4, (1, 1)),         # one element: nothing to cut
-    (3, 1000, 4000, 4, (1, 4)),
+@pytest.mark.parametrize("m, n, k, threads, transposed, expect", [
+    (128, 512, 784, 2, "b", (1, 2)),    # few rows: column blocks (the MLP's forward product)
+    (512, 128, 784, 2, "", (2, 1)),
+    (512, 512, 128, 2, "", (2, 1)),     # a tie: row blocks, contiguous in the result
+    (512, 784, 128, 2, "", (1, 2)),
+    (512, 784, 128, 2, "a", (2, 1)),    # the MLP's grad-weight product: a transposed counts double
+    (64, 120, 400, 2, "b", (1, 2)),     # the CIFAR CNN's first linear layer
+    (128, 512, 784, 16, "", (2, 8)),    # 64 x 64 blocks, not 16 thin column blocks
+    (512, 784, 128, 16, "", (4, 4)),
+    (128, 512, 784, 1, "", (1, 1)),
+    (64, 64, 64, 8, "", (1, 1)),        # too small to split at all
+    (1, 1, 1 << 24, 4, "", (1, 1)),     # one element: nothing to cut
+    (3, 1000, 4000, 4, "", (1, 4)),
 ])
-def test_the_grid_packs_the_least(m, n, k, threads, expect):
-    assert blas.grid(m, n, k, threads) == expect
+def test_the_grid_packs_the_least(m, n, k, threads, transposed, expect):
+    assert blas.grid(m, n, k, threads, "a" in transposed, "b" in transposed) == expect
 
 
 @pytest.mark.parametrize("m, n, k", [(7, 900, 300), (2, 3, 1 << 20), (100, 100, 500),

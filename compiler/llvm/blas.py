@@ -333,29 +333,31 @@ def _operand(x, size):
     return None
 
 
-def grid(m, n, k, threads):
+def grid(m, n, k, threads, a_transposed=False, b_transposed=False):
     """(row blocks, column blocks) of an m x k by k x n product on ``threads`` threads: one
     block per thread, of at least MIN_FLOPS multiply-adds.  Each block's BLAS call packs its
     rows of ``a`` and its columns of ``b`` (m/R + n/C of them per k), so the grid that packs
-    the least wins, a row of ``a`` counting as two columns of ``b`` (``ROW_COST``): columns for
+    the least wins, an operand read transposed counting ``TRANSPOSED_COST`` times: columns for
     few rows, 2-D once the threads outnumber what one side can take (a 128 x 512 product on 16
-    threads: 4 x 4 blocks of 32 x 128, where 16 column blocks of 128 x 32 would each pack all
-    of ``a``); ties go to row blocks, contiguous in the result."""
+    threads: 2 x 8 blocks of 64 x 64, where 16 column blocks of 128 x 32 would each pack all of
+    ``a``); ties go to row blocks, contiguous in the result."""
     pieces = min(threads, m * n * k // MIN_FLOPS)
+    rows_cost = m * (TRANSPOSED_COST if a_transposed else 1)
+    cols_cost = n * (TRANSPOSED_COST if b_transposed else 1)
     while pieces > 1:
         shapes = [(rows, pieces // rows) for rows in range(pieces, 0, -1)
                   if pieces % rows == 0 and rows <= m and pieces // rows <= n]
         if shapes:
-            return min(shapes, key=lambda rc: ROW_COST * m / rc[0] + n / rc[1])
+            return min(shapes, key=lambda rc: rows_cost / rc[0] + cols_cost / rc[1])
         pieces -= 1
     return 1, 1
 
 
-# Measured on two cores (docs/llvm.md): the MLP step's 512 x 784 grad-weight product (k = 128)
-# took 616-630 us in two row blocks against 698-867 us in two column blocks, and the whole
-# step 3-6% less; its 128-row forward products stay in column blocks (in row blocks they
-# were faster alone but made the step 5% slower).
-ROW_COST = 2
+# Measured on two cores (docs/llvm.md, fifteenth round): a linear layer's weight gradient
+# ``x.t() @ g`` (the MLP's 512 x 784, k = 128) took 616-658 us in two row blocks against
+# 698-911 us in two column blocks, the whole MLP step 3-6% less; its forward products
+# ``x @ w.t()`` (128 rows) were faster in column blocks.
+TRANSPOSED_COST = 2
 
 
 _blocks = {}            # argument blocks by everything they are made of (a step's products
@@ -473,7 +475,8 @@ def _arguments(library, a, b, out, bias, alpha, beta, threads):
         if a.strides[0] % size or b.strides[0] % size:
             return None
         words[A_BATCH], words[B_BATCH], words[C_BATCH] = a.strides[0], b.strides[0], out.strides[0]
-    words[ROW_BLOCKS], words[COL_BLOCKS] = (1, 1) if a.ndim == 3 else grid(m, n, k, threads)
+    words[ROW_BLOCKS], words[COL_BLOCKS] = (1, 1) if a.ndim == 3 else \
+        grid(m, n, k, threads, ta == TRANS, tb == TRANS)
     words[A], words[B], words[C] = address(a), address(b), address(out)
     words[A_STEP] = (lda if ta == NO_TRANS else 1) * size          # bytes per row of a @ b
     words[B_STEP] = (1 if tb == NO_TRANS else ldb) * size          # bytes per column
