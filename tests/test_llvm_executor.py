@@ -710,10 +710,22 @@ def test_a_kernel_step_on_the_same_arrays_relaunches_and_on_others_binds_again()
     assert kernel.node.op == "fused" and kernel.same[0][0].reads[0]() is a._data
 
 
-def test_results_kept_until_the_next_call_alternate_between_two_bound_arrays():
+@pytest.mark.parametrize("n_threads", [2, 1])
+def test_results_kept_until_the_next_call_alternate_between_two_bound_arrays(n_threads):
     """A result the caller lets go only when the next call's replaces it (a step's ``.grad``,
     a loss kept until the next) is recycled one call later: calls alternate between two
-    arrays, each with its own bound launches, and never write into the ones the caller holds."""
+    arrays, each with its own bound launches, and never write into the ones the caller holds.
+    On one thread the product is numpy's, into the recycled array too."""
+    from dynograph.runtime import threads
+    before = threads.count()
+    threads.set_threads(n_threads)
+    try:
+        _alternating_results(n_threads)
+    finally:
+        threads.set_threads(before)
+
+
+def _alternating_results(n_threads):
     def f(a):
         r = a * 2 + 1                   # a kernel into a result handed out
         p = a.t() @ (a - 1)             # a product into a result
@@ -737,8 +749,9 @@ def test_results_kept_until_the_next_call_alternate_between_two_bound_arrays():
                            for b in getattr(step, "same", ())})
         a.mul_(0.5)
     assert len(set(seen[2:])) == 2 and seen[2] == seen[4] == seen[6] and seen[3] == seen[5]
-    # bound once for each array: two launches of each step, one of `a - 1` (a planned buffer)
-    assert bounds[1] == bounds[5] and len(bounds[1]) == 7
+    # bound once for each array: two launches of each step, one of `a - 1` (a planned buffer);
+    # on one thread the product is not bound (numpy's)
+    assert bounds[1] == bounds[5] and len(bounds[1]) == (7 if n_threads > 1 else 5)
 
 
 def test_a_gather_of_one_pick_per_line_runs_into_its_planned_buffer(monkeypatch):

@@ -313,3 +313,18 @@ def test_a_first_call_traces_with_numpys_blas_on_one_thread(monkeypatch):
     assert "look-ahead" in {kind for kind, _ in step.events}
     assert len(seen) >= 4 and set(seen) == {1}
     assert blas._blas().get_threads() == before
+
+
+@pytest.mark.parametrize("alpha, beta", [(1, 1), (0.5, -2.0), (1, 0)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_addmm_without_a_backend_product_equals_the_impl(dtype, alpha, beta):
+    """Where the backend has no product (one thread), a program's addmm is numpy's product
+    into its buffer, then the impl's scaling and sum: bit for bit eager's."""
+    from dynograph.compiler.lowering.direct import addmm_into
+    from dynograph.compiler.ops.linalg import _addmm
+    rng = np.random.default_rng(2)
+    bias, a, b = (rng.standard_normal(s).astype(dtype) for s in ((40,), (30, 50), (50, 40)))
+    out = np.full((30, 40), np.nan, dtype)
+    assert addmm_into(None, [bias, a, b], {"alpha": alpha, "beta": beta}, out,
+                      lambda kernel: None) is out
+    np.testing.assert_array_equal(out, _addmm(bias, a, b, beta=beta, alpha=alpha))

@@ -41,14 +41,18 @@ def matmul_into(owner, args, attrs, out, compile_kernel):
 
 
 def addmm_into(owner, args, attrs, out, compile_kernel):
-    """``addmm`` (nn.Linear) by the backend's matrix product, into the planned buffer (or a
-    new array); None (numpy) where the backend has none."""
+    """``addmm`` (nn.Linear) by the backend's matrix product, or numpy's where it has none,
+    into the planned buffer (or a new array); None (the impl) for other dtypes."""
     bias, a, b = args
     alpha, beta = attrs.get("alpha", 1), attrs.get("beta", 1)
     if out is None and a.ndim == b.ndim == 2 and a.shape[1] == b.shape[0]:
         out = np.empty((a.shape[0], b.shape[1]), a.dtype)
-    matmul = getattr(compile_kernel, "matmul", None)
-    if matmul is None or not _floats(out, bias, a, b) or \
-            not all(type(v) in (int, float) for v in (alpha, beta)):
+    if not _floats(out, bias, a, b) or not all(type(v) in (int, float) for v in (alpha, beta)):
         return None
-    return matmul(a, b, out, bias, alpha, beta)
+    matmul = getattr(compile_kernel, "matmul", None)
+    if matmul is not None and matmul(a, b, out, bias, alpha, beta) is not None:
+        return out
+    # numpy's product into ``out``, then the impl's scaling and sum, as eager's addmm
+    from ..ops.linalg import _add_scaled        # (linalg imports this module)
+    np.matmul(a, b, out=out)
+    return _add_scaled(out, bias, beta, alpha)

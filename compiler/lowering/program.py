@@ -240,6 +240,12 @@ class _ExternStep:
         self.remembers = self.plain is not None and len(self.plain) == 1 and self.op.view and \
             len(node.outs) == 1 and node.outs[0] not in leaving
         self.last_view = None       # (the array viewed, its view)
+        # a direct rule writes a result the program hands out into a recycled array of it
+        # (executor.Program.result_array), so that the steps reading it stay bound
+        self.handed = None
+        if self.op is not None and self.op.kernel is not None and node.outs[0] in leaving:
+            out = node.outs[0].type
+            self.handed = (tuple(concrete(out.shape, batch)), out.dtype.np)
 
     def arguments(self, env):
         """The node's arguments and attributes in this call."""
@@ -261,8 +267,10 @@ class _ExternStep:
             result = None
             extern = self.backend.extern
             if op.kernel is not None and extern is None:
-                result = op.kernel(self.node, args, attrs, program.planned.get(self.outs[0]),
-                                   self.host)
+                out = program.planned.get(self.outs[0])
+                if out is None and self.handed is not None:
+                    out = program.result_array(self.outs[0], *self.handed)
+                result = op.kernel(self.node, args, attrs, out, self.host)
             if result is None:
                 result = evaluate(op, args, attrs) if extern is None else extern(op, args, attrs)
                 result = list(outputs_of(result))
