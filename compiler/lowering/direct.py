@@ -53,6 +53,6 @@ def addmm_into(owner, args, attrs, out, compile_kernel):
     if matmul is not None and matmul(a, b, out, bias, alpha, beta) is not None:
         return out
     # numpy's product into ``out``, then the impl's scaling and sum, as eager's addmm
-    from ..ops.linalg import _add_scaled        # (linalg imports this module)
+    from ..ops.linalg import add_scaled        # (linalg imports this module)
     np.matmul(a, b, out=out)
-    return _add_scaled(out, bias, beta, alpha)
+    return add_scaled(out, bias, beta, alpha)

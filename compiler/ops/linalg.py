@@ -65,7 +65,7 @@ def _scalar_for(dt, v):
     return v
 
 
-def _add_scaled(prod, inp, beta, alpha):
+def add_scaled(prod, inp, beta, alpha):
     """``beta * inp + alpha * prod`` into ``prod`` (fresh), ignoring ``inp`` when beta is 0."""
     dt = prod.dtype
     alpha = _scalar_for(dt, alpha)
@@ -83,11 +83,11 @@ def _fused(fn, inp, *mats, beta=1, alpha=1):
     if D.is_half(dt):
         mats = [m.astype(np.float32) for m in mats]
         inp = inp.astype(np.float32)
-        return _add_scaled(np.asarray(fn(*mats)), inp, beta, alpha).astype(dt)
+        return add_scaled(np.asarray(fn(*mats)), inp, beta, alpha).astype(dt)
     out = np.asarray(fn(*mats))
     if not out.flags.writeable or out.base is not None:
         out = out.copy()
-    return _add_scaled(out, inp, beta, alpha)
+    return add_scaled(out, inp, beta, alpha)
 
 
 def _fits(shape, target):
