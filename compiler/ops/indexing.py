@@ -439,10 +439,11 @@ def _gather_vjp(ctx, g):
 
 
 def _gather_into(owner, args, attrs, out, compile_kernel):
-    """A program's gather of one pick per line (cross-entropy's) into its planned buffer: the
-    picks' flat positions and one ``take``, after one check of the indices; None (the impl)
-    elsewhere.  The general gather's indexing tuple and fancy indexing took 50-130 µs of the
-    MLP step, and its new array each call made the loss's kernel bind anew."""
+    """A program's gather of one pick per line (cross-entropy's) into its buffer (planned, or a
+    recycled result): the picks' flat positions and one ``take``, after one check of the
+    indices; None (the impl) elsewhere.  The general gather's indexing tuple and fancy
+    indexing took 50-130 µs of the MLP step, and its new array each call made the loss's
+    kernel bind anew."""
     x, index = args
     if out is None or type(x) is not np.ndarray or type(index) is not np.ndarray or \
             x.ndim == 0 or index.ndim != x.ndim or index.dtype not in _NP_INDEX_DTYPES or \
@@ -457,7 +458,9 @@ def _gather_into(owner, args, attrs, out, compile_kernel):
         check_bounds(index, n, d, negative=False)
     after = math.prod(x.shape[d + 1:])
     # pick (..., i, ...) sits at line * n * after + i * after + k: ``lines`` holds the rest
-    positions = index * after if after != 1 else index.astype(np.intp, copy=False)
+    positions = index.astype(np.intp, copy=False)
+    if after != 1:
+        positions = positions * after
     positions = positions + _pick_lines(index.shape, n, after)
     return np.take(x.reshape(-1), positions, out=out, mode="clip")     # (checked above)
 
