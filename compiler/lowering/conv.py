@@ -22,6 +22,7 @@ import weakref
 import numpy as np
 
 from dynograph.runtime import dtypes as D
+from dynograph.runtime.executor import address
 from .description import Kernel, Load, Recorder, ReductionStep, Store
 from .padding import Padding, laid_out, padding_of, usable
 from .scalar import Unsupported
@@ -202,9 +203,9 @@ def run_convolution(node, args, attrs, out, compile_kernel):  # a direct rule (d
     shape = (x.shape[0], out_channels) + sizes
     if out is None or out.shape != shape:
         out = np.empty(shape, x.dtype)
-    rest = [w.ctypes.data] + ([] if bias is None else [bias.ctypes.data]) + [out.ctypes.data]
+    rest = [address(w)] + ([] if bias is None else [address(bias)]) + [address(out)]
     with laid_out(x, padding) as xp:
-        plan([xp.ctypes.data] + rest)
+        plan([address(xp)] + rest)
     return out
 
 
@@ -295,7 +296,7 @@ def run_weight_grad(node, args, attrs, out, compile_kernel):  # a direct rule (d
     if out is None or out.shape != shape:
         out = np.empty(shape, x.dtype)
     with laid_out(x, x_padding) as xp, laid_out(gy, gy_padding) as gl:
-        plan([xp.ctypes.data, gl.ctypes.data, out.ctypes.data])
+        plan([address(xp), address(gl), address(out)])
     return out
 
 

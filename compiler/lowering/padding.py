@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from dynograph.runtime import dtypes as D
+from dynograph.runtime.executor import address
 from .description import Kernel, Load, Recorder, Store
 
 KEEP_BYTES = 16 << 20
@@ -68,7 +69,7 @@ class _Lease:
         except IndexError:      # the first call, another thread holds the others, or too big
             self.buffer = np.zeros(p.shape, p.dtype) if p.fill == 0 else \
                 np.full(p.shape, p.fill, p.dtype)
-        p.plan([self.x.ctypes.data, self.buffer.ctypes.data])
+        p.plan([address(self.x), address(self.buffer)])
         return self.buffer
 
     def __exit__(self, *exc):

@@ -25,6 +25,7 @@ import weakref
 import numpy as np
 
 from dynograph.runtime import dtypes as D
+from dynograph.runtime.executor import address
 from .description import Kernel, Load, Recorder, ReductionStep, Store
 from .padding import laid_out, padding_of, usable
 from .scalar import Unsupported
@@ -185,7 +186,7 @@ def run_max_pool(node, args, attrs, out, compile_kernel):
     if indices is None or sys.getrefcount(indices) != 3:
         last[0] = indices = np.empty(shape, np.int64)
     with laid_out(x, layout) as xc:
-        plan([xc.ctypes.data, starts.ctypes.data, values.ctypes.data, indices.ctypes.data])
+        plan([address(xc), address(starts), address(values), address(indices)])
     return [values, indices]
 
 
@@ -254,7 +255,7 @@ def run_max_pool_backward(node, args, attrs, out, compile_kernel):
     if out is None or out.shape != shape:
         out = np.empty(shape, g.dtype)
     with laid_out(g, g_layout) as gp, laid_out(indices, i_layout) as ip:
-        plan([gp.ctypes.data, ip.ctypes.data, positions.ctypes.data, out.ctypes.data])
+        plan([address(gp), address(ip), address(positions), address(out)])
     for part in tail:           # positions past the last whole stride: in no window
         out[part] = 0
     return out
