@@ -79,16 +79,16 @@ class Program:
         launch writing one was bound anew; with two, calls alternate between two arrays, each
         with its bound launches (``Bound``).  Always the first free one in the same order, so
         that asking twice in one call gives the same array."""
-        kept = self.results.get(slot)
-        if kept is None:
-            kept = self.results[slot] = []
-        for a in kept:
+        arrays = self.results.get(slot)
+        if arrays is None:
+            arrays = self.results[slot] = []
+        for a in arrays:
             # three references: the list, ``a`` and getrefcount's argument
             if sys.getrefcount(a) == 3:
                 return a
         out = self.allocate(shape, dtype)
-        kept.insert(0, out)
-        del kept[RESULTS_KEPT:]
+        arrays.insert(0, out)
+        del arrays[RESULTS_KEPT:]
         return out
 
     def in_arena(self, array):
@@ -132,7 +132,7 @@ class Bound:
 BOUNDS_KEPT = RESULTS_KEPT
 
 
-def kept(bounds, bound):
+def with_bound(bounds, bound):
     """A step's list of bound launches, newest first, with ``bound`` added."""
     return [bound] + bounds[:BOUNDS_KEPT - 1]
 

@@ -78,7 +78,7 @@ class Products:
             bound = executor.Bound([env[s] for s in self.reads], launch, results,
                                    {j: (s, o) for j, (s, o) in enumerate(zip(self.outs, results))
                                     if s not in program.planned})
-            self.same = executor.kept(self.same, bound)
+            self.same = executor.with_bound(self.same, bound)
 
 
 def _operands(step, program, env):

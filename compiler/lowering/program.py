@@ -213,7 +213,7 @@ class _KernelStep:
             launch()
             bound = executor.Bound(arrays, launch, outs,
                                    {j: (self.outs[j], o) for j, o in handed.items()})
-            self.same = executor.kept(self.same, (bound, [j for j, _ in into]))
+            self.same = executor.with_bound(self.same, (bound, [j for j, _ in into]))
         for s, o in zip(self.outs, outs):
             env[s] = o
 
@@ -284,7 +284,7 @@ class _ExternStep:
             # not a reshape that copied; not a view of a result the program hands out (kept
             # here, it could never be recycled)
             if executor.storage_root(result[0]) is root and \
-                    not any(root is r for kept in program.results.values() for r in kept):
+                    not any(root is r for arrays in program.results.values() for r in arrays):
                 self.last_view = (args[0], result[0])
         for s, r in zip(self.outs, result):
             env[s] = r
