@@ -101,23 +101,30 @@ class Bound:
     """A step's launch bound to the arrays of one call, made again by a later call that sees
     the same arrays (``again``).  A step keeps its ``BOUNDS_KEPT`` last: results handed out
     alternate between two arrays, and so do the inputs of the steps reading them.  It holds
-    what it read (weakly: a result the caller lets go must stay recyclable) and the results it
-    wrote (weakly too: a planned buffer or an input updated in place is the same array at every
-    call; a result handed out, ``handed`` {index: (slot, array)}, is the same when
-    ``result_array`` gives that memory again)."""
-    __slots__ = ("reads", "launch", "results", "handed")
+    what it read (weakly: a result the caller lets go must stay recyclable; None where the
+    step read None) and the results it wrote (weakly too: a planned buffer or an input updated
+    in place is the same array at every call; a result handed out, ``handed`` {index: (slot,
+    array)}, is the same when ``result_array`` gives that memory again).  ``owned``: the
+    indices of results made for this launch alone (max pooling's indices), held here and
+    written again only while nothing else holds them (a view the caller kept)."""
+    __slots__ = ("reads", "launch", "results", "handed", "owned")
 
-    def __init__(self, reads, launch, results, handed):
-        self.reads = [weakref.ref(a) for a in reads]
+    def __init__(self, reads, launch, results, handed, owned=()):
+        self.reads = [None if a is None else weakref.ref(a) for a in reads]
         self.launch = launch
         self.results = [None if j in handed else weakref.ref(r) for j, r in enumerate(results)]
         self.handed = [(j, slot, r.shape, r.dtype, address(r)) for j, (slot, r) in handed.items()]
+        self.owned = [(j, results[j]) for j in owned]
 
     def again(self, program, reads):
         """The results when ``reads`` are the arrays read at the bound call and the results go
         to the same memory (then the caller launches); else None."""
         for a, r in zip(reads, self.reads):
-            if a is not r():
+            if a is not (None if r is None else r()):
+                return None
+        for _, a in self.owned:
+            # three references: the pair, ``a`` and getrefcount's argument
+            if sys.getrefcount(a) != 3:
                 return None
         results = [None if r is None else r() for r in self.results]
         if self.handed:

@@ -22,9 +22,9 @@ import weakref
 import numpy as np
 
 from dynograph.runtime import dtypes as D
-from dynograph.runtime.executor import address
 from .description import Kernel, Load, Recorder, ReductionStep, Store
-from .padding import Padding, laid_out, padding_of, usable
+from . import launch
+from .padding import Padding, padding_of, usable
 from .scalar import Unsupported
 
 
@@ -192,7 +192,8 @@ def flat_weight_grad(x_shape, gy_shape, ksize, dilation, groups, dtype, tiles=Fa
 _PLANS = weakref.WeakKeyDictionary()
 
 
-def run_convolution(node, args, attrs, out, compile_kernel):  # a direct rule (direct.py)
+@launch.rule
+def run_convolution(node, args, attrs, out, compile_kernel, bound):  # a direct rule (direct.py)
     """``convolution(*args, **attrs)`` by a direct kernel, written into ``out`` when it is given
     (a planned buffer); None when the case is not covered."""
     planned = _convolution_plans(args, attrs, compile_kernel, node)
@@ -203,10 +204,8 @@ def run_convolution(node, args, attrs, out, compile_kernel):  # a direct rule (d
     shape = (x.shape[0], out_channels) + sizes
     if out is None or out.shape != shape:
         out = np.empty(shape, x.dtype)
-    rest = [address(w)] + ([] if bias is None else [address(bias)]) + [address(out)]
-    with laid_out(x, padding) as xp:
-        plan([address(xp)] + rest)
-    return out
+    reads = [(x, padding), (w, None)] + ([] if bias is None else [(bias, None)])
+    return launch.Launch(plan, reads, [out], out)
 
 
 def _convolution_plans(args, attrs, compile_kernel, node=None):
@@ -282,7 +281,8 @@ def _tiles(compile_kernel):
     return getattr(getattr(compile_kernel, "backend", None), "tiles_channels", False)
 
 
-def run_weight_grad(node, args, attrs, out, compile_kernel):  # a direct rule (direct.py)
+@launch.rule
+def run_weight_grad(node, args, attrs, out, compile_kernel, bound):  # a direct rule (direct.py)
     """``convolution_weight_grad(x, gy, **attrs)`` by a flat direct kernel (stride 1), written
     into ``out`` when given; None when the case is not covered."""
     planned = _weight_grad_plans(args, attrs, compile_kernel, node)
@@ -295,9 +295,7 @@ def run_weight_grad(node, args, attrs, out, compile_kernel):  # a direct rule (d
     shape = (o, c // attrs["groups"]) + ksize
     if out is None or out.shape != shape:
         out = np.empty(shape, x.dtype)
-    with laid_out(x, x_padding) as xp, laid_out(gy, gy_padding) as gl:
-        plan([address(xp), address(gl), address(out)])
-    return out
+    return launch.Launch(plan, [(x, x_padding), (gy, gy_padding)], [out], out)
 
 
 def _weight_grad_plans(args, attrs, compile_kernel, node=None):

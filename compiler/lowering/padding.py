@@ -8,9 +8,8 @@ serial work in every training step).  The border is filled once, when a buffer i
 ``Padding`` keeps its buffers (up to ``KEEP_BYTES`` each; an eager call's plans live as long as
 its owner) and hands them out call after call, one per caller at a time.  A larger buffer is
 made per call, by ``np.zeros`` where the fill is 0: pages the kernel does not write stay the
-system's zero pages.
+system's zero pages.  A bound launch (launch.py) has buffers of its own (``kept``).
 """
-import contextlib
 import math
 
 import numpy as np
@@ -55,6 +54,17 @@ class Padding:
     def __call__(self, x):
         return _Lease(self, x)
 
+    def kept(self, x):
+        """(a buffer of this padding's own, a callable copying ``x`` into it, or None where
+        the copy has no bound form): for a bound launch (launch.py), which holds the buffer."""
+        buffer = self.bordered()
+        return buffer, self.plan.bound([address(x), address(buffer)])
+
+    def bordered(self):
+        """A new buffer, its border filled (its inside too)."""
+        return np.zeros(self.shape, self.dtype) if self.fill == 0 else \
+            np.full(self.shape, self.fill, self.dtype)
+
 
 class _Lease:
     __slots__ = ("padding", "x", "buffer")
@@ -67,8 +77,7 @@ class _Lease:
         try:
             self.buffer = p.free.pop()
         except IndexError:      # the first call, another thread holds the others, or too big
-            self.buffer = np.zeros(p.shape, p.dtype) if p.fill == 0 else \
-                np.full(p.shape, p.fill, p.dtype)
+            self.buffer = p.bordered()
         p.plan([address(self.x), address(self.buffer)])
         return self.buffer
 
@@ -82,11 +91,6 @@ def padding_of(x, lo, hi, fill, compile_kernel):
     if x.flags.c_contiguous and not any(lo) and not any(hi):
         return None
     return Padding(x, lo, hi, fill, compile_kernel)
-
-
-def laid_out(x, padding):
-    """``with`` x padded by ``padding``, or x itself where it is None."""
-    return contextlib.nullcontext(x) if padding is None else padding(x)
 
 
 def usable(x):

@@ -25,9 +25,9 @@ import weakref
 import numpy as np
 
 from dynograph.runtime import dtypes as D
-from dynograph.runtime.executor import address
 from .description import Kernel, Load, Recorder, ReductionStep, Store
-from .padding import laid_out, padding_of, usable
+from . import launch
+from .padding import padding_of, usable
 from .scalar import Unsupported
 
 # candidate windows times the last dim's stride above which the backward runs its impl (each
@@ -169,7 +169,8 @@ def gather_positions(spatial, blocks, stride):
 _PLANS = weakref.WeakKeyDictionary()
 
 
-def run_max_pool(node, args, attrs, out, compile_kernel):
+@launch.rule
+def run_max_pool(node, args, attrs, out, compile_kernel, bound):
     """``max_pool*_with_indices(x, **attrs)`` -> [values, indices], or None when not covered."""
     planned = _max_pool_plans(args, attrs, compile_kernel, node)
     if planned is None:
@@ -181,13 +182,14 @@ def run_max_pool(node, args, attrs, out, compile_kernel):
     values = out if out is not None and out.shape == shape else np.empty(shape, x.dtype)
     # the indices of the last call once nothing else holds them (a compiled step's backward
     # has used them): fresh pages would fault on every call.  References: the list, the
-    # name and getrefcount's argument.
-    indices = last[0]
+    # name and getrefcount's argument.  A bound launch has indices of its own.
+    indices = None if bound else last[0]
     if indices is None or sys.getrefcount(indices) != 3:
-        last[0] = indices = np.empty(shape, np.int64)
-    with laid_out(x, layout) as xc:
-        plan([address(xc), address(starts), address(values), address(indices)])
-    return [values, indices]
+        indices = np.empty(shape, np.int64)
+        if not bound:
+            last[0] = indices
+    return launch.Launch(plan, [(x, layout), (starts, None)], [values, indices],
+                         [values, indices], owned=(1,) if bound else ())
 
 
 def _max_pool_plans(args, attrs, compile_kernel, node=None):
@@ -243,7 +245,8 @@ def pooling_kernel(shape, attrs, nd, dtype):
     return kernel, sizes, np.ascontiguousarray(starts, np.int64)
 
 
-def run_max_pool_backward(node, args, attrs, out, compile_kernel):
+@launch.rule
+def run_max_pool_backward(node, args, attrs, out, compile_kernel, bound):
     """``max_pool_backward(g, indices, **attrs)`` -> the input gradient, or None when not
     covered (no window attributes: adaptive and fractional pools)."""
     planned = _backward_plans(args, attrs, compile_kernel, node)
@@ -254,11 +257,9 @@ def run_max_pool_backward(node, args, attrs, out, compile_kernel):
     shape = tuple(attrs["input_shape"])
     if out is None or out.shape != shape:
         out = np.empty(shape, g.dtype)
-    with laid_out(g, g_layout) as gp, laid_out(indices, i_layout) as ip:
-        plan([address(gp), address(ip), address(positions), address(out)])
-    for part in tail:           # positions past the last whole stride: in no window
-        out[part] = 0
-    return out
+    # positions past the last whole stride are in no window: zeroed after the kernel
+    return launch.Launch(plan, [(g, g_layout), (indices, i_layout), (positions, None)], [out],
+                         out, zeroed=[out[part] for part in tail])
 
 
 def _backward_plans(args, attrs, compile_kernel, node=None):

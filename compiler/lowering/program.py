@@ -246,6 +246,16 @@ class _ExternStep:
         if self.op is not None and self.op.kernel is not None and node.outs[0] in leaving:
             out = node.outs[0].type
             self.handed = (tuple(concrete(out.shape, batch)), out.dtype.np)
+        # a direct rule with a bound form (launch.py), whose attributes are the same at every
+        # call and whose other results stay inside the program: a call reading the same arrays
+        # as one of the last calls launches what that call bound (executor.Bound)
+        self.binds = None
+        if self.op is not None and getattr(self.op.kernel, "bind", None) is not None and \
+                all(type(a) is _Slot or a is None for a in self.args) and \
+                not any(_has_slot(v) for v in self.attrs.values()) and \
+                not any(v in leaving for v in node.outs[1:]):
+            self.binds = self.op.kernel.bind
+        self.same = []          # the bound launches of the last calls, newest first
 
     def arguments(self, env):
         """The node's arguments and attributes in this call."""
@@ -267,10 +277,13 @@ class _ExternStep:
             result = None
             extern = self.backend.extern
             if op.kernel is not None and extern is None:
-                out = program.planned.get(self.outs[0])
-                if out is None and self.handed is not None:
-                    out = program.result_array(self.outs[0], *self.handed)
-                result = op.kernel(self.node, args, attrs, out, self.host)
+                if self.binds is not None:
+                    result = self._bound(program, args, attrs)
+                else:
+                    out = program.planned.get(self.outs[0])
+                    if out is None and self.handed is not None:
+                        out = program.result_array(self.outs[0], *self.handed)
+                    result = op.kernel(self.node, args, attrs, out, self.host)
             if result is None:
                 result = evaluate(op, args, attrs) if extern is None else extern(op, args, attrs)
                 result = list(outputs_of(result))
@@ -288,6 +301,38 @@ class _ExternStep:
                 self.last_view = (args[0], result[0])
         for s, r in zip(self.outs, result):
             env[s] = r
+
+
+    def _bound(self, program, args, attrs):
+        """The direct rule's results by a launch bound at one of the last calls where it reads
+        the same arrays, else by a launch bound now; None where the rule does not cover the
+        call (then the op's impl runs)."""
+        for same in self.same:
+            results = same.again(program, args)
+            if results is not None:
+                same.launch()
+                return results
+        out = program.planned.get(self.outs[0])
+        handed = {}
+        if out is None and self.handed is not None:
+            out = program.result_array(self.outs[0], *self.handed)
+            handed[0] = (self.outs[0], out)
+        made = self.binds(self.node, args, attrs, out, self.host)
+        if made is None:
+            self.same = []
+            return self.op.kernel(self.node, args, attrs, out, self.host)
+        launch, results, owned = made
+        results = results if type(results) is list else [results]
+        launch()
+        # kept where it writes the planned buffer or recycled result, and arrays of its own:
+        # an array the rule made for this call alone may still be held (a view handed out)
+        if out is not None and results[0] is out and \
+                all(j in owned for j in range(1, len(results))):
+            bound = executor.Bound(args, launch, results, handed, owned)
+            self.same = executor.with_bound(self.same, bound)
+        else:
+            self.same = []
+        return results
 
 
 def _has_slot(x):
