@@ -144,11 +144,29 @@ def test_a_launch_runs_and_binds_to_the_same_values():
     owner, host = Owner(), Host(LLVM)
     ran = run_convolution(owner, [x, w, b], attrs, None, host)
     out = np.empty_like(ran)
-    bound, results, owned = run_convolution.bind(owner, [x, w, b], attrs, out, host)
-    assert results is out and owned == ()
+    bound, results, owned, reusable = run_convolution.bind(owner, [x, w, b], attrs, out, host)
+    assert results is out and owned == () and reusable
     bound()
     np.testing.assert_array_equal(out, ran)
     x[...] = rng.standard_normal(x.shape)           # new values, the same array
     bound()
     np.testing.assert_array_equal(out, run_convolution(owner, [x, w, b], attrs, None, host))
     assert isinstance(bound, launch._Bound)         # the padded copy, then the kernel
+
+
+def test_a_padded_copy_too_large_to_keep_runs_unbound(monkeypatch):
+    """A convolution whose padded copy is over padding.KEEP_BYTES is not bound (its buffer
+    would be held between calls): it runs through a buffer made per call, as before."""
+    from dynograph.compiler.lowering import padding
+    monkeypatch.setattr(padding, "KEEP_BYTES", 0)
+    w = dg.from_numpy(np.random.default_rng(5).standard_normal((4, 3, 3, 3)).astype(np.float32))
+
+    def f(x):
+        return dg.nn.functional.conv2d(x, w, padding=1).relu().sum()
+    compiled = dg.compile(f, backend="llvm")
+    x = dg.from_numpy(np.random.default_rng(6).standard_normal((2, 3, 9, 9)).astype(np.float32))
+    for _ in range(4):
+        np.testing.assert_allclose(compiled(x).item(), f(x).item(), rtol=1e-5)
+        x.mul_(-0.5)
+    (step,) = _direct_steps(compiled)
+    assert step.same == []

@@ -8,6 +8,8 @@ that runs it again on the same arrays, reading through padded buffers of its own
 step that sees the same arrays at the next call launches that (executor.Bound), without the
 rule's checks, plan lookups and address reads (40-80 µs of Python a convolution).
 """
+import functools
+
 from dynograph.runtime.executor import address
 
 
@@ -42,13 +44,13 @@ def bind(launch):
     """A callable running ``launch`` again on the same arrays, or None where it cannot be
     bound: a padded copy too large to keep (padding.KEEP_BYTES), or a plan without a bound
     form."""
+    if not all(padding is None or padding.keep for _, padding in launch.reads):
+        return None
     steps, arrays, buffers = [], [], []
     for a, padding in launch.reads:
         if padding is None:
             arrays.append(a)
             continue
-        if not padding.keep:
-            return None
         buffer, copy = padding.kept(a)
         if copy is None:
             return None
@@ -82,8 +84,9 @@ class _Bound:
 def rule(make):
     """The direct rule (direct.py) running the Launch that ``make(owner, args, attrs, out,
     compile_kernel, bound)`` works out (None: not covered), with its ``bind`` form:
-    ``rule.bind(owner, args, attrs, out, compile_kernel)`` -> (callable, results, owned) or
-    None."""
+    ``rule.bind(owner, args, attrs, out, compile_kernel)`` -> None (not covered), or
+    (callable running the launch, its results, owned results, whether the callable may run
+    again on the same arrays: False where the launch could not be bound)."""
     def run_rule(owner, args, attrs, out, compile_kernel):
         launch = make(owner, args, attrs, out, compile_kernel, False)
         return None if launch is None else run(launch)
@@ -93,7 +96,9 @@ def rule(make):
         if launch is None:
             return None
         bound = bind(launch)
-        return None if bound is None else (bound, launch.results, launch.owned)
+        if bound is None:
+            return functools.partial(run, launch), launch.results, launch.owned, False
+        return bound, launch.results, launch.owned, True
 
     run_rule.bind = bind_rule
     run_rule.__name__ = run_rule.__qualname__ = make.__name__

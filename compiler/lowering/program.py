@@ -305,8 +305,8 @@ class _ExternStep:
 
     def _bound(self, program, args, attrs):
         """The direct rule's results by a launch bound at one of the last calls where it reads
-        the same arrays, else by a launch bound now; None where the rule does not cover the
-        call (then the op's impl runs)."""
+        the same arrays, else by a launch bound now (or run unbound where it cannot be); None
+        where the rule does not cover the call (then the op's impl runs)."""
         for same in self.same:
             results = same.again(program, args)
             if results is not None:
@@ -320,13 +320,13 @@ class _ExternStep:
         made = self.binds(self.node, args, attrs, out, self.host)
         if made is None:
             self.same = []
-            return self.op.kernel(self.node, args, attrs, out, self.host)
-        launch, results, owned = made
+            return None
+        launch, results, owned, reusable = made
         results = results if type(results) is list else [results]
         launch()
         # kept where it writes the planned buffer or recycled result, and arrays of its own:
         # an array the rule made for this call alone may still be held (a view handed out)
-        if out is not None and results[0] is out and \
+        if reusable and out is not None and results[0] is out and \
                 all(j in owned for j in range(1, len(results))):
             bound = executor.Bound(args, launch, results, handed, owned)
             self.same = executor.with_bound(self.same, bound)
