@@ -5,7 +5,8 @@ modules of its own layer or below:
 
     0 runtime        dynograph.runtime.*: dtypes, devices, the executor and its backend interface
     1 op set         dynograph.compiler.ops.*, and the lowering vocabulary op definitions use
-                     (compiler.lowering.scalar, description, conv, pool, padding, direct)
+                     (compiler.lowering.scalar, description, conv, pool, padding, launch,
+                     direct)
     2 eager core     dynograph._* (Tensor, dispatcher, math, ...), the trace hook (_trace_hook),
                      autograd, random, linalg, special, fft, backends, cuda, version
     3 library        nn, optim, utils.data, serialization, safetensors, vision, distributed,
@@ -60,6 +61,7 @@ RULES = {
     "dynograph.compiler.lowering.conv": 1,
     "dynograph.compiler.lowering.pool": 1,
     "dynograph.compiler.lowering.padding": 1,
+    "dynograph.compiler.lowering.launch": 1,
     "dynograph.compiler.lowering.direct": 1,
     "dynograph._*": 2,
     "dynograph.autograd": 2,
