@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from dynograph._trace_hook import TRACE, SizeInt, plain
-from dynograph.runtime import config, dtypes as D, host_memory
+from dynograph.runtime import config, dtypes as D
 from . import logs
 from .backends import DEFAULT_BACKEND, get_runner, run_entry
 from .binding import assign_binding, binding_tensor, read_binding
@@ -381,12 +381,7 @@ class CompiledFunction:
 
     def _compile_call(self, args, kwargs, flat, spec):
         """A call no entry covers: trace it, trace ahead where it changed the state its graph
-        is specialized on, and start compiling what the next call will run.  The memory the
-        trace touches first is mapped in by a helper meanwhile (host_memory.populating)."""
-        with host_memory.populating():
-            return self._compile_and_call(args, kwargs, flat, spec)
-
-    def _compile_and_call(self, args, kwargs, flat, spec):
+        is specialized on, and start compiling what the next call will run."""
         n = len(self.entries)
         if self.backend == "llvm":
             from .llvm.pool import warm_up
