@@ -170,3 +170,31 @@ def test_a_padded_copy_too_large_to_keep_runs_unbound(monkeypatch):
         x.mul_(-0.5)
     (step,) = _direct_steps(compiled)
     assert step.same == []
+
+
+def test_a_new_input_at_every_call_binds_again_on_the_same_padded_buffers(monkeypatch):
+    """A convolution reading a new array at every call (each batch a new tensor) binds every
+    call; the launches it drops give their padded buffers back, so no call makes new ones
+    once the first calls have."""
+    from dynograph.compiler.lowering import padding
+    made = []
+    bordered = padding.Padding.bordered
+
+    def counted(self):
+        made.append(self.shape)
+        return bordered(self)
+    monkeypatch.setattr(padding.Padding, "bordered", counted)
+    w = dg.from_numpy(np.random.default_rng(7).standard_normal((4, 3, 3, 3)).astype(np.float32))
+
+    def f(x):
+        return dg.nn.functional.conv2d(x, w, padding=1).relu().sum()
+    compiled = dg.compile(f, backend="llvm")
+    rng = np.random.default_rng(8)
+    counts = []
+    for _ in range(8):
+        x = dg.from_numpy(rng.standard_normal((2, 3, 9, 9)).astype(np.float32))
+        np.testing.assert_allclose(compiled(x).item(), f(x).item(), rtol=1e-5)
+        counts.append(len(made))
+    assert counts[3] == counts[-1] <= 4, counts
+    (step,) = _direct_steps(compiled)
+    assert len(step.same) == 2

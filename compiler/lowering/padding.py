@@ -55,9 +55,10 @@ class Padding:
         return _Lease(self, x)
 
     def kept(self, x):
-        """(a buffer of this padding's own, a callable copying ``x`` into it, or None where
-        the copy has no bound form): for a bound launch (launch.py), which holds the buffer."""
-        buffer = self.bordered()
+        """(a buffer, a callable copying ``x`` into it, or None where the copy has no bound
+        form): for a bound launch (launch.py), which holds the buffer until it gives it back
+        to ``free``."""
+        buffer = self.free.pop() if self.free else self.bordered()
         return buffer, self.plan.bound([address(x), address(buffer)])
 
     def bordered(self):

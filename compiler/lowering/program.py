@@ -302,7 +302,6 @@ class _ExternStep:
         for s, r in zip(self.outs, result):
             env[s] = r
 
-
     def _bound(self, program, args, attrs):
         """The direct rule's results by a launch bound at one of the last calls where it reads
         the same arrays, else by a launch bound now (or run unbound where it cannot be); None
@@ -319,6 +318,7 @@ class _ExternStep:
             handed[0] = (self.outs[0], out)
         made = self.binds(self.node, args, attrs, out, self.host)
         if made is None:
+            _release([b.launch for b in self.same])
             self.same = []
             return None
         launch, results, owned, reusable = made
@@ -329,10 +329,21 @@ class _ExternStep:
         if reusable and out is not None and results[0] is out and \
                 all(j in owned for j in range(1, len(results))):
             bound = executor.Bound(args, launch, results, handed, owned)
-            self.same = executor.with_bound(self.same, bound)
+            kept = executor.with_bound(self.same, bound)
+            _release([b.launch for b in self.same if b not in kept])
+            self.same = kept
         else:
+            _release([b.launch for b in self.same] + [launch])
             self.same = []
         return results
+
+
+def _release(launches):
+    """Give back the padded buffers of bound launches no longer kept (launch._Bound.release)."""
+    for launch in launches:
+        release = getattr(launch, "release", None)
+        if release is not None:
+            release()
 
 
 def _has_slot(x):
