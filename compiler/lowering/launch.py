@@ -27,15 +27,18 @@ class Launch:
 
 def run(launch):
     """Run ``launch`` now; its results."""
-    leases = [None if padding is None else padding(a) for a, padding in launch.reads]
-    arrays = [a if lease is None else lease.__enter__()
-              for (a, _), lease in zip(launch.reads, leases)]
+    arrays, leases = [], []
     try:
+        for a, padding in launch.reads:
+            if padding is not None:
+                lease = padding(a)
+                a = lease.__enter__()
+                leases.append(lease)
+            arrays.append(a)
         launch.plan([address(a) for a in arrays] + [address(w) for w in launch.writes])
     finally:
         for lease in leases:
-            if lease is not None:
-                lease.__exit__(None, None, None)
+            lease.__exit__(None, None, None)
     for v in launch.zeroed:
         v.fill(0)
     return launch.results

@@ -58,7 +58,10 @@ class Padding:
         """(a buffer, a callable copying ``x`` into it, or None where the copy has no bound
         form): for a bound launch (launch.py), which holds the buffer until it gives it back
         to ``free``."""
-        buffer = self.free.pop() if self.free else self.bordered()
+        try:
+            buffer = self.free.pop()
+        except IndexError:      # (another thread may take the last one between test and pop)
+            buffer = self.bordered()
         return buffer, self.plan.bound([address(x), address(buffer)])
 
     def bordered(self):
