@@ -7,7 +7,7 @@ calls, and a launch that cannot be bound).  ``bind`` gives a callable of no argu
 runs it again on the same arrays, reading through padded buffers of its own: a program's step
 that sees the same arrays at the next call launches that (executor.Bound), without the rule's
 checks, plan lookups and address reads (in the CIFAR CNN's step, a convolution's Python took
-10-28 µs so against 25-54 µs).
+10-28 µs bound against 25-54 µs).
 """
 import functools
 

@@ -8,7 +8,8 @@ serial work in every training step).  The border is filled once, when a buffer i
 ``Padding`` keeps its buffers (up to ``KEEP_BYTES`` each; an eager call's plans live as long as
 its owner) and hands them out call after call, one per caller at a time.  A larger buffer is
 made per call, by ``np.zeros`` where the fill is 0: pages the kernel does not write stay the
-system's zero pages.  A bound launch (launch.py) has buffers of its own (``kept``).
+system's zero pages.  A bound launch (launch.py) holds buffers while it is kept (``kept``) and
+gives them back to ``free`` when its step drops it.
 """
 import math
 
