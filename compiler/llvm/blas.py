@@ -333,6 +333,13 @@ def _operand(x, size):
     return None
 
 
+# Measured on two cores (docs/llvm.md, fifteenth round): a linear layer's weight gradient
+# ``x.t() @ g`` (the MLP's 512 x 784, k = 128) took 616-658 us in two row blocks against
+# 698-911 us in two column blocks, the whole MLP step 3-6% less; its forward products
+# ``x @ w.t()`` (128 rows) were faster in column blocks.
+TRANSPOSED_COST = 2
+
+
 def grid(m, n, k, threads, a_transposed=False, b_transposed=False):
     """(row blocks, column blocks) of an m x k by k x n product on ``threads`` threads: one
     block per thread, of at least MIN_FLOPS multiply-adds.  Each block's BLAS call packs its
@@ -351,13 +358,6 @@ def grid(m, n, k, threads, a_transposed=False, b_transposed=False):
             return min(shapes, key=lambda rc: rows_cost / rc[0] + cols_cost / rc[1])
         pieces -= 1
     return 1, 1
-
-
-# Measured on two cores (docs/llvm.md, fifteenth round): a linear layer's weight gradient
-# ``x.t() @ g`` (the MLP's 512 x 784, k = 128) took 616-658 us in two row blocks against
-# 698-911 us in two column blocks, the whole MLP step 3-6% less; its forward products
-# ``x @ w.t()`` (128 rows) were faster in column blocks.
-TRANSPOSED_COST = 2
 
 
 _blocks = {}            # argument blocks by everything they are made of (a step's products

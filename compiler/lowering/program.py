@@ -280,10 +280,7 @@ class _ExternStep:
                 if self.binds is not None:
                     result = self._bound(program, args, attrs)
                 else:
-                    out = program.planned.get(self.outs[0])
-                    if out is None and self.handed is not None:
-                        out = program.result_array(self.outs[0], *self.handed)
-                    result = op.kernel(self.node, args, attrs, out, self.host)
+                    result = op.kernel(self.node, args, attrs, self._out(program), self.host)
             if result is None:
                 result = evaluate(op, args, attrs) if extern is None else extern(op, args, attrs)
                 result = list(outputs_of(result))
@@ -302,6 +299,14 @@ class _ExternStep:
         for s, r in zip(self.outs, result):
             env[s] = r
 
+    def _out(self, program):
+        """Where a direct rule writes its first result: the planned buffer, a recycled array
+        of a result the program hands out, or None (the rule makes one)."""
+        out = program.planned.get(self.outs[0])
+        if out is None and self.handed is not None:
+            out = program.result_array(self.outs[0], *self.handed)
+        return out
+
     def _bound(self, program, args, attrs):
         """The direct rule's results by a launch bound at one of the last calls where it reads
         the same arrays, else by a launch bound now (or run unbound where it cannot be); None
@@ -311,11 +316,9 @@ class _ExternStep:
             if results is not None:
                 same.launch()
                 return results
-        out = program.planned.get(self.outs[0])
-        handed = {}
-        if out is None and self.handed is not None:
-            out = program.result_array(self.outs[0], *self.handed)
-            handed[0] = (self.outs[0], out)
+        out = self._out(program)
+        handed = {0: (self.outs[0], out)} if self.handed is not None and \
+            self.outs[0] not in program.planned else {}
         made = self.binds(self.node, args, attrs, out, self.host)
         if made is None:
             _release([b.launch for b in self.same])
