@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 import dynograph as dg
+from dynograph._dispatch import call
 from dynograph.compiler import interpreter
 from dynograph.compiler.binding import read_binding
 from dynograph.compiler.compiled import CompiledFunction, CompileError, flatten
 from dynograph.compiler.ir import Graph, Input, Node, TensorType, Value
-from dynograph.compiler.ops import REGISTRY
+from dynograph.compiler.ops import REGISTRY, updates
 from dynograph.compiler.ops.groups import DATA_DEPENDENT as DATA_DEPENDENT_OPS
 from dynograph.compiler.text import ParseError, parse_graph, print_graph
 from dynograph.compiler.verify import VerifyError, verify
@@ -90,6 +91,11 @@ OTHER_CASES = {
     "exponential": (lambda a: a.exponential_(), lambda: (r(3).detach(),)),
     "geometric": (lambda a: a.geometric_(0.5), lambda: (r(3).detach(),)),
     "log_normal": (lambda a: a.log_normal_(), lambda: (r(3).detach(),)),
+    # optimizer updates (tests/test_adam_one_node.py compares them with the methods they replace)
+    "adam_param": (lambda p, m, v, step, lr: call(updates.adam_param, p, m, v, step, lr, beta1=0.9,
+                                                  beta2=0.999, eps=1e-8, weight_decay=0.01),
+                   lambda: (r(3, 4).detach(), r(3, 4).detach(), r(3, 4, lo=0.1, hi=1).detach(),
+                            dg.tensor(3.0), dg.tensor(1e-3, dtype=dg.float64))),
     "strided_view": None,       # made by the tracer itself: covered by test_functionalized_views
     "strided_scatter": None,
     "all_reduce_start": None,   # collectives: tests/test_distributed_compile.py (2 ranks under MPI)

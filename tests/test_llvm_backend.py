@@ -118,7 +118,8 @@ LAYOUTS = [(np.float32, (5, 7), (7,), True), (np.float64, (37,), (37,), False),
 
 
 # attributes the parametrized test passes to ops that need them
-ATTRS = {"polygamma": {"n": 2}, "affine_normalize": {"eps": 1e-5, "kind": "layer"}}
+ATTRS = {"polygamma": {"n": 2}, "affine_normalize": {"eps": 1e-5, "kind": "layer"},
+         "adam_param": {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01}}
 
 
 def _args(op, dt, shape, other, strided):
@@ -135,6 +136,9 @@ def _args(op, dt, shape, other, strided):
         y = RNG.integers(-1, 70, size=other).astype(dt) if np.dtype(dt).kind in "iu" else y
     if op == "where":
         return (sample(np.bool_, other), x, y)
+    if op == "adam_param":      # a parameter, its moments, the step counter and the lr
+        return (x, sample(dt, shape), sample(dt, shape, positive=True), np.array(3, np.float32),
+                np.array(1e-3))
     if op == "masked_fill":
         return (x, sample(np.bool_, other), 2.5)
     if op == "clamp":

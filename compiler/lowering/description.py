@@ -254,4 +254,28 @@ class Recorder:
         return self._add("math", xs, xs[0].dtype, name)
 
 
+
+def apply_elementwise(b, op, specs, args, attrs):
+    """The scalar code of elementwise primitive ``op`` on ``args`` (handles for its tensor
+    operands, Python numbers, None), as every kernel computes one: the arguments converted to
+    the op's compute dtype, its lowering rule, the result converted to its output dtype.
+    ``specs`` are the operands as its dtype rule reads them.  Returns (handle, output dtype)."""
+    # a run-time scalar attribute promotes as the Python float it stands for
+    ct, odt = op.dtype_rule(*specs, **{k: 0.5 if isinstance(a, Handle) else a
+                                       for k, a in attrs.items()})
+    scalars = []
+    for a in args:
+        if isinstance(a, Handle):
+            scalars.append(b.cast(a, ct) if op.cast_inputs else a)
+        elif a is None:
+            scalars.append(None)
+        elif isinstance(a, (bool, int, float)):
+            scalars.append(b.const(a, ct))
+        else:
+            raise Unsupported(f"{op.name} argument {a!r}")
+    r = op.lowering(b, *scalars, **attrs)
+    if odt.itemsize == 2 and odt.is_floating_point:
+        return b.round_to(r, odt), odt
+    return b.cast(r, odt), odt
+
 # ---------------------------------------------------------------- describing a subgraph

@@ -14,7 +14,8 @@ from ..ops import REGISTRY
 from ..ops.core import TensorSpec, wrap_dims
 from ..passes.cse import literal_key
 from ..symbolic import concrete
-from .description import Handle, Kernel, Load, Recorder, ReductionStep, Store  # noqa: F401  (importers)
+from .description import (Handle, Kernel, Load, Recorder, ReductionStep, Store,  # noqa: F401  (importers)
+                          apply_elementwise)
 from .scalar import Composite, Unsupported
 
 
@@ -428,25 +429,9 @@ class _Describer:
         return rule.rule(b, item, count, reduce, **extra)
 
     def emit_elementwise(self, op, node, args, attrs):
-        b = self.b
         # a number that depends on the batch size (a mean's 1/s0) takes this call's value
         raws = [a if isinstance(a, Value) else concrete(a, self.batch) for a in node.args]
         specs = [TensorSpec(self.shape(a), a.type.dtype) if isinstance(a, Value) else a
                  for a in raws]
-        # a run-time scalar attribute promotes as the Python float it stands for
-        ct, odt = op.dtype_rule(*specs, **{k: 0.5 if isinstance(a, Handle) else a
-                                           for k, a in attrs.items()})
-        scalars = []
-        for raw, h in zip(raws, args):
-            if isinstance(raw, Value):
-                scalars.append(b.cast(h, ct) if op.cast_inputs else h)
-            elif raw is None:
-                scalars.append(None)
-            elif isinstance(raw, (bool, int, float)):
-                scalars.append(b.const(raw, ct))
-            else:
-                raise Unsupported(f"{op.name} argument {raw!r}")
-        r = op.lowering(b, *scalars, **attrs)
-        if odt.itemsize == 2 and odt.is_floating_point:
-            return b.round_to(r, odt)
-        return b.cast(r, odt)
+        handles = [h if isinstance(raw, Value) else raw for raw, h in zip(raws, args)]
+        return apply_elementwise(self.b, op, specs, handles, attrs)[0]

@@ -12,6 +12,7 @@ from . import conv  # noqa: F401
 from . import special  # noqa: F401
 from . import spectral  # noqa: F401
 from . import decompositions  # noqa: F401
+from . import updates  # noqa: F401
 from . import complex_numbers  # noqa: F401
 complex_numbers.install()      # what each op above does with complex input
 from . import collective  # noqa: F401,E402  (complex values reduce like any others)

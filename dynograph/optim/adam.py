@@ -1,6 +1,10 @@
 """Adam, as torch.optim.Adam (with optional AMSGrad and decoupled weight decay)."""
 from dynograph._trace_hook import TRACE
+from dynograph.compiler.ops import updates
 from .. import zeros_like
+from .._dispatch import call
+from .._inplace import assign
+from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from . import _fused
 from .optimizer import Optimizer, check_range, run_closure, step_tensor, scalar_state, traced_lr
@@ -68,21 +72,35 @@ class Adam(Optimizer):
                            bias_correction2_sqrt, lr / (1 - beta1 ** step)):
                 return
         grad = p.grad if not group["maximize"] else -p.grad
+        decoupled = group["decoupled_weight_decay"]
+        one_node = TRACE.tracer is not None and _one_node(p, lr)
         if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(1 - lr * weight_decay)
-            else:
+            if not decoupled:
                 grad = grad.add(p, alpha=weight_decay)
+            elif not one_node:
+                p.mul_(1 - lr * weight_decay)
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom_source = exp_avg_sq
+        if group["amsgrad"]:
+            denom_source = state["max_exp_avg_sq"]
+            denom_source.copy_(denom_source.maximum(exp_avg_sq))
+        if one_node:
+            # the decay, the bias corrections and the step: one node of the compiled graph
+            # (compiler/ops/updates.py), which computes what the methods below compute
+            assign(p, call(updates.adam_param, p, exp_avg, denom_source, state["step"], lr,
+                           beta1=beta1, beta2=beta2, eps=eps,
+                           weight_decay=weight_decay if decoupled else 0))
+            return
         step = scalar_state(state["step"])
         bias_correction1 = 1 - beta1 ** step
         bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
         step_size = lr / bias_correction1
-        if group["amsgrad"]:
-            max_sq = state["max_exp_avg_sq"]
-            max_sq.copy_(max_sq.maximum(exp_avg_sq))
-            denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-        else:
-            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        denom = (denom_source.sqrt() / bias_correction2_sqrt).add_(eps)
         p.addcdiv_(exp_avg, denom, value=-step_size)
+
+
+def _one_node(p, lr):
+    """Whether a traced update of ``p`` records its step as one node: a floating parameter with
+    dims, and the learning rate a 0-dim tensor (the graph input of a float lr)."""
+    return isinstance(lr, Tensor) and lr.dim() == 0 and p.dim() > 0 and p.is_floating_point()
