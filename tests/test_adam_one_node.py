@@ -77,7 +77,8 @@ def _train(options, backend, one_node, monkeypatch, steps=4):
         step(x, y)
     nodes = Counter(n.op for n in step.entries[-1].captured.nodes)
     state = [opt.state[p][k].numpy().copy() for p in model.parameters() for k in sorted(opt.state[p])]
-    return [p.detach().numpy().copy() for p in model.parameters()] + state, nodes
+    versions = np.array([p._version for p in model.parameters()])
+    return [p.detach().numpy().copy() for p in model.parameters()] + state + [versions], nodes
 
 
 OPTIONS = [dict(lr=3e-3), dict(lr=3e-3, weight_decay=0.1, adamw=True),

@@ -88,9 +88,11 @@ class Adam(Optimizer):
         if one_node:
             # the decay, the bias corrections and the step: one node of the compiled graph
             # (compiler/ops/updates.py), which computes what the methods below compute
+            decay = weight_decay if decoupled else 0
             assign(p, call(updates.adam_param, p, exp_avg, denom_source, state["step"], lr,
-                           beta1=beta1, beta2=beta2, eps=eps,
-                           weight_decay=weight_decay if decoupled else 0))
+                           beta1=beta1, beta2=beta2, eps=eps, weight_decay=decay))
+            if decay != 0:
+                p._bump_version()       # as the methods' separate p.mul_ did
             return
         step = scalar_state(state["step"])
         bias_correction1 = 1 - beta1 ** step
