@@ -107,3 +107,18 @@ def test_small_and_odd_tensors_keep_their_results():
         opt.step()
     np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
     assert opt.state[p]["step"].item() == 3.0
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_a_zero_dim_parameter_takes_the_numpy_path(name):
+    """numpy's ufuncs give a 0-dim array's results as scalars, which ``out=`` refuses: the numpy
+    path keeps them arrays, and computes what the methods compute on a 1-element parameter."""
+    steps = []
+    for shape in ((), (1,)):
+        p = dg.tensor(np.full(shape, 1.5, np.float32), requires_grad=True)
+        opt = getattr(dg.optim, name)([p], lr=0.1, weight_decay=0.1)
+        for g in (0.3, -0.7, 0.2):
+            p.grad = dg.tensor(np.full(shape, g, np.float32))
+            opt.step()
+        steps.append(p.detach().numpy().reshape(-1))
+    np.testing.assert_array_equal(steps[0], steps[1])
