@@ -28,6 +28,7 @@ import numpy as np
 # the eager core's hook: a trace installs its Tracer in TRACE.tracer (compiled.py does)
 from dynograph._trace_hook import TRACE, SizeInt, TraceHook, is_tracing  # noqa: F401
 from dynograph._tensor import Tensor
+from dynograph.autograd.engine import own_code_only
 from dynograph.autograd.graph import OpNode
 from dynograph.runtime import dtypes as D
 from dynograph.runtime.backend import unwatched
@@ -544,6 +545,14 @@ class Tracer(TraceHook):
             return node.apply(*grads)
         return self.watcher.run_inert((node._inputs, node.attrs.values(), grads), node.apply,
                                       *grads)
+
+    def run_backward(self, run, roots, *args):
+        """The autograd engine's backward pass from ``roots``: dynograph's own code, which the
+        watcher need not follow where it reaches no hook and no user's Function
+        (``engine.own_code_only``); its hooks went to every node and gradient sum otherwise."""
+        if self.watcher is None or not own_code_only(roots):
+            return run(roots, *args)
+        return self.watcher.run_inert((), run, roots, *args)
 
     def run_step(self, opt, closure):
         """An optimizer's update: one of dynograph's optimizers with no closure runs only

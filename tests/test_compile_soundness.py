@@ -994,6 +994,23 @@ def make_args(i):
     return (torch.full((3,), float(i + 1)),)
 """)
 
+case("a tensor hook that reads a global the caller changes")("""
+SCALE = 2.0
+W = torch.ones(3, requires_grad=True)
+def step(x):
+    y = W * x
+    y.register_hook(lambda g: g * SCALE)
+    y.sum().backward()
+    return W.grad.clone()
+def make_args(i):
+    W.grad = None
+    return (torch.full((3,), float(i + 1)),)
+def between(i):
+    global SCALE
+    if i == 1:
+        SCALE = 5.0
+""")
+
 case(".data assigned inside the function")("""
 P = nn.Parameter(torch.ones(3))
 def step(x):

@@ -43,9 +43,42 @@ def run_backward(roots, grads, *, retain_graph=False, create_graph=False, captur
     prev = STATE.grad_enabled
     STATE.grad_enabled = bool(create_graph)
     try:
+        if TRACE.tracer is not None:
+            return TRACE.tracer.run_backward(_run, roots, grads, retain_graph, create_graph,
+                                             capture)
         return _run(roots, grads, retain_graph, create_graph, capture)
     finally:
         STATE.grad_enabled = prev
+
+
+def own_code_only(roots):
+    """Whether a backward pass from tensors ``roots`` runs dynograph's code alone: every node it
+    reaches is a recorded op (an ``OpNode`` itself, not a user's Function) or the accumulator
+    of one of dynograph's tensors, and no node, leaf or tensor holds a hook (``register_hook``,
+    ``retain_grad``, a node's pre- or post-hooks, a post-accumulate-grad hook)."""
+    if not all(t.grad_fn is not None or _own_leaf(t) for t in roots):
+        return False
+    stack = [t.grad_fn for t in roots if t.grad_fn is not None]
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        kind = type(node)
+        if kind is AccumulateGrad:
+            if not _own_leaf(node.variable):
+                return False
+        elif kind is not OpNode or not _PRE_HOOKS.isdisjoint(node.__dict__) or \
+                "_post_hooks" in node.__dict__:
+            return False
+        stack.extend(edge[0] for edge in node.next_functions if edge[0] is not None)
+    return True
+
+
+def _own_leaf(leaf):
+    return not leaf._hooks and not leaf._post_accumulate_grad_hooks and \
+        type(leaf).__module__.startswith("dynograph.")
 
 
 def _run(roots, grads, retain_graph, create_graph, capture):
