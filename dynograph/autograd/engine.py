@@ -56,9 +56,14 @@ def own_code_only(roots):
     reaches is a recorded op (an ``OpNode`` itself, not a user's Function) or the accumulator
     of one of dynograph's tensors, and no node, leaf or tensor holds a hook (``register_hook``,
     ``retain_grad``, a node's pre- or post-hooks, a post-accumulate-grad hook)."""
-    if not all(t.grad_fn is not None or _own_leaf(t) for t in roots):
-        return False
-    stack = [t.grad_fn for t in roots if t.grad_fn is not None]
+    # (loops, not generators: this runs under the watcher's hooks, which see every generator
+    # step as a frame that starts)
+    stack = []
+    for t in roots:
+        if t.grad_fn is not None:
+            stack.append(t.grad_fn)
+        elif not _own_leaf(t):
+            return False
     seen = set()
     while stack:
         node = stack.pop()
@@ -72,7 +77,9 @@ def own_code_only(roots):
         elif kind is not OpNode or not _PRE_HOOKS.isdisjoint(node.__dict__) or \
                 "_post_hooks" in node.__dict__:
             return False
-        stack.extend(edge[0] for edge in node.next_functions if edge[0] is not None)
+        for edge in node.next_functions:
+            if edge[0] is not None:
+                stack.append(edge[0])
     return True
 
 
