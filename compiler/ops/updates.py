@@ -1,9 +1,9 @@
 """Optimizer updates recorded as one node: Adam's step on a parameter.
 
 A compiled training step records its optimizer's update op by op.  Adam's update of one
-parameter is some twenty primitives, fifteen of them the decoupled weight decay, the bias
+parameter is twenty-one primitives, seventeen of them the decoupled weight decay, the bias
 corrections from the step counter (scalar float64 work) and the step itself: the char
-transformer's AdamW made 570 of its step's 1125 nodes, and tracing, optimizing and describing
+transformer's AdamW made 630 of its step's 1125 nodes, and tracing, optimizing and describing
 them took about a fifth of its first call.  ``adam_param`` records that part as one
 elementwise node, which fuses with the moment updates before it as those primitives did.
 
