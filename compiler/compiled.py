@@ -674,8 +674,9 @@ class CompiledFunction:
             entry.aot_bindings = [binding_of[id(inp)] for inp in forward.inputs]
         self.entries.append(entry)
         self._event("trace", f"graph {len(self.entries) - 1}: {len(captured.nodes)} nodes captured")
-        logs.log("guards", f"{self.__name__}: graph {len(self.entries) - 1} guards:\n"
-                           + guards.describe())
+        if config.debug("guards"):      # (describing every guard takes a millisecond)
+            logs.log("guards", f"{self.__name__}: graph {len(self.entries) - 1} guards:\n"
+                               + guards.describe())
         from . import dump
         dump.maybe_dump(self, entry)
         if any(type(x) is SizeInt for x in out_flat):   # the caller gets plain ints, as eagerly
