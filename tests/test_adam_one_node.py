@@ -110,3 +110,25 @@ def test_a_compiled_step_matches_eager(monkeypatch):
     eager = [p.detach().numpy() for p in model.parameters()]
     for a, b in zip(compiled, eager):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_kernel_computes_what_the_op_computes_for_random_hyper_parameters(seed):
+    """Random betas, eps, decay, learning rate and step: the LLVM kernel of one adam_param node
+    gives the op's eager values bit for bit (its constants and scalar work in float64)."""
+    g = np.random.default_rng(seed)
+    dtype = (dg.float32, dg.float64)[seed % 2]
+    hyper = dict(beta1=float(g.uniform(0.0, 0.999)), beta2=float(g.uniform(0.5, 0.9999)),
+                 eps=float(10 ** g.uniform(-10, -3)),
+                 weight_decay=0.0 if seed % 3 == 0 else float(g.uniform(0.0, 0.5)))
+    shape = tuple(int(n) for n in g.integers(1, 40, size=int(g.integers(1, 4))))
+    p, m = (dg.tensor(g.standard_normal(shape), dtype=dtype) for _ in range(2))
+    v = dg.tensor(g.random(shape) + 1e-3, dtype=dtype)
+    step = dg.tensor(float(g.integers(1, 10_000)))
+    lr = dg.tensor(float(10 ** g.uniform(-4, -1)), dtype=dg.float64)
+
+    def update(p, m, v, step, lr):
+        return call(updates.adam_param, p, m, v, step, lr, **hyper)
+    want = update(p, m, v, step, lr)
+    got = dg.compile(update, backend="llvm", fullgraph=True)(p, m, v, step, lr)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
