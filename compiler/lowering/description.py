@@ -254,12 +254,11 @@ class Recorder:
         return self._add("math", xs, xs[0].dtype, name)
 
 
-
 def apply_elementwise(b, op, specs, args, attrs):
     """The scalar code of elementwise primitive ``op`` on ``args`` (handles for its tensor
     operands, Python numbers, None), as every kernel computes one: the arguments converted to
     the op's compute dtype, its lowering rule, the result converted to its output dtype.
-    ``specs`` are the operands as its dtype rule reads them.  Returns (handle, output dtype)."""
+    ``specs`` are the operands as its dtype rule reads them."""
     # a run-time scalar attribute promotes as the Python float it stands for
     ct, odt = op.dtype_rule(*specs, **{k: 0.5 if isinstance(a, Handle) else a
                                        for k, a in attrs.items()})
@@ -275,7 +274,8 @@ def apply_elementwise(b, op, specs, args, attrs):
             raise Unsupported(f"{op.name} argument {a!r}")
     r = op.lowering(b, *scalars, **attrs)
     if odt.itemsize == 2 and odt.is_floating_point:
-        return b.round_to(r, odt), odt
-    return b.cast(r, odt), odt
+        return b.round_to(r, odt)
+    return b.cast(r, odt)
+
 
 # ---------------------------------------------------------------- describing a subgraph

@@ -14,8 +14,8 @@ from ..ops import REGISTRY
 from ..ops.core import TensorSpec, wrap_dims
 from ..passes.cse import literal_key
 from ..symbolic import concrete
-from .description import (Handle, Kernel, Load, Recorder, ReductionStep, Store,  # noqa: F401  (importers)
-                          apply_elementwise)
+from .description import Handle, Kernel, Load, Recorder, ReductionStep, Store  # noqa: F401  (importers)
+from .description import apply_elementwise
 from .scalar import Composite, Unsupported
 
 
@@ -434,4 +434,4 @@ class _Describer:
         specs = [TensorSpec(self.shape(a), a.type.dtype) if isinstance(a, Value) else a
                  for a in raws]
         handles = [h if isinstance(raw, Value) else raw for raw, h in zip(raws, args)]
-        return apply_elementwise(self.b, op, specs, handles, attrs)[0]
+        return apply_elementwise(self.b, op, specs, handles, attrs)

@@ -68,7 +68,7 @@ class _OnScalars:
     def __call__(self, name, *args):
         specs = [a.spec if isinstance(a, _Scalar) else a for a in args]
         handles = [a.handle if isinstance(a, _Scalar) else a for a in args]
-        handle, _ = apply_elementwise(self.b, REGISTRY[name], specs, handles, {})
+        handle = apply_elementwise(self.b, REGISTRY[name], specs, handles, {})
         return _Scalar(handle, max(len(s.shape) for s in specs if isinstance(s, TensorSpec)))
 
     def float64(self, x):
